@@ -1,0 +1,1 @@
+"""narrate.cli: click commands. They parse, call narrate.jobs / narrate.worker, and print."""

@@ -1,0 +1,178 @@
+"""The `narrate` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import click
+
+from narrate.jobs import api
+from narrate.jobs.connection import Connection
+from narrate.jobs.errors import NarrateError
+from narrate.jobs.settings import QUANTS, Settings
+
+quant_option = click.option(
+    "--quant", type=click.Choice(QUANTS), default=None, help="Quantization (default: NARRATE_QUANT, else by model)."
+)
+model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+voice_option = click.option(
+    "--voice", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Voice sample (1-60 s)."
+)
+
+
+def _settings(**overrides: object) -> Settings:
+    try:
+        return Settings.from_env(**overrides)
+    except NarrateError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def _fail(e: NarrateError) -> click.ClickException:
+    return click.ClickException(str(e))
+
+
+@click.group()
+@click.version_option(package_name="narrate")
+def main() -> None:
+    """Queue-native batch narration: documents and a voice sample in, audiobook files out."""
+
+
+@main.command()
+@click.argument("document", type=click.Path(path_type=Path, dir_okay=False))
+@voice_option
+@model_option
+@quant_option
+@click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
+@click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def submit(document, voice, model, quant, output, wait, as_json) -> None:
+    """Validate DOCUMENT and the voice, enqueue one narration job, print its id."""
+    settings = _settings()
+    try:
+        req = api.prepare(settings, document, voice, output=output, model=model, quant=quant)
+        with Connection(settings) as conn:
+            job = api.submit(settings, conn.redis, req)
+            if not wait:
+                _print_submitted(job.id, req, settings, as_json)
+                return
+            if not as_json:
+                click.echo(job.id)
+            final = _wait(conn, job.id, quiet=as_json)
+    except NarrateError as e:
+        raise _fail(e) from None
+    _finish(final, as_json)
+
+
+def _print_submitted(job_id: str, req: api.Request, settings: Settings, as_json: bool) -> None:
+    if as_json:
+        info = {
+            "id": job_id,
+            "status": "queued",
+            "sentences": len(req.document.sentences),
+            "output": str(settings.output_dir.expanduser().resolve() / req.output),
+        }
+        click.echo(json.dumps(info))
+    else:
+        click.echo(job_id)
+
+
+def _wait(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) -> dict:
+    last = None
+    while True:
+        st = api.status(conn.redis, job_id)
+        p = st["progress"]
+        line = f"{st['status']}: {p.get('done', 0)}/{p.get('total', 0)} sentences"
+        if not quiet and line != last:
+            click.echo(line, err=True)
+            last = line
+        if st["status"] in ("finished", "failed", "canceled", "stopped"):
+            return st
+        time.sleep(poll_s)
+
+
+def _finish(st: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(st))
+    elif st["status"] == "finished":
+        click.echo(st["output"])
+    if st["status"] != "finished":
+        raise click.ClickException(f"job {st['id']} {st['status']}: {st.get('error', '')}")
+
+
+@main.command()
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(job_id, as_json) -> None:
+    """Show a job's status, progress, output path or error."""
+    settings = _settings()
+    try:
+        with Connection(settings) as conn:
+            st = api.status(conn.redis, job_id)
+    except NarrateError as e:
+        raise _fail(e) from None
+    if as_json:
+        click.echo(json.dumps(st))
+        return
+    p = st["progress"]
+    click.echo(f"{st['id']}: {st['status']} ({p.get('done', 0)}/{p.get('total', 0)} sentences)")
+    if st.get("output"):
+        click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
+    if st.get("error"):
+        click.echo(f"error: {st['error']}")
+
+
+@main.command()
+@click.option("--burst", is_flag=True, help="Exit when the queue is empty.")
+@click.option("--queue", "queue_name", default=None, help="Queue to take jobs from (NARRATE_QUEUE).")
+@click.option("--quiet", is_flag=True, help="Log warnings only.")
+def worker(burst, queue_name, quiet) -> None:
+    """Run a worker: takes jobs one at a time and keeps models loaded between them."""
+    from narrate.worker.process import run_worker  # loads mlx: only here
+
+    settings = _settings()
+    try:
+        run_worker(settings, burst=burst, queue_names=[queue_name or settings.queue],
+                   log_level="WARNING" if quiet else "INFO")  # fmt: skip
+    except NarrateError as e:
+        raise _fail(e) from None
+
+
+@main.command()
+@click.argument("document", type=click.Path(path_type=Path, dir_okay=False))
+@voice_option
+@model_option
+@quant_option
+@click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
+@click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
+def run(document, voice, model, quant, output, as_json) -> None:
+    """Narrate one document here and now: server, queue and worker in this one command."""
+    from narrate.jobs.progress import add_listener
+    from narrate.worker.process import make_worker
+    from narrate.worker.runtime import Runtime, set_runtime
+
+    out = Path(output) if output else Path(document).with_suffix(".mp3").name
+    out = Path(out).expanduser().absolute()
+    settings = _settings(output_dir=out.parent)
+    try:
+        req = api.prepare(settings, document, voice, output=out, model=model, quant=quant)
+        set_runtime(Runtime(settings))
+        with Connection(settings) as conn:
+            qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
+            job = api.submit(settings, conn.redis, req, queue_name=qname)
+            total = len(req.document.sentences)
+            with click.progressbar(length=total, label="narrating", file=sys.stderr,
+                                   show_pos=True) as bar:  # fmt: skip
+                add_listener(lambda done, _total, _audio: bar.update(done - bar.pos))
+                make_worker(conn, [qname]).work(burst=True, logging_level="WARNING", with_scheduler=False)
+            st = api.status(conn.redis, job.id)
+    except NarrateError as e:
+        raise _fail(e) from None
+    _finish(st, as_json)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Every setting narrate has, in one place: flags override environment, environment overrides defaults."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .errors import BadInput
+
+QUANTS = ("bf16", "4bit", "6bit", "8bit")
+DEFAULT_MODEL = "mlx-community/Qwen3-TTS-12Hz-1.7B-Base"
+DEFAULT_QUEUE = "narrate"
+SAMPLE_RATE = 24_000
+SAMPLES_PER_FRAME = 1920  # 12.5 codec frames per second
+FRAMES_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_FRAME
+
+# Input limits (hostile or accidental input never reaches the model whole).
+MAX_DOCUMENT_BYTES = 20 * 1024 * 1024
+MAX_SENTENCES = 200_000
+MAX_SENTENCE_CHARS = 400
+MAX_VOICE_BYTES = 50 * 1024 * 1024
+MIN_VOICE_SECONDS = 1.0
+MAX_VOICE_SECONDS = 60.0
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else None
+
+
+def _env_int(name: str, default: int | None) -> int | None:
+    raw = _env(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(f"{name}={raw!r} is not a whole number") from None
+    if value <= 0:
+        raise BadInput(f"{name}={raw!r} must be greater than 0")
+    return value
+
+
+def check_quant(quant: str | None) -> str | None:
+    if quant is not None and quant not in QUANTS:
+        raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
+    return quant
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings of one narrate process."""
+
+    redis_url: str | None = None  # None: the embedded Valkey server under `home`
+    home: Path = field(default_factory=lambda: Path.home() / ".narrate")
+    output_dir: Path = field(default_factory=Path.home)
+    model: str = DEFAULT_MODEL
+    quant: str | None = None  # None: 6bit for hub ids on Apple silicon, bf16 elsewhere
+    max_frames: int = 2048  # cap on codec frames per sentence (2048 frames = 164 s)
+    batch_size: int | None = None  # None: chosen from the device (see narrate.worker.engine)
+    queue: str = DEFAULT_QUEUE
+    lock_path: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock")
+    sentence_pause_ms: int = 250
+    paragraph_pause_ms: int = 750
+    seed: int = 0
+    ffmpeg: str | None = None  # None: the ffmpeg shipped by imageio-ffmpeg
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        """Settings from NARRATE_* environment variables; `overrides` (from flags) win when not None."""
+        home = Path(_env("NARRATE_HOME") or Path.home() / ".narrate").expanduser()
+        values: dict[str, object] = {
+            "redis_url": _env("NARRATE_REDIS_URL"),
+            "home": home,
+            "output_dir": Path(_env("NARRATE_OUTPUT_DIR") or Path.home()).expanduser(),
+            "model": _env("NARRATE_MODEL") or DEFAULT_MODEL,
+            "quant": check_quant(_env("NARRATE_QUANT")),
+            "max_frames": _env_int("NARRATE_MAX_FRAMES", 2048),
+            "batch_size": _env_int("NARRATE_BATCH_SIZE", None),
+            "queue": _env("NARRATE_QUEUE") or DEFAULT_QUEUE,
+            "lock_path": Path(
+                _env("NARRATE_LOCK_PATH") or Path(tempfile.gettempdir()) / "narrate-host.lock"
+            ),
+            "sentence_pause_ms": _env_int("NARRATE_SENTENCE_PAUSE_MS", 250),
+            "paragraph_pause_ms": _env_int("NARRATE_PARAGRAPH_PAUSE_MS", 750),
+            "ffmpeg": _env("NARRATE_FFMPEG"),
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        check_quant(values["quant"])  # type: ignore[arg-type]
+        return cls(**values)  # type: ignore[arg-type]
+
+    def with_(self, **changes: object) -> Settings:
+        return replace(self, **changes)  # type: ignore[arg-type]

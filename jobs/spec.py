@@ -1,0 +1,51 @@
+"""The job spec: the only argument of a narration job, plain JSON (ids and settings)."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass
+from math import ceil
+
+# Codec frames per character of text: speech runs at ~15 characters and 12.5 frames a second
+# (0.83 frames/char). The budget allows 2.5x that plus 2 s, then the global cap applies.
+FRAMES_PER_CHAR_BUDGET = 2.1
+FRAMES_BUDGET_BASE = 25
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    document: str  # document id in the store
+    voice: str  # voice sha256 in the store
+    output: str  # path relative to the worker's output root
+    model: str | None = None  # None: the worker's NARRATE_MODEL
+    quant: str | None = None  # None: the model's default (see narrate.worker.models)
+    seed: int = 0
+    max_frames: int = 2048
+    sentence_pause_ms: int = 250
+    paragraph_pause_ms: int = 750
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> JobSpec:
+        fields = set(cls.__dataclass_fields__)
+        unknown = set(data) - fields
+        if unknown:
+            raise ValueError(f"unknown job spec fields: {sorted(unknown)}")
+        return cls(**data)
+
+
+def frame_budget(text: str, max_frames: int) -> int:
+    """Most codec frames a sentence may take before it counts as a runaway."""
+    return max(1, min(max_frames, FRAMES_BUDGET_BASE + ceil(len(text) * FRAMES_PER_CHAR_BUDGET)))
+
+
+def sentence_seed(job_seed: int, text: str) -> int:
+    """A sentence's sampling seed: a function of the text, so re-renders reproduce it."""
+    return (job_seed * 1_000_003 + zlib.crc32(text.encode())) % (2**31)
+
+
+def job_timeout(budgets: list[int]) -> int:
+    """A finite RQ job timeout from the document size (0.25 s per budgeted frame, worst case on CPU)."""
+    return 600 + ceil(sum(budgets) * 0.25)

@@ -1,0 +1,88 @@
+"""Voice samples: validate, convert to 24 kHz mono 16-bit PCM, identify by content (sha256)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import wave
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import BadInput
+from .ffmpeg import run_ffmpeg
+from .settings import MAX_VOICE_BYTES, MAX_VOICE_SECONDS, MIN_VOICE_SECONDS, SAMPLE_RATE
+
+SILENCE_RMS = 1e-3  # of full scale; below this the sample carries no voice
+
+
+@dataclass(frozen=True)
+class Voice:
+    """A normalized voice sample: 24 kHz mono int16 WAV bytes and their sha256."""
+
+    wav: bytes
+    sha256: str
+    seconds: float
+
+
+def read_voice(path: Path, ffmpeg: str) -> Voice:
+    path = Path(path)
+    if not path.exists():
+        raise BadInput(f"voice file {path} does not exist")
+    if not path.is_file():
+        raise BadInput(f"voice file {path} is not a regular file")
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            raise BadInput(f"voice file {path} is empty")
+        if size > MAX_VOICE_BYTES:
+            raise BadInput(
+                f"voice file {path} is {size / 2**20:.0f} MiB; the limit is {MAX_VOICE_BYTES // 2**20} MiB"
+            )
+        raw = path.read_bytes()
+    except PermissionError:
+        raise BadInput(f"voice file {path} is not readable (permission denied)") from None
+    except OSError as e:
+        raise BadInput(f"voice file {path} could not be read: {e.strerror or e}") from None
+    return normalize_voice(raw, origin=f"voice file {path}", ffmpeg=ffmpeg)
+
+
+def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
+    try:
+        pcm = run_ffmpeg(
+            ffmpeg,
+            ["-i", "pipe:0", "-t", str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE),
+             "-f", "s16le", "-acodec", "pcm_s16le", "pipe:1"],
+            stdin=raw,
+        )  # fmt: skip
+    except RuntimeError as e:
+        raise BadInput(f"{origin} is not audio ffmpeg can read ({e}); use wav, flac or mp3") from None
+    samples = np.frombuffer(pcm, dtype="<i2")
+    seconds = samples.size / SAMPLE_RATE
+    if samples.size == 0:
+        raise BadInput(f"{origin} holds no audio samples")
+    if seconds < MIN_VOICE_SECONDS:
+        raise BadInput(f"{origin} is {seconds:.2f} s long; give at least {MIN_VOICE_SECONDS:.0f} s of speech")
+    if seconds > MAX_VOICE_SECONDS:
+        raise BadInput(
+            f"{origin} is longer than {MAX_VOICE_SECONDS:.0f} s; trim it to 5-30 s of clean speech"
+        )
+    rms = float(np.sqrt(np.mean((samples.astype(np.float64) / 32768.0) ** 2)))
+    if rms < SILENCE_RMS:
+        raise BadInput(f"{origin} is silent (RMS {rms:.1e}); record some speech")
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SAMPLE_RATE)
+        w.writeframes(pcm)
+    wav = buf.getvalue()
+    return Voice(wav=wav, sha256=hashlib.sha256(wav).hexdigest(), seconds=seconds)
+
+
+def voice_samples(wav: bytes) -> np.ndarray:
+    """The float32 samples in [-1, 1) of a normalized voice WAV."""
+    with wave.open(io.BytesIO(wav), "rb") as w:
+        frames = w.readframes(w.getnframes())
+    return np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0

@@ -1,0 +1,185 @@
+"""Model resolution (Hugging Face ids and local checkpoints), quantization at load, and the
+warm model cache keyed by (model, quantization).
+
+Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the device default
+(6bit with Apple Metal; bf16 on CPU and CUDA, where quantized matmuls are 4-5x slower):
+
+    Qwen/NAME                      -> mlx-community/NAME-Q
+    mlx-community/NAME             -> mlx-community/NAME-Q
+    mlx-community/NAME-8bit        -> unchanged without --quant; mlx-community/NAME-Q with it
+    other-org/NAME                 -> unchanged; quantized at load to Q if Q is 4/6/8bit
+    /a/local/checkpoint            -> loaded as is (bf16); quantized at load to Q if Q is 4/6/8bit
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+
+from narrate.jobs.errors import BadInput
+
+log = logging.getLogger("narrate.worker")
+
+QUANT_SUFFIX = re.compile(r"-(bf16|4bit|6bit|8bit)$")
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+BITS = {"4bit": 4, "6bit": 6, "8bit": 8}
+GROUP_SIZE = 64
+
+
+def is_metal() -> bool:
+    return mx.default_device().type == mx.gpu and mx.metal.is_available()
+
+
+def default_quant(metal: bool) -> str:
+    return "6bit" if metal else "bf16"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    source: str  # a hub id or an absolute local path
+    quant: str  # bf16 | 4bit | 6bit | 8bit: what the loaded model will be
+    quantize_bits: int | None  # quantize at load with this width (None: load as is)
+    local: bool
+
+
+def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolved:
+    """Apply the id-rewriting table in this module's docstring."""
+    if metal is None:
+        metal = is_metal()
+    path = Path(model).expanduser()
+    if path.is_dir():
+        q = quant or "bf16"
+        return Resolved(str(path.resolve()), q, BITS.get(q), local=True)
+    if model.startswith((".", "/", "~")) or not HUB_ID.match(model):
+        raise BadInput(
+            f"model {model!r} is neither a local checkpoint directory nor a Hugging Face id (org/name)"
+        )
+    org, name = model.split("/", 1)
+    if org in ("Qwen", "mlx-community"):
+        m = QUANT_SUFFIX.search(name)
+        if m and quant is None:
+            return Resolved(f"mlx-community/{name}", m.group(1), None, local=False)
+        base = QUANT_SUFFIX.sub("", name)
+        q = quant or default_quant(metal)
+        return Resolved(f"mlx-community/{base}-{q}", q, None, local=False)
+    q = quant or "bf16"
+    return Resolved(model, q, BITS.get(q), local=False)
+
+
+@dataclass
+class LoadedModel:
+    model: nn.Module
+    resolved: Resolved
+    key: str  # identity of the weights, for the voice-embedding cache
+
+    @property
+    def talker_dtype(self) -> mx.Dtype:
+        return self.model.talker.get_input_embeddings().weight.dtype
+
+
+class SpeakerEncoderRuns:
+    """Counts real forward passes of the speaker encoder in this process."""
+
+    count = 0
+
+
+def _count_speaker_encoder(model: nn.Module) -> None:
+    cls = type(model.speaker_encoder)
+    if getattr(cls, "_narrate_counted", False):
+        return
+    forward = cls.__call__
+
+    def counted(self, *args, **kwargs):
+        SpeakerEncoderRuns.count += 1
+        return forward(self, *args, **kwargs)
+
+    cls.__call__ = counted
+    cls._narrate_counted = True
+
+
+def quantize(model: nn.Module, bits: int) -> int:
+    """Quantize talker/code-predictor linears in place with the model's own predicate
+    (speaker encoder, embeddings and codec stay floating point). Returns the layer count."""
+    count = 0
+
+    def predicate(path: str, module: nn.Module) -> bool:
+        nonlocal count
+        ok = (
+            hasattr(module, "to_quantized")
+            and getattr(module, "weight", None) is not None
+            and module.weight.shape[-1] % GROUP_SIZE == 0
+            and model.model_quant_predicate(path, module)
+        )
+        count += bool(ok)
+        return ok
+
+    nn.quantize(model, group_size=GROUP_SIZE, bits=bits, class_predicate=predicate)
+    return count
+
+
+def weights_key(resolved: Resolved) -> str:
+    if not resolved.local:
+        return resolved.source
+    root = Path(resolved.source)
+    h = hashlib.sha256((root / "config.json").read_bytes())
+    for f in sorted(root.glob("*.safetensors")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+    return f"local-{h.hexdigest()[:24]}"
+
+
+def load(resolved: Resolved) -> LoadedModel:
+    from mlx_audio.tts.utils import load_model
+
+    if resolved.local and not (Path(resolved.source) / "config.json").exists():
+        raise BadInput(f"model directory {resolved.source} has no config.json: not a checkpoint")
+    log.info("loading %s (%s)", resolved.source, resolved.quant)
+    with contextlib.redirect_stdout(io.StringIO()):  # mlx-audio prints loader chatter
+        model = load_model(resolved.source)
+    if getattr(model.config, "tts_model_type", None) != "base" or model.speaker_encoder is None:
+        raise BadInput(f"{resolved.source} is not a Qwen3-TTS Base model (voice cloning needs Base)")
+    if resolved.quantize_bits:
+        if not is_metal():
+            log.warning(
+                "quantizing to %s on %s: quantized matmuls are 4-5x slower than bf16 here "
+                "(they are faster only with Apple Metal); consider --quant bf16",
+                resolved.quant,
+                mx.default_device(),
+            )
+        n = quantize(model, resolved.quantize_bits)
+        log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
+    mx.eval(model.parameters())
+    _count_speaker_encoder(model)
+    return LoadedModel(model=model, resolved=resolved, key=weights_key(resolved))
+
+
+class ModelCache:
+    """Loaded models stay warm across jobs, keyed by (source, quant); the oldest is dropped."""
+
+    def __init__(self, capacity: int = 2):
+        self.capacity = capacity
+        self._models: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
+
+    def get(self, model: str, quant: str | None) -> LoadedModel:
+        resolved = resolve(model, quant)
+        key = (resolved.source, resolved.quant)
+        if key in self._models:
+            self._models.move_to_end(key)
+            return self._models[key]
+        loaded = load(resolved)
+        self._models[key] = loaded
+        while len(self._models) > self.capacity:
+            self._models.popitem(last=False)
+            mx.clear_cache()
+        return loaded
+
+    def __len__(self) -> int:
+        return len(self._models)
