@@ -9,18 +9,22 @@ import uuid
 from pathlib import Path
 
 import click
-
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.settings import QUANTS, Settings
 
 quant_option = click.option(
-    "--quant", type=click.Choice(QUANTS), default=None, help="Quantization (default: NARRATE_QUANT, else by model)."
+    "--quant",
+    default=None,
+    metavar="|".join(QUANTS),
+    help="Quantization (default: NARRATE_QUANT, else by model).",
 )
-model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+model_option = click.option(
+    "--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL)."
+)
 voice_option = click.option(
-    "--voice", required=True, type=click.Path(path_type=Path, dir_okay=False), help="Voice sample (1-60 s)."
+    "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )
 
 
@@ -42,11 +46,13 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("document", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("document", type=click.Path(path_type=Path))
 @voice_option
 @model_option
 @quant_option
-@click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
+@click.option(
+    "-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default)."
+)
 @click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def submit(document, voice, model, quant, output, wait, as_json) -> None:
@@ -142,7 +148,7 @@ def worker(burst, queue_name, quiet) -> None:
 
 
 @main.command()
-@click.argument("document", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("document", type=click.Path(path_type=Path))
 @voice_option
 @model_option
 @quant_option

@@ -49,7 +49,9 @@ class Connection:
             client = redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
             client.ping()
         except ValueError as e:
-            raise ServerUnavailable(f"NARRATE_REDIS_URL {redact(url)} is not a valid Redis URL: {e}") from None
+            raise ServerUnavailable(
+                f"NARRATE_REDIS_URL {redact(url)} is not a valid Redis URL: {e}"
+            ) from None
         except redis.AuthenticationError:
             raise ServerUnavailable(
                 f"Redis at {redact(url)} refused the password; check NARRATE_REDIS_URL"

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import IO
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from .errors import ServerUnavailable
 
@@ -117,7 +119,8 @@ class EmbeddedServer:
     def shutdown(self, timeout: float = 10.0) -> None:
         pid = self.server_pid()
         with contextlib.suppress(redis.RedisError, OSError):
-            self.client(socket_timeout=timeout).shutdown()
+            # No retries: the server closing the connection is the expected answer.
+            self.client(socket_timeout=timeout, retry=Retry(NoBackoff(), 0)).shutdown()
         deadline = time.monotonic() + timeout
         while pid and self.server_pid() == pid and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -155,9 +158,7 @@ class EmbeddedServer:
             )
             + "\n"
         )
-        proc = subprocess.run(
-            [valkey_binary(), str(conf)], capture_output=True, text=True, check=False
-        )
+        proc = subprocess.run([valkey_binary(), str(conf)], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise ServerUnavailable(
                 f"embedded valkey-server failed to start: {(proc.stderr or proc.stdout).strip()[-300:]}"

@@ -26,9 +26,8 @@ FORMATS: dict[str, tuple[str, list[str]]] = {
 def check_format(path: str | Path) -> str:
     ext = Path(path).suffix.lower()
     if ext not in FORMATS:
-        raise BadInput(
-            f"output {path}: unknown format {ext or '(no extension)'}; use one of {', '.join(sorted(FORMATS))}"
-        )
+        known = ", ".join(sorted(FORMATS))
+        raise BadInput(f"output {path}: unknown format {ext or '(no extension)'}; use one of {known}")
     return ext
 
 

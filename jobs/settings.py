@@ -80,9 +80,7 @@ class Settings:
             "max_frames": _env_int("NARRATE_MAX_FRAMES", 2048),
             "batch_size": _env_int("NARRATE_BATCH_SIZE", None),
             "queue": _env("NARRATE_QUEUE") or DEFAULT_QUEUE,
-            "lock_path": Path(
-                _env("NARRATE_LOCK_PATH") or Path(tempfile.gettempdir()) / "narrate-host.lock"
-            ),
+            "lock_path": Path(_env("NARRATE_LOCK_PATH") or Path(tempfile.gettempdir()) / "narrate-host.lock"),
             "sentence_pause_ms": _env_int("NARRATE_SENTENCE_PAUSE_MS", 250),
             "paragraph_pause_ms": _env_int("NARRATE_PARAGRAPH_PAUSE_MS", 750),
             "ffmpeg": _env("NARRATE_FFMPEG"),

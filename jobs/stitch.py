@@ -7,8 +7,8 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import wave
 import warnings
+import wave
 from pathlib import Path
 
 import numpy as np

@@ -45,7 +45,9 @@ def _narrate(job, spec: JobSpec) -> dict:
     for para in doc.paragraphs:
         for text in para:
             sentences.append(
-                Sentence(len(sentences), text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames))
+                Sentence(
+                    len(sentences), text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
+                )
             )
         paragraph_end.add(len(sentences) - 1)
     progress = Progress(job, len(sentences))

@@ -12,9 +12,8 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 import mlx.core as mx
+import numpy as np
 
 from .models import LoadedModel
 

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import mlx.core as mx
 import mlx.nn as nn
-
 from narrate.jobs.errors import BadInput
 
 log = logging.getLogger("narrate.worker")
@@ -108,7 +107,10 @@ def _count_speaker_encoder(model: nn.Module) -> None:
 
 def quantize(model: nn.Module, bits: int) -> int:
     """Quantize talker/code-predictor linears in place with the model's own predicate
-    (speaker encoder, embeddings and codec stay floating point). Returns the layer count."""
+    (speaker encoder, embeddings and codec stay floating point). Returns the layer count.
+
+    Only the talker subtree is walked: the codec decoder is an mx.compile'd function that
+    nn.quantize cannot traverse, and the predicate excludes it anyway."""
     count = 0
 
     def predicate(path: str, module: nn.Module) -> bool:
@@ -117,12 +119,12 @@ def quantize(model: nn.Module, bits: int) -> int:
             hasattr(module, "to_quantized")
             and getattr(module, "weight", None) is not None
             and module.weight.shape[-1] % GROUP_SIZE == 0
-            and model.model_quant_predicate(path, module)
+            and model.model_quant_predicate(f"talker.{path}", module)
         )
         count += bool(ok)
         return ok
 
-    nn.quantize(model, group_size=GROUP_SIZE, bits=bits, class_predicate=predicate)
+    nn.quantize(model.talker, group_size=GROUP_SIZE, bits=bits, class_predicate=predicate)
     return count
 
 
@@ -136,13 +138,27 @@ def weights_key(resolved: Resolved) -> str:
     return f"local-{h.hexdigest()[:24]}"
 
 
+@contextlib.contextmanager
+def _quiet_loader():
+    """mlx-audio prints loader chatter and transformers warns about the config class: hide both."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
 def load(resolved: Resolved) -> LoadedModel:
     from mlx_audio.tts.utils import load_model
 
     if resolved.local and not (Path(resolved.source) / "config.json").exists():
         raise BadInput(f"model directory {resolved.source} has no config.json: not a checkpoint")
     log.info("loading %s (%s)", resolved.source, resolved.quant)
-    with contextlib.redirect_stdout(io.StringIO()):  # mlx-audio prints loader chatter
+    with _quiet_loader():
         model = load_model(resolved.source)
     if getattr(model.config, "tts_model_type", None) != "base" or model.speaker_encoder is None:
         raise BadInput(f"{resolved.source} is not a Qwen3-TTS Base model (voice cloning needs Base)")

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from rq import Queue, SimpleWorker
-from rq.job import Job
-from rq.serializers import JSONSerializer
-
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.connection import Connection
 from narrate.jobs.settings import Settings
+from rq import Queue, SimpleWorker
+from rq.job import Job
+from rq.serializers import JSONSerializer
 
 from .runtime import Runtime, set_runtime
 
@@ -59,7 +58,9 @@ class NarrateWorker(SimpleWorker):
 
 def make_worker(conn: Connection, queue_names: list[str]) -> NarrateWorker:
     r = conn.redis
-    queues = [Queue(n, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob) for n in queue_names]
+    queues = [
+        Queue(n, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob) for n in queue_names
+    ]
     return NarrateWorker(queues, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob)
 
 

@@ -443,17 +443,11 @@ def build_text_tokenizer(out_dir: Path, special_base: int, bpe_vocab: int = 3000
     tok.normalizer = normalizers.NFC()
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(
-                Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False
-            ),
-            pre_tokenizers.ByteLevel(
-                add_prefix_space=False, trim_offsets=False, use_regex=False
-            ),
+            pre_tokenizers.Split(Regex(QWEN2_PRETOKENIZE_REGEX), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
-    tok.decoder = decoders.ByteLevel(
-        add_prefix_space=False, trim_offsets=False, use_regex=False
-    )
+    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
     trainer = trainers.BpeTrainer(
         vocab_size=bpe_vocab,
         min_frequency=2,
@@ -512,9 +506,7 @@ def build_text_tokenizer(out_dir: Path, special_base: int, bpe_vocab: int = 3000
             for i, t in enumerate(QWEN_SPECIAL_TOKENS)
         },
     }
-    (out_dir / "tokenizer_config.json").write_text(
-        json.dumps(tok_cfg, indent=2), encoding="utf-8"
-    )
+    (out_dir / "tokenizer_config.json").write_text(json.dumps(tok_cfg, indent=2), encoding="utf-8")
     assistant_id = vocab.get("assistant")
     return n_bpe, assistant_id
 
@@ -591,9 +583,7 @@ def _st_mlx_to_hf(name: str, v, mx):
     m = re.fullmatch(r"encoder\.final_conv1d\.conv\.conv\.(weight|bias)", n)
     if m:
         return [(f"encoder.encoder.layers.14.conv.{m[1]}", conv3(v))]
-    m = re.fullmatch(
-        r"encoder\.layers\.(\d+)\.residuals\.0\.block\.(\d+)\.conv\.conv\.(weight|bias)", n
-    )
+    m = re.fullmatch(r"encoder\.layers\.(\d+)\.residuals\.0\.block\.(\d+)\.conv\.conv\.(weight|bias)", n)
     if m:
         layer, blk = int(m[1]), int(m[2])
         n_hf = [1, 4, 7, 10][layer]
@@ -639,9 +629,7 @@ def _st_mlx_to_hf(name: str, v, mx):
         rest = m[2]
         if rest in ("input_proj.weight", "output_proj.weight"):
             return [(f"encoder.quantizer.{q}.{rest}", conv3(v))]
-        mm = re.fullmatch(
-            r"vq\.layers\.(\d+)\.codebook\.(embedding_sum|cluster_usage|initialized)", rest
-        )
+        mm = re.fullmatch(r"vq\.layers\.(\d+)\.codebook\.(embedding_sum|cluster_usage|initialized)", rest)
         if mm:
             leaf = {"embedding_sum": "embed_sum"}.get(mm[2], mm[2])
             return [(f"encoder.quantizer.{q}.layers.{mm[1]}.codebook.{leaf}", v)]
@@ -653,7 +641,6 @@ def _main_mlx_to_hf(name, v, mx):
     if v.ndim == 3:
         return mx.swapaxes(v, 1, 2)
     return v
-
 
 
 def write_checkpoint(out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0) -> Path:
@@ -724,7 +711,6 @@ def write_checkpoint(out: Path, size: str = "tiny", dtype: str = "bfloat16", see
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
 
     ap = argparse.ArgumentParser(description="Write a random-weight Qwen3-TTS Base checkpoint.")
     ap.add_argument("out_dir", type=Path)

@@ -9,10 +9,9 @@ every prefill narrate builds itself relies on this one.
 
 from __future__ import annotations
 
+import mlx.core as mx
 import numpy as np
 import redis
-
-import mlx.core as mx
 from narrate.jobs import store
 from narrate.jobs.voices import voice_samples
 

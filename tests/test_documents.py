@@ -1,0 +1,31 @@
+"""Document reading and splitting (sentencex), with the caps that keep odd input away from the model."""
+
+from narrate.jobs.documents import parse_document, split_paragraphs
+from narrate.jobs.settings import MAX_SENTENCE_CHARS
+
+
+def test_paragraphs_and_sentences():
+    text = "Dr. Smith went home. He said hi!\nThen he slept.\n\n\n# A Heading\n\n  Last one?  "
+    assert split_paragraphs(text) == [
+        ["Dr. Smith went home.", "He said hi!", "Then he slept."],
+        ["A Heading"],
+        ["Last one?"],
+    ]
+
+
+def test_windows_newlines_bom_and_invisible_characters():
+    raw = "\ufeffOne.\r\n\r\nTw\u200bo\u202e.".encode("utf-8-sig")
+    assert parse_document(raw, "t").paragraphs == [["One."], ["Two."]]
+
+
+def test_overlong_sentence_is_split_never_sent_whole():
+    words = " ".join(["word"] * 5000)  # 25k characters without a full stop
+    sentences = split_paragraphs(words)[0]
+    assert len(sentences) > 10 and all(len(s) <= MAX_SENTENCE_CHARS for s in sentences)
+    assert " ".join(sentences) == words
+    blob = "x" * 2000  # no spaces at all: hard cuts
+    assert [len(s) for s in split_paragraphs(blob)[0]] == [400] * 5
+
+
+def test_rtl_and_non_latin_text_is_kept():
+    assert split_paragraphs("שלום עולם. مرحبا بالعالم.")[0][0].startswith("שלום")
