@@ -78,7 +78,7 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
     return queue(r, queue_name or settings.queue).enqueue(
         JOB_FUNCTION,
         spec.to_json(),
-        job_timeout=job_timeout(budgets),
+        job_timeout=job_timeout(budgets, settings.runaway_retries),
         result_ttl=RESULT_TTL,
         failure_ttl=FAILURE_TTL,
         description=f"narrate {req.document.title} ({len(sentences)} sentences) -> {req.output}",

@@ -30,7 +30,7 @@ def _env(name: str) -> str | None:
     return value if value not in (None, "") else None
 
 
-def _env_int(name: str, default: int | None) -> int | None:
+def _env_int(name: str, default: int | None, minimum: int = 1) -> int | None:
     raw = _env(name)
     if raw is None:
         return default
@@ -38,8 +38,8 @@ def _env_int(name: str, default: int | None) -> int | None:
         value = int(raw)
     except ValueError:
         raise BadInput(f"{name}={raw!r} is not a whole number") from None
-    if value <= 0:
-        raise BadInput(f"{name}={raw!r} must be greater than 0")
+    if value < minimum:
+        raise BadInput(f"{name}={raw!r} must be at least {minimum}")
     return value
 
 
@@ -60,6 +60,7 @@ class Settings:
     quant: str | None = None  # None: 6bit for hub ids on Apple silicon, bf16 elsewhere
     max_frames: int = 2048  # cap on codec frames per sentence (2048 frames = 164 s)
     batch_size: int | None = None  # None: chosen from the device (see narrate.worker.engine)
+    runaway_retries: int = 1  # re-synthesize a sentence that never reached EOS, with a new seed
     queue: str = DEFAULT_QUEUE
     lock_path: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock")
     sentence_pause_ms: int = 250
@@ -79,6 +80,7 @@ class Settings:
             "quant": check_quant(_env("NARRATE_QUANT")),
             "max_frames": _env_int("NARRATE_MAX_FRAMES", 2048),
             "batch_size": _env_int("NARRATE_BATCH_SIZE", None),
+            "runaway_retries": _env_int("NARRATE_RUNAWAY_RETRIES", 1, minimum=0),
             "queue": _env("NARRATE_QUEUE") or DEFAULT_QUEUE,
             "lock_path": Path(_env("NARRATE_LOCK_PATH") or Path(tempfile.gettempdir()) / "narrate-host.lock"),
             "sentence_pause_ms": _env_int("NARRATE_SENTENCE_PAUSE_MS", 250),

@@ -46,6 +46,7 @@ def sentence_seed(job_seed: int, text: str) -> int:
     return (job_seed * 1_000_003 + zlib.crc32(text.encode())) % (2**31)
 
 
-def job_timeout(budgets: list[int]) -> int:
-    """A finite RQ job timeout from the document size (0.25 s per budgeted frame, worst case on CPU)."""
-    return 600 + ceil(sum(budgets) * 0.25)
+def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:
+    """A finite RQ job timeout from the document size: 0.25 s per budgeted frame (worst case on
+    a CPU), times the attempts a runaway sentence may take."""
+    return 600 + ceil(sum(budgets) * 0.25 * (1 + runaway_retries))

@@ -53,6 +53,7 @@ def _narrate(job, spec: JobSpec) -> dict:
     progress = Progress(job, len(sentences))
     frames = [0] * len(sentences)
     runaways: list[int] = []
+    retried: list[int] = []
     t0 = time.monotonic()
     with host_lock(settings.lock_path):
         engine = rt.engine(spec.model, spec.quant)
@@ -71,6 +72,8 @@ def _narrate(job, spec: JobSpec) -> dict:
                 frames[chunk.index] += chunk.frames
                 if chunk.final and chunk.runaway:
                     runaways.append(chunk.index)
+                if chunk.final and chunk.attempts > 1:
+                    retried.append(chunk.index)
                 # Write every sentence that is complete and next in reading order.
                 while next_index in pending and pending[next_index][-1].final:
                     parts = pending.pop(next_index)
@@ -96,7 +99,8 @@ def _narrate(job, spec: JobSpec) -> dict:
         "sentences": len(sentences),
         "paragraphs": len(doc.paragraphs),
         "frames": frames,
-        "runaway_sentences": runaways,
+        "runaway_sentences": sorted(runaways),  # used the whole frame budget (after retries)
+        "retried_sentences": sorted(retried),  # were runaways once and synthesized again
         "model": engine.loaded.resolved.source,
         "quant": engine.loaded.resolved.quant,
         "voice_cache": "hit" if cache_hit else "miss",

@@ -37,6 +37,8 @@ def check_finished(st: dict, out, exact: bool) -> dict:
     assert res["sentences"] == sum(PARAGRAPHS) and res["paragraphs"] == len(PARAGRAPHS)
     assert st["progress"]["done"] == st["progress"]["total"] == sum(PARAGRAPHS)
     assert len(res["frames"]) == 6 and all(0 < f <= 6 for f in res["frames"])
+    # Random weights never emit EOS: every sentence is a runaway, retried once with a new seed.
+    assert res["runaway_sentences"] == res["retried_sentences"] == list(range(6))
     assert st["output"] == str(out) and out.exists()
     pcm = decoded_samples(out)
     want = expected_samples(res["frames"])

@@ -23,7 +23,7 @@ def loaded(checkpoint):
     return load(resolve(str(checkpoint), None))
 
 
-def synthesize_probed(loaded, voice_wav, env) -> DtypeProbe:
+def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
     """narrate's own path: voice cache (Redis) -> injected embedding -> engine, probed mid-stream."""
     settings = Settings.from_env()
     voice = read_voice(voice_wav, ffmpeg_exe())
@@ -32,23 +32,31 @@ def synthesize_probed(loaded, voice_wav, env) -> DtypeProbe:
         with Connection(settings) as conn:
             store.put_voice(conn.redis, voice.sha256, voice.wav)
             emb, _ = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
-            for _chunk in Engine(loaded).synthesize(SENTENCES, emb):
+            engine = Engine(loaded)
+            chunks = (
+                engine.sequential(SENTENCES, emb)
+                if path == "sequential"
+                else engine.batched(SENTENCES, emb, 2)
+            )
+            for _chunk in chunks:
                 probe.check_live()
     finally:
         probe.remove()
     return probe
 
 
-def test_cached_embedding_keeps_prefill_kv_and_logits_in_bf16(loaded, voice_wav, env):
+@pytest.mark.parametrize("path", ["sequential", "batched"])
+def test_cached_embedding_keeps_prefill_kv_and_logits_in_bf16(loaded, voice_wav, env, path):
     assert loaded.talker_dtype == mx.bfloat16
-    probe = synthesize_probed(loaded, voice_wav, env)
+    probe = synthesize_probed(loaded, voice_wav, env, path)
     assert probe.checks >= len(SENTENCES)
     assert probe.problems("bfloat16") == []
 
 
-def test_probe_fails_when_a_float32_embedding_reaches_the_prefill(loaded, voice_wav, env, monkeypatch):
+@pytest.mark.parametrize("path", ["sequential", "batched"])
+def test_probe_fails_when_a_float32_embedding_reaches_the_prefill(loaded, voice_wav, env, monkeypatch, path):
     """The check above can fail: without narrate's cast, a float32 x-vector reaches the prefill
     builder (mlx-audio >= 0.4.8 would cast it again inside, so the KV cache alone cannot tell)."""
     monkeypatch.setattr(voice_cache, "cast_to_talker", lambda emb, _loaded: emb.astype(mx.float32))
-    probe = synthesize_probed(loaded, voice_wav, env)
+    probe = synthesize_probed(loaded, voice_wav, env, path)
     assert any(p.startswith("embedding: ['float32']") for p in probe.problems("bfloat16"))

@@ -12,7 +12,9 @@ def test_forged_jobs_run_nothing(env, home, external_redis):
     marker = home / "pwned"
     q = Queue("narrate", connection=external_redis, serializer=JSONSerializer)
     forged = q.enqueue("os.system", f"touch {marker}")  # JSON, but a function narrate never runs
-    forged_cb = q.enqueue("narrate.jobs.task.narrate_job", {}, on_failure=Callback("os.system"))  # bad callback
+    forged_cb = q.enqueue(
+        "narrate.jobs.task.narrate_job", {}, on_failure=Callback("os.system")
+    )  # bad callback
     # A pickled payload: a JSON worker must not unpickle it.
     pickled = Queue("narrate", connection=external_redis).enqueue("os.system", f"touch {marker}")
     proc = narrate(env, "worker", "--burst", "--quiet")

@@ -16,7 +16,10 @@ class Runtime:
         self.models = ModelCache()
 
     def engine(self, model: str | None, quant: str | None) -> Engine:
-        return Engine(self.models.get(model or self.settings.model, quant or self.settings.quant))
+        loaded = self.models.get(model or self.settings.model, quant or self.settings.quant)
+        return Engine(
+            loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries
+        )
 
 
 def get_runtime() -> Runtime:

@@ -1,0 +1,117 @@
+"""Batched x-vector synthesis: same audio alone or in any batch, rows stop at their own EOS or
+budget, runaways are retried once with a new seed, and a change in mlx-audio's internals fails
+loudly."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import pytest
+from narrate.worker import batching
+from narrate.worker.engine import Engine, Sentence, batches, retry_seed
+from narrate.worker.models import load, resolve
+
+TEXTS = [
+    "Hello there, my friend.",
+    "The weather is nice today, isn't it?",
+    "Short.",
+    "Another sentence, of a rather different length, is here as well.",
+    "Five.",
+]
+
+
+@pytest.fixture(scope="module")
+def loaded(checkpoint):
+    return load(resolve(str(checkpoint), None))
+
+
+@pytest.fixture(scope="module")
+def embedding(loaded):
+    rng = np.random.default_rng(0)
+    audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))
+    return type(loaded.model).extract_speaker_embedding(loaded.model, audio).astype(loaded.talker_dtype)
+
+
+def sentences(budget=7):
+    return [Sentence(i, t, 1000 + 17 * i, budget) for i, t in enumerate(TEXTS)]
+
+
+def collect(engine, ss, emb, size) -> dict[int, tuple[np.ndarray, int, bool, int]]:
+    parts: dict[int, list] = {}
+    for c in engine.batched(ss, emb, size):
+        parts.setdefault(c.index, []).append(c)
+    out = {}
+    for i, cs in parts.items():
+        assert cs[-1].final and not any(c.final for c in cs[:-1])
+        out[i] = (
+            np.concatenate([c.pcm for c in cs]),
+            sum(c.frames for c in cs),
+            cs[-1].runaway,
+            cs[-1].attempts,
+        )
+    return out
+
+
+def test_mlx_audio_internals_are_there():
+    batching.check_internals()
+
+
+def test_changed_internals_fail_loudly(monkeypatch):
+    from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
+
+    monkeypatch.delattr(Model, "_next_batch_input_embeds")
+    with pytest.raises(batching.InternalsChanged, match="_next_batch_input_embeds is missing"):
+        batching.check_internals()
+
+
+def test_same_audio_alone_or_in_any_batch(loaded, embedding):
+    engine = Engine(loaded, runaway_retries=0)
+    alone = {}
+    for s in sentences():
+        alone.update(collect(engine, [s], embedding, 1))
+    for size in (2, 5):
+        batched = collect(engine, sentences(), embedding, size)
+        assert set(batched) == set(alone)
+        for i, (pcm, frames, runaway, _) in batched.items():
+            assert frames == 7 and runaway  # random weights never emit EOS
+            assert pcm.size == frames * 1920
+            np.testing.assert_array_equal(pcm, alone[i][0])  # bit-identical, not just close
+
+
+def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
+    eos = loaded.model.config.talker_config.codec_eos_token_id
+    real = batching.sample_rows
+    target_seed = sentences()[1].seed
+
+    def eos_for_row_1_at_step_3(logits, seeds, step, stream, opts, *a, **k):
+        tokens = real(logits, seeds, step, stream, opts, *a, **k)
+        if stream == 0 and step == 3:
+            tokens = mx.where(seeds == target_seed, mx.array(eos, dtype=tokens.dtype), tokens)
+        return tokens
+
+    monkeypatch.setattr(batching, "sample_rows", eos_for_row_1_at_step_3)
+    engine = Engine(loaded, runaway_retries=1)
+    out = collect(engine, sentences(), embedding, 5)
+    pcm, frames, runaway, attempts = out[1]
+    assert (frames, runaway, attempts) == (3, False, 1) and pcm.size == 3 * 1920
+    assert all(out[i][1:] == (7, True, 2) for i in (0, 2, 3, 4))  # the others ran on, were retried
+
+
+def test_runaway_is_retried_once_with_a_new_seed(loaded, embedding):
+    ss = sentences(budget=5)[:2]
+    retried = collect(Engine(loaded, runaway_retries=1), ss, embedding, 2)
+    reseeded = [Sentence(s.index, s.text, retry_seed(s.seed, 1), s.budget) for s in ss]
+    direct = collect(Engine(loaded, runaway_retries=0), reseeded, embedding, 2)
+    for i in (0, 1):
+        assert retried[i][2:] == (True, 2)  # still a runaway (random weights), after 2 attempts
+        np.testing.assert_array_equal(retried[i][0], direct[i][0])
+
+
+def test_batches_group_by_length_within_reading_order_windows():
+    ss = [Sentence(i, "x" * ((i * 7) % 11 + 1), i, 5) for i in range(40)]
+    groups = batches(ss, 4)  # windows of 16 sentences
+    assert sorted(s.index for g in groups for s in g) == list(range(40))
+    for g in groups:
+        assert max(s.index for s in g) // 16 == min(s.index for s in g) // 16
+    first_window = [s for g in groups[:4] for s in g]
+    assert [len(s.text) for s in first_window] == sorted(len(s.text) for s in first_window)
