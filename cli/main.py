@@ -141,8 +141,12 @@ def worker(burst, queue_name, quiet) -> None:
 
     settings = _settings()
     try:
-        run_worker(settings, burst=burst, queue_names=[queue_name or settings.queue],
-                   log_level="WARNING" if quiet else "INFO")  # fmt: skip
+        run_worker(
+            settings,
+            burst=burst,
+            queue_names=[queue_name or settings.queue],
+            log_level="WARNING" if quiet else "INFO",
+        )
     except NarrateError as e:
         raise _fail(e) from None
 
@@ -170,14 +174,70 @@ def run(document, voice, model, quant, output, as_json) -> None:
             qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
             job = api.submit(settings, conn.redis, req, queue_name=qname)
             total = len(req.document.sentences)
-            with click.progressbar(length=total, label="narrating", file=sys.stderr,
-                                   show_pos=True) as bar:  # fmt: skip
+            with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
                 add_listener(lambda done, _total, _audio: bar.update(done - bar.pos))
                 make_worker(conn, [qname]).work(burst=True, logging_level="WARNING", with_scheduler=False)
             st = api.status(conn.redis, job.id)
     except NarrateError as e:
         raise _fail(e) from None
     _finish(st, as_json)
+
+
+@main.command()
+@click.option(
+    "--model",
+    "checkpoint",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Local Qwen3-TTS Base checkpoint dir (default: a random-weight one, see --random).",
+)
+@click.option(
+    "--random",
+    "size",
+    type=click.Choice(["tiny", "0.6b", "1.7b"]),
+    default="tiny",
+    help="Shape of the random-weight checkpoint built when --model is not given.",
+)
+@click.option("--sentences", default=16, show_default=True, help="Sentences per variant.")
+@click.option("--frames", default=24, show_default=True, help="Codec frames per sentence (12.5 = 1 s).")
+@click.option("--batch-sizes", default="1,2,4,8,16", show_default=True, help="Batch sizes to run.")
+@click.option("--warmup-frames", default=4, show_default=True, help="Frames per sentence in the warm-up.")
+@click.option("--allow-eos", is_flag=True, help="Let sentences stop at EOS (default: exactly --frames).")
+@click.option(
+    "--json",
+    "out_json",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("bench-results.json"),
+    show_default=True,
+    help="Where to write the JSON.",
+)
+def bench(checkpoint, size, sentences, frames, batch_sizes, warmup_frames, allow_eos, out_json) -> None:
+    """Benchmark plain mlx-audio against narrate's sequential and batched engine."""
+    from narrate.worker.bench import format_table, run_bench
+    from narrate.worker.random_checkpoint import write_checkpoint
+
+    if checkpoint is None:
+        checkpoint = _settings().home / f"bench-checkpoint-{size}"
+        if not (checkpoint / "model.safetensors").exists():
+            click.echo(f"writing a random-weight {size} checkpoint to {checkpoint}", err=True)
+            write_checkpoint(checkpoint, size=size)
+    sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
+    report = run_bench(
+        checkpoint,
+        sentences,
+        frames,
+        sizes,
+        warmup_frames,
+        allow_eos,
+        out_json,
+        log=lambda m: click.echo(m, err=True),
+    )
+    click.echo(format_table(report))
+    click.echo(
+        f"speaker-encoder runs: narrate {report['speaker_encoder_runs_narrate_total']} in all, "
+        f"plain {report['variants']['plain']['speaker_encoder_runs']} (measured run)"
+    )
+    click.echo(f"JSON: {out_json}")
 
 
 if __name__ == "__main__":

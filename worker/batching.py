@@ -244,7 +244,9 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
     suppress = mx.array([(vocab - 1024 <= i < vocab) and i != eos for i in range(vocab)])
     seeds = mx.array([r.seed & 0xFFFFFFFF for r in rows], dtype=mx.uint32)
     budgets = mx.array([r.budget for r in rows])
-    history = np.full((n, HISTORY), -1, dtype=np.int64)
+    history = mx.full((n, HISTORY), vocab, dtype=mx.int32)  # recent first-codebook tokens; vocab = none
+    no_recent = mx.zeros((n, vocab + 1), dtype=mx.bool_)
+    true = mx.ones((n, HISTORY), dtype=mx.bool_)
     finished = mx.zeros((n,), dtype=mx.bool_)
     trailing_idx = mx.zeros((n, 1), dtype=mx.int32)
     eos_fill = mx.full((n,), eos, dtype=mx.int32)
@@ -252,12 +254,8 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
 
     for step in range(max_steps):
         logits, hidden = model.talker(input_embeds, cache=cache, attention_mask=attention_mask)
-        recent = np.zeros((n, vocab), dtype=bool)
-        valid = history >= 0
-        recent[np.nonzero(valid)[0], history[valid]] = True
-        first = sample_rows(
-            logits[:, -1, :], seeds, step, 0, talker, suppress=suppress, recent=mx.array(recent)
-        )
+        recent = mx.put_along_axis(no_recent, history, true, axis=-1)[:, :vocab]
+        first = sample_rows(logits[:, -1, :], seeds, step, 0, talker, suppress=suppress, recent=recent)
         first = mx.where(finished, eos_fill, first.astype(mx.int32))
         hit_eos = first == eos
         finished = finished | hit_eos
@@ -282,9 +280,13 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
         trailing_idx = trailing_idx + (~finished).astype(mx.int32)[:, None]
         if attention_mask is not None:
             attention_mask = mx.concatenate([attention_mask, mx.ones((n, 1))], axis=1)
-        mx.eval(all_codes, input_embeds, finished, hit_eos)
+        # Rows still running append this frame's first code to their repetition window.
+        running = mx.array([not r.done for r in rows]) & ~hit_eos
+        history = mx.where(
+            running[:, None], mx.concatenate([history[:, 1:], first[:, None]], axis=1), history
+        )
+        mx.eval(all_codes, input_embeds, finished, hit_eos, history)
         eos_now = hit_eos.tolist()
-        first_cpu = first.tolist()
         for b, row in enumerate(rows):
             if row.done:
                 continue
@@ -292,8 +294,6 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
                 row.done, row.eos = True, True
             else:
                 row.codes.append(all_codes[b : b + 1])
-                history[b] = np.roll(history[b], -1)
-                history[b, -1] = first_cpu[b]
                 if len(row.codes) >= row.budget:
                     row.done = True
             chunk = FIRST_CHUNK if row.decoded == 0 else LATER_CHUNK
