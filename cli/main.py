@@ -20,9 +20,7 @@ quant_option = click.option(
     metavar="|".join(QUANTS),
     help="Quantization (default: NARRATE_QUANT, else by model).",
 )
-model_option = click.option(
-    "--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL)."
-)
+model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
 voice_option = click.option(
     "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )
@@ -50,9 +48,7 @@ def main() -> None:
 @voice_option
 @model_option
 @quant_option
-@click.option(
-    "-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default)."
-)
+@click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
 @click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def submit(document, voice, model, quant, output, wait, as_json) -> None:
@@ -136,19 +132,13 @@ def status(job_id, as_json) -> None:
 @click.option("--queue", "queue_name", default=None, help="Queue to take jobs from (NARRATE_QUEUE).")
 @click.option("--quiet", is_flag=True, help="Log warnings only.")
 def worker(burst, queue_name, quiet) -> None:
-    """Run a worker: takes jobs one at a time and keeps models loaded between them."""
-    from narrate.worker.process import run_worker  # loads mlx: only here
+    """Run a worker: takes jobs one at a time and keeps models loaded between them.
+
+    A supervisor runs the worker process, restarts it if it crashes and kills it if it hangs."""
+    from narrate.worker.supervisor import supervise
 
     settings = _settings()
-    try:
-        run_worker(
-            settings,
-            burst=burst,
-            queue_names=[queue_name or settings.queue],
-            log_level="WARNING" if quiet else "INFO",
-        )
-    except NarrateError as e:
-        raise _fail(e) from None
+    sys.exit(supervise(settings, burst, queue_name, "WARNING" if quiet else "INFO"))
 
 
 @main.command()
@@ -161,6 +151,7 @@ def worker(burst, queue_name, quiet) -> None:
 def run(document, voice, model, quant, output, as_json) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
     from narrate.jobs.progress import add_listener
+    from narrate.worker.lock import host_lock
     from narrate.worker.process import make_worker
     from narrate.worker.runtime import Runtime, set_runtime
 
@@ -170,7 +161,7 @@ def run(document, voice, model, quant, output, as_json) -> None:
     try:
         req = api.prepare(settings, document, voice, output=out, model=model, quant=quant)
         set_runtime(Runtime(settings))
-        with Connection(settings) as conn:
+        with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
             qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
             job = api.submit(settings, conn.redis, req, queue_name=qname)
             total = len(req.document.sentences)

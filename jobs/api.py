@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from rq import Queue
+from rq import Queue, Retry
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
 from rq.serializers import JSONSerializer
@@ -83,6 +83,7 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
         failure_ttl=FAILURE_TTL,
         description=f"narrate {req.document.title} ({len(sentences)} sentences) -> {req.output}",
         meta={"progress": {"done": 0, "total": len(sentences), "audio_seconds": 0.0}},
+        retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
     )
 
 

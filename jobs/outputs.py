@@ -40,8 +40,7 @@ def relative_output(root: Path, requested: str | Path) -> str:
     real = _resolve_existing(target)
     if not real.is_relative_to(root):
         raise BadInput(
-            f"output {requested} is outside the output root {root}; choose a path under it "
-            "or set NARRATE_OUTPUT_DIR"
+            f"output {requested} is outside the output root {root}; choose a path under it or set NARRATE_OUTPUT_DIR"
         )
     check_writable(real)
     return real.relative_to(root).as_posix()

@@ -20,10 +20,11 @@ def remove_listener(fn: Listener) -> None:
 
 
 class Progress:
-    def __init__(self, job, total: int, min_interval_s: float = 0.5):
+    def __init__(self, job, total: int, done: int = 0, min_interval_s: float = 0.5, save=None):
         self.job = job
         self.total = total
-        self.done = 0
+        self.done = done
+        self._save = save or (lambda job: job.save_meta())
         self.audio_seconds = 0.0
         self.min_interval_s = min_interval_s
         self._saved_at = 0.0
@@ -46,4 +47,4 @@ class Progress:
             "total": self.total,
             "audio_seconds": round(self.audio_seconds, 3),
         }
-        self.job.save_meta()
+        self._save(self.job)

@@ -67,6 +67,9 @@ class Settings:
     paragraph_pause_ms: int = 750
     seed: int = 0
     ffmpeg: str | None = None  # None: the ffmpeg shipped by imageio-ffmpeg
+    engine: str = "mlx"  # "fake": a deterministic tone generator, for fault tests only
+    hang_timeout: int = 600  # seconds without synthesis progress before the supervisor kills a worker
+    max_attempts: int = 3  # a job that crashed its worker this often fails for good
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -86,9 +89,14 @@ class Settings:
             "sentence_pause_ms": _env_int("NARRATE_SENTENCE_PAUSE_MS", 250),
             "paragraph_pause_ms": _env_int("NARRATE_PARAGRAPH_PAUSE_MS", 750),
             "ffmpeg": _env("NARRATE_FFMPEG"),
+            "engine": _env("NARRATE_ENGINE") or "mlx",
+            "hang_timeout": _env_int("NARRATE_HANG_TIMEOUT", 600),
+            "max_attempts": _env_int("NARRATE_MAX_ATTEMPTS", 3),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         check_quant(values["quant"])  # type: ignore[arg-type]
+        if values["engine"] not in ("mlx", "fake"):
+            raise BadInput(f"NARRATE_ENGINE={values['engine']!r}: use mlx (or fake, for tests)")
         return cls(**values)  # type: ignore[arg-type]
 
     def with_(self, **changes: object) -> Settings:

@@ -29,6 +29,13 @@ def to_segment(pcm: np.ndarray) -> AudioSegment:
     return AudioSegment(data=ints.tobytes(), sample_width=2, frame_rate=SAMPLE_RATE, channels=1)
 
 
+def int16_segment(ints: np.ndarray) -> AudioSegment:
+    """16-bit mono samples (e.g. a checkpoint) -> a pydub segment."""
+    return AudioSegment(
+        data=np.asarray(ints, dtype="<i2").tobytes(), sample_width=2, frame_rate=SAMPLE_RATE, channels=1
+    )
+
+
 class BookWriter:
     """``with BookWriter(path, ffmpeg) as book: book.add(seg); book.pause(ms); ...; book.finish()``"""
 

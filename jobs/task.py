@@ -1,94 +1,133 @@
-"""The narration job function RQ runs on a worker: document + voice -> one audio file."""
+"""The narration job function RQ runs on a worker: document + voice -> one audio file.
+
+Crash safety: every finished sentence is checkpointed (jobs/segments.py) before it counts as
+done, so a retried, requeued or resubmitted job synthesizes only what is missing; the output
+is stitched from the checkpoints, encoded to a temp file and renamed. A warm stop request
+ends the job between batches and the worker requeues it.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
 
+import redis
 from rq import get_current_job
 
 from . import store
 from .ffmpeg import ffmpeg_exe
 from .outputs import output_path
 from .progress import Progress
+from .segments import SegmentStore, segment_key
 from .settings import SAMPLE_RATE
 from .spec import JobSpec, frame_budget, sentence_seed
+
+log = logging.getLogger("narrate.jobs")
+
+
+class StopRequested(Exception):
+    """The worker was asked to stop: the job ends between batches and is requeued."""
 
 
 def narrate_job(spec_json: dict) -> dict:
     job = get_current_job()
     try:
         return _narrate(job, JobSpec.from_json(spec_json))
+    except StopRequested:
+        raise
     except Exception as e:
         if job is not None:
             job.meta["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
-            job.save_meta()
+            save_meta(job)
         raise
+
+
+def save_meta(job) -> None:
+    """Job meta is best effort: a Redis outage must not fail the synthesis it describes."""
+    try:
+        job.save_meta()
+    except redis.RedisError as e:
+        log.warning("could not save progress of job %s: %s", job.id, e)
 
 
 def _narrate(job, spec: JobSpec) -> dict:
     # The MLX side is imported only here, on the worker, never by submitting clients.
     from narrate.worker.engine import Sentence
-    from narrate.worker.lock import host_lock
-    from narrate.worker.models import SpeakerEncoderRuns
     from narrate.worker.runtime import get_runtime
-    from narrate.worker.voice_cache import voice_embedding
 
-    from .stitch import BookWriter, to_segment
+    from .stitch import BookWriter, int16_segment
 
     rt = get_runtime()
     settings = rt.settings
     r = job.connection
+    job.meta["host"] = rt.host_id  # a new worker on this host knows this job is abandoned
+    job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
+    job.meta.pop("error", None)
+    save_meta(job)
     doc = store.get_document(r, spec.document)
     final = output_path(settings.output_dir, spec.output)
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
     for para in doc.paragraphs:
         for text in para:
-            sentences.append(
-                Sentence(
-                    len(sentences), text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
-                )
-            )
+            i = len(sentences)
+            sentences.append(Sentence(i, text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)))
         paragraph_end.add(len(sentences) - 1)
-    progress = Progress(job, len(sentences))
-    frames = [0] * len(sentences)
-    runaways: list[int] = []
-    retried: list[int] = []
     t0 = time.monotonic()
-    with host_lock(settings.lock_path):
-        engine = rt.engine(spec.model, spec.quant)
-        t_loaded = time.monotonic()
-        enc_before = SpeakerEncoderRuns.count
-        embedding, cache_hit = voice_embedding(r, engine.loaded, spec.voice)
-        encoder_runs = SpeakerEncoderRuns.count - enc_before
-        first_audio_s = None
-        with BookWriter(final, ffmpeg_exe(settings.ffmpeg), title=doc.title) as book:
-            pending: dict[int, list] = {}  # out-of-order chunks (batched synthesis)
-            next_index = 0
-            for chunk in engine.synthesize(sentences, embedding):
-                if first_audio_s is None:
-                    first_audio_s = time.monotonic() - t0
-                pending.setdefault(chunk.index, []).append(chunk)
-                frames[chunk.index] += chunk.frames
-                if chunk.final and chunk.runaway:
-                    runaways.append(chunk.index)
-                if chunk.final and chunk.attempts > 1:
-                    retried.append(chunk.index)
-                # Write every sentence that is complete and next in reading order.
-                while next_index in pending and pending[next_index][-1].final:
-                    parts = pending.pop(next_index)
-                    for part in parts:
-                        book.add(to_segment(part.pcm))
-                    if next_index < len(sentences) - 1:
-                        book.pause(
-                            spec.paragraph_pause_ms if next_index in paragraph_end else spec.sentence_pause_ms
-                        )
-                    progress.sentence_done(sum(p.pcm.size for p in parts) / SAMPLE_RATE)
-                    next_index += 1
-            if next_index != len(sentences):
-                raise RuntimeError(f"synthesis ended after {next_index} of {len(sentences)} sentences")
-            book.finish()
-            samples = book.samples
+    engine = rt.engine(spec.model, spec.quant)
+    t_loaded = time.monotonic()
+    segments = SegmentStore(settings.home / "segments")
+    keys = [segment_key(s.text, spec.voice, engine.model_key, engine.quant, s.seed, s.budget) for s in sentences]
+    todo = [s for s in sentences if not segments.has(keys[s.index])]
+    progress = Progress(job, len(sentences), done=len(sentences) - len(todo), save=save_meta)
+    progress.save()
+    cache, encoder_runs, first_audio_s = "unused", 0, None
+    if todo:
+        embedding, hit, encoder_runs = engine.voice(r, spec.voice)
+        cache = "hit" if hit else "miss"
+        parts: dict[int, list] = {}
+
+        def on_batch(indices: list[int]) -> None:
+            job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
+            save_meta(job)
+            rt.beat()
+
+        for chunk in engine.synthesize(todo, embedding, on_batch):
+            rt.beat()
+            if first_audio_s is None:
+                first_audio_s = time.monotonic() - t0
+            parts.setdefault(chunk.index, []).append(chunk)
+            if not chunk.final:
+                continue
+            done = parts.pop(chunk.index)
+            segments.save(
+                keys[chunk.index],
+                _concat([c.pcm for c in done]),
+                frames=sum(c.frames for c in done),
+                runaway=chunk.runaway,
+                attempts=chunk.attempts,
+            )
+            progress.sentence_done(sum(c.pcm.size for c in done) / SAMPLE_RATE)
+            if rt.stop_requested and not parts:  # nothing in flight: stop here, resume later
+                rt.requeue_current = True
+                raise StopRequested(f"stopped after {progress.done} of {len(sentences)} sentences")
+    frames, runaways, retried = [], [], []
+    with BookWriter(final, ffmpeg_exe(settings.ffmpeg), title=doc.title) as book:
+        for s in sentences:
+            seg = segments.load(keys[s.index])
+            if seg is None:
+                raise RuntimeError(f"sentence {s.index} has no checkpoint after synthesis")
+            book.add(int16_segment(seg.pcm))
+            if s.index < len(sentences) - 1:
+                book.pause(spec.paragraph_pause_ms if s.index in paragraph_end else spec.sentence_pause_ms)
+            frames.append(seg.frames)
+            if seg.runaway:
+                runaways.append(s.index)
+            if seg.attempts > 1:
+                retried.append(s.index)
+        book.finish()
+        samples = book.samples
+    segments.discard(keys)
     progress.save()
     wall = time.monotonic() - t0
     return {
@@ -98,13 +137,15 @@ def _narrate(job, spec: JobSpec) -> dict:
         "samples": samples,
         "sentences": len(sentences),
         "paragraphs": len(doc.paragraphs),
+        "synthesized": len(todo),  # the rest came from checkpoints of an earlier attempt
         "frames": frames,
-        "runaway_sentences": sorted(runaways),  # used the whole frame budget (after retries)
-        "retried_sentences": sorted(retried),  # were runaways once and synthesized again
-        "model": engine.loaded.resolved.source,
-        "quant": engine.loaded.resolved.quant,
-        "voice_cache": "hit" if cache_hit else "miss",
+        "runaway_sentences": runaways,  # used the whole frame budget (after retries)
+        "retried_sentences": retried,  # were runaways once and synthesized again
+        "model": engine.source,
+        "quant": engine.quant,
+        "voice_cache": cache,
         "speaker_encoder_runs": encoder_runs,
+        "attempts": job.meta["attempts"],
         "timings": {
             "wall_s": round(wall, 3),
             "model_s": round(t_loaded - t0, 3),
@@ -112,3 +153,9 @@ def _narrate(job, spec: JobSpec) -> dict:
             "realtime_factor": round(samples / SAMPLE_RATE / wall, 3) if wall > 0 else None,
         },
     }
+
+
+def _concat(pcms: list):
+    import numpy as np
+
+    return np.concatenate(pcms) if pcms else np.zeros(0, dtype=np.float32)

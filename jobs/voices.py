@@ -37,9 +37,7 @@ def read_voice(path: Path, ffmpeg: str) -> Voice:
         if size == 0:
             raise BadInput(f"voice file {path} is empty")
         if size > MAX_VOICE_BYTES:
-            raise BadInput(
-                f"voice file {path} is {size / 2**20:.0f} MiB; the limit is {MAX_VOICE_BYTES // 2**20} MiB"
-            )
+            raise BadInput(f"voice file {path} is {size / 2**20:.0f} MiB; the limit is {MAX_VOICE_BYTES // 2**20} MiB")
         raw = path.read_bytes()
     except PermissionError:
         raise BadInput(f"voice file {path} is not readable (permission denied)") from None
@@ -65,9 +63,7 @@ def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
     if seconds < MIN_VOICE_SECONDS:
         raise BadInput(f"{origin} is {seconds:.2f} s long; give at least {MIN_VOICE_SECONDS:.0f} s of speech")
     if seconds > MAX_VOICE_SECONDS:
-        raise BadInput(
-            f"{origin} is longer than {MAX_VOICE_SECONDS:.0f} s; trim it to 5-30 s of clean speech"
-        )
+        raise BadInput(f"{origin} is longer than {MAX_VOICE_SECONDS:.0f} s; trim it to 5-30 s of clean speech")
     rms = float(np.sqrt(np.mean((samples.astype(np.float64) / 32768.0) ** 2)))
     if rms < SILENCE_RMS:
         raise BadInput(f"{origin} is silent (RMS {rms:.1e}); record some speech")

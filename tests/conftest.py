@@ -103,9 +103,7 @@ def external_redis(env, monkeypatch):
     client.close()
 
 
-def narrate(
-    env: dict, *args: str, timeout: float = 300, cwd: Path | None = None
-) -> subprocess.CompletedProcess:
+def narrate(env: dict, *args: str, timeout: float = 300, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "narrate.cli.main", *args],
         env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd,

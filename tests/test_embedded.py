@@ -61,9 +61,7 @@ def test_server_stays_while_a_worker_uses_it_and_listens_only_on_the_socket(env,
 def test_queued_job_survives_server_restart(env, home, voice_wav, restart):
     doc = home / "book.txt"
     doc.write_text("A queued job. It waits for a worker.")
-    proc = narrate(
-        env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "q.wav"), "--json"
-    )
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "q.wav"), "--json")
     assert proc.returncode == 0, proc.stderr
     job_id = json.loads(proc.stdout)["id"]
     assert not server_alive(home)  # submit was the last user: the server was shut down (AOF synced)

@@ -33,11 +33,7 @@ def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
             store.put_voice(conn.redis, voice.sha256, voice.wav)
             emb, _ = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
             engine = Engine(loaded)
-            chunks = (
-                engine.sequential(SENTENCES, emb)
-                if path == "sequential"
-                else engine.batched(SENTENCES, emb, 2)
-            )
+            chunks = engine.sequential(SENTENCES, emb) if path == "sequential" else engine.batched(SENTENCES, emb, 2)
             for _chunk in chunks:
                 probe.check_live()
     finally:

@@ -32,9 +32,7 @@ def test_hub_id_rewriting_table(model, quant, metal, source, loaded_quant):
     r = resolve(model, quant, metal=metal)
     assert (r.source, r.quant, r.local) == (source, loaded_quant, False)
     # mlx-community repos are already quantized; other ids are quantized at load.
-    assert r.quantize_bits == (
-        {"4bit": 4, "6bit": 6, "8bit": 8}.get(quant) if model.startswith("someone") else None
-    )
+    assert r.quantize_bits == ({"4bit": 4, "6bit": 6, "8bit": 8}.get(quant) if model.startswith("someone") else None)
 
 
 def test_local_checkpoint_resolution(checkpoint):

@@ -189,9 +189,7 @@ def xvector_rows(model, placeholder: mx.array):
 
     def with_reference(text, language="auto", speaker=None, ref_audio=None, ref_text=None, instruct=None):
         ref = placeholder if ref_audio is None else ref_audio
-        return inner(
-            text, language=language, speaker=speaker, ref_audio=ref, ref_text=ref_text, instruct=instruct
-        )
+        return inner(text, language=language, speaker=speaker, ref_audio=ref, ref_text=ref_text, instruct=instruct)
 
     return shadow(model, "_prepare_generation_inputs", with_reference)
 
@@ -267,12 +265,8 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
         for g in range(config.num_code_groups - 1):
             if g > 0:
                 code_input = model.talker.code_predictor.codec_embedding[g - 1](tokens[-1])
-            code_logits, code_cache, _ = model.talker.code_predictor(
-                code_input, cache=code_cache, generation_step=g
-            )
-            tokens.append(
-                sample_rows(code_logits[:, -1, :], seeds, step, g + 1, sub)[:, None].astype(mx.int32)
-            )
+            code_logits, code_cache, _ = model.talker.code_predictor(code_input, cache=code_cache, generation_step=g)
+            tokens.append(sample_rows(code_logits[:, -1, :], seeds, step, g + 1, sub)[:, None].astype(mx.int32))
         all_codes = mx.concatenate(tokens, axis=1)  # (rows, 16)
         input_embeds = model._next_batch_input_embeds(
             trailing, pad_embed, trailing_idx, tokens, pad_when_index_clamped=True
@@ -282,9 +276,7 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
             attention_mask = mx.concatenate([attention_mask, mx.ones((n, 1))], axis=1)
         # Rows still running append this frame's first code to their repetition window.
         running = mx.array([not r.done for r in rows]) & ~hit_eos
-        history = mx.where(
-            running[:, None], mx.concatenate([history[:, 1:], first[:, None]], axis=1), history
-        )
+        history = mx.where(running[:, None], mx.concatenate([history[:, 1:], first[:, None]], axis=1), history)
         mx.eval(all_codes, input_embeds, finished, hit_eos, history)
         eos_now = hit_eos.tolist()
         for b, row in enumerate(rows):
@@ -299,11 +291,7 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
             chunk = FIRST_CHUNK if row.decoded == 0 else LATER_CHUNK
             if row.done or len(row.codes) - row.decoded >= chunk:
                 start = row.decoded
-                pcm = (
-                    _decode_piece(model, row, len(row.codes))
-                    if len(row.codes) > start
-                    else np.zeros(0, np.float32)
-                )
+                pcm = _decode_piece(model, row, len(row.codes)) if len(row.codes) > start else np.zeros(0, np.float32)
                 yield RowChunk(row.index, pcm, len(row.codes) - start, row.done, row.done and not row.eos)
         if all(r.done for r in rows):
             break

@@ -114,14 +114,10 @@ class Bench:
         return self.embedding
 
     def _sentences(self, frames: int | None, texts: list[str] | None) -> list[Sentence]:
-        return [
-            Sentence(i, t, 1000 + i, frames or self.frames) for i, t in enumerate(texts or self.sentences)
-        ]
+        return [Sentence(i, t, 1000 + i, frames or self.frames) for i, t in enumerate(texts or self.sentences)]
 
     def sequential(self, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        chunks: Iterator[Chunk] = Engine(self.loaded).sequential(
-            self._sentences(frames, texts), self._voice()
-        )
+        chunks: Iterator[Chunk] = Engine(self.loaded).sequential(self._sentences(frames, texts), self._voice())
         for c in chunks:
             yield c.frames
 

@@ -11,7 +11,7 @@ the model instance (so the speaker encoder never runs here) and a per-sentence f
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import mlx.core as mx
@@ -24,6 +24,7 @@ from .models import LoadedModel
 # never holds more than a window's audio while it waits for the next sentence in reading order.
 WINDOW_BATCHES = 4
 
+OnBatch = Callable[[list[int]], None]
 STREAM_INTERVAL_S = 0.32  # 4 codec frames per streamed chunk
 _PLACEHOLDER_REF = None  # set lazily: an mx.array mlx-audio passes through untouched
 
@@ -71,13 +72,7 @@ def auto_batch_size(max_frames: int, talker_config) -> int:
     except Exception:  # noqa: BLE001 - older mlx: no device_info
         memory = 0
     if memory:
-        per_token = (
-            talker_config.num_hidden_layers
-            * 2
-            * talker_config.num_key_value_heads
-            * talker_config.head_dim
-            * 2
-        )
+        per_token = talker_config.num_hidden_layers * 2 * talker_config.num_key_value_heads * talker_config.head_dim * 2
         per_row = per_token * (max_frames + 256)
         wanted = max(1, min(wanted, memory // 4 // max(per_row, 1)))
     return wanted
@@ -103,22 +98,50 @@ class Engine:
         self.batch_size = batch_size
         self.runaway_retries = runaway_retries
 
-    def synthesize(self, sentences: Sequence[Sentence], embedding: mx.array) -> Iterator[Chunk]:
-        """The job path: batched x-vector synthesis (chunks may come out of reading order)."""
+    @property
+    def model_key(self) -> str:
+        return self.loaded.key
+
+    @property
+    def source(self) -> str:
+        return self.loaded.resolved.source
+
+    @property
+    def quant(self) -> str:
+        return self.loaded.resolved.quant
+
+    def voice(self, r, voice_sha: str) -> tuple[mx.array, bool, int]:
+        """(embedding, cache hit?, speaker-encoder runs) for a stored voice."""
+        from .models import SpeakerEncoderRuns
+        from .voice_cache import voice_embedding
+
+        before = SpeakerEncoderRuns.count
+        embedding, hit = voice_embedding(r, self.loaded, voice_sha)
+        return embedding, hit, SpeakerEncoderRuns.count - before
+
+    def synthesize(
+        self, sentences: Sequence[Sentence], embedding: mx.array, on_batch: OnBatch | None = None
+    ) -> Iterator[Chunk]:
+        """The job path: batched x-vector synthesis (chunks may come out of reading order).
+        `on_batch` is told the sentence indices of each batch before it starts."""
         size = self.batch_size
         if size is None:
             size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
-        return self.batched(sentences, embedding, size)
+        return self.batched(sentences, embedding, size, on_batch)
 
-    def batched(self, sentences: Sequence[Sentence], embedding: mx.array, size: int) -> Iterator[Chunk]:
+    def batched(
+        self, sentences: Sequence[Sentence], embedding: mx.array, size: int, on_batch: OnBatch | None = None
+    ) -> Iterator[Chunk]:
         """Batches of similar length; a runaway row (budget used, no EOS) is synthesized again
         with a new seed, up to `runaway_retries` times, right after its batch."""
         check_internals()
         with injected_voice(self.loaded.model, embedding):
             for group in batches(sentences, size):
-                yield from self._group(group, attempt=0)
+                yield from self._group(group, attempt=0, on_batch=on_batch)
 
-    def _group(self, group: Sequence[Sentence], attempt: int) -> Iterator[Chunk]:
+    def _group(self, group: Sequence[Sentence], attempt: int, on_batch: OnBatch | None) -> Iterator[Chunk]:
+        if on_batch is not None:
+            on_batch([s.index for s in group])
         model = self.loaded.model
         rows = [Row(s.index, retry_seed(s.seed, attempt), s.budget) for s in group]
         by_index = {s.index: s for s in group}
@@ -138,7 +161,7 @@ class Engine:
                 else:
                     yield from parts
         if retry:
-            yield from self._group(retry, attempt + 1)
+            yield from self._group(retry, attempt + 1, on_batch)
 
     def sequential(self, sentences: Sequence[Sentence], embedding: mx.array) -> Iterator[Chunk]:
         """Each sentence alone through mlx-audio's generate, in order, streamed."""

@@ -59,9 +59,7 @@ def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolve
         q = quant or "bf16"
         return Resolved(str(path.resolve()), q, BITS.get(q), local=True)
     if model.startswith((".", "/", "~")) or not HUB_ID.match(model):
-        raise BadInput(
-            f"model {model!r} is neither a local checkpoint directory nor a Hugging Face id (org/name)"
-        )
+        raise BadInput(f"model {model!r} is neither a local checkpoint directory nor a Hugging Face id (org/name)")
     org, name = model.split("/", 1)
     if org in ("Qwen", "mlx-community"):
         m = QUANT_SUFFIX.search(name)

@@ -1,21 +1,41 @@
 """The worker process: a non-forking RQ worker (models stay warm across jobs) that uses the JSON
-serializer and runs only narrate's own job function."""
+serializer, runs only narrate's own job function, and is crash-safe:
+
+- it holds the host lock from start to exit, so when it starts, no other worker of this host
+  is alive, and every "started" job of this host is abandoned: it is requeued at once (or,
+  after ``max_attempts`` crashes, failed with the sentences that were in flight) instead of
+  waiting for RQ's job_timeout + 60 s + maintenance pass;
+- a heartbeat thread keeps the worker and its job alive in Redis while a long job runs;
+- a warm stop (SIGTERM/SIGINT) ends the job after the batch in flight and requeues it.
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import logging
+import os
+import sys
+import threading
+from pathlib import Path
 
+import redis
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.connection import Connection
+from narrate.jobs.segments import SegmentStore
 from narrate.jobs.settings import Settings
 from rq import Queue, SimpleWorker
-from rq.job import Job
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
-from .runtime import Runtime, set_runtime
+from .lock import host_lock
+from .runtime import Runtime, get_runtime, set_runtime
 
+log = logging.getLogger("narrate.worker")
 ALLOWED_FUNCTIONS = frozenset({JOB_FUNCTION})
 ALLOWED_CALLBACKS: frozenset[str] = frozenset()
+HEARTBEAT_S = 10
 
 
 class RefusedJob(Exception):
@@ -55,20 +75,123 @@ class NarrateWorker(SimpleWorker):
 
     job_class = AllowlistedJob
 
+    def request_stop(self, signum, frame):
+        get_runtime().stop_requested = True  # the running job stops after its batch in flight
+        super().request_stop(signum, frame)
+
+    def execute_job(self, job: Job, queue: Queue):
+        stop = threading.Event()
+        beat = threading.Thread(target=self._heartbeats, args=(job, stop), daemon=True)
+        beat.start()
+        try:
+            super().execute_job(job, queue)
+        finally:
+            stop.set()
+            beat.join(timeout=5)
+
+    def _heartbeats(self, job: Job, stop: threading.Event) -> None:
+        """RQ's SimpleWorker sends none while a job runs; a long book needs them."""
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                self.maintain_heartbeats(job)
+            except Exception as e:  # noqa: BLE001 - Redis down: the next beat tries again
+                log.warning("heartbeat failed: %s", e)
+
+    def handle_job_failure(self, job: Job, queue: Queue, started_job_registry=None, exc_string=""):
+        rt = get_runtime()
+        if not rt.requeue_current:
+            return super().handle_job_failure(job, queue, started_job_registry, exc_string)
+        rt.requeue_current = False  # a warm stop: back to the front of the queue, no attempt used
+        job.meta["attempts"] = max(0, int(job.meta.get("attempts", 1)) - 1)
+        job.save_meta()
+        with self.connection.pipeline() as pipeline:
+            self.cleanup_execution(job, pipeline=pipeline)
+            queue._enqueue_job(job, pipeline=pipeline, at_front=True)
+            pipeline.execute()
+        log.info("job %s requeued after a warm stop", job.id)
+
+
+def recover_abandoned(r: redis.Redis, queue: Queue, rt: Runtime) -> list[str]:
+    """Requeue (or fail, after max_attempts) the started jobs of this host. Call it while holding
+    the host lock: then no worker of this host is alive, so these jobs are abandoned."""
+    registry = StartedJobRegistry(queue=queue, job_class=AllowlistedJob)
+    recovered = []
+    for job_id in registry.get_job_ids(cleanup=False):
+        try:
+            job = AllowlistedJob.fetch(job_id, connection=r, serializer=JSONSerializer)
+        except Exception:  # noqa: BLE001 - gone or unreadable: RQ's own cleanup handles it
+            continue
+        if job.meta.get("host") != rt.host_id or job.get_status(refresh=False) != JobStatus.STARTED:
+            continue
+        attempts = int(job.meta.get("attempts", 0))
+        if attempts >= rt.settings.max_attempts:
+            job.retries_left = 0
+            job.meta["error"] = f"crashed the worker {attempts} times; sentences in flight: {_in_flight(r, job)}"
+            job.save()
+        # Expire its registry entries; RQ's cleanup then retries it (or fails it, retries spent).
+        for member in r.zrange(registry.key, 0, -1):
+            if member.decode().split(":")[0] == job_id:
+                r.zadd(registry.key, {member: 1})
+        recovered.append(job_id)
+    if recovered:
+        registry.cleanup()
+        log.warning("recovered abandoned jobs of this host: %s", ", ".join(recovered))
+    return recovered
+
+
+def _in_flight(r: redis.Redis, job: Job) -> str:
+    indices = job.meta.get("in_flight") or []
+    if not indices:
+        return "unknown"
+    from narrate.jobs import store
+
+    try:
+        doc = store.get_document(r, job.args[0]["document"])
+        sentences = doc.sentences
+        return "; ".join(f"{i} ({sentences[i][:60]!r})" for i in indices)
+    except Exception:  # noqa: BLE001
+        return ", ".join(map(str, indices))
+
 
 def make_worker(conn: Connection, queue_names: list[str]) -> NarrateWorker:
     r = conn.redis
-    queues = [
-        Queue(n, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob) for n in queue_names
-    ]
+    queues = [Queue(n, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob) for n in queue_names]
     return NarrateWorker(queues, connection=r, serializer=JSONSerializer, job_class=AllowlistedJob)
 
 
-def run_worker(settings: Settings, burst: bool = False, queue_names: list[str] | None = None,
-               log_level: str = "INFO") -> bool:  # fmt: skip
-    """Run a worker until stopped (or, with burst, until the queues are empty)."""
-    set_runtime(Runtime(settings))
+def run_worker(settings: Settings, burst: bool = False, queue_name: str | None = None, log_level: str = "INFO") -> bool:
+    """Run a worker until stopped (or, with burst, until its queue is empty)."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    with Connection(settings) as conn:
-        worker = make_worker(conn, queue_names or [settings.queue])
+    rt = Runtime(settings)
+    set_runtime(rt)
+    progress = os.environ.get("NARRATE_PROGRESS_FILE")
+    if progress:
+        rt.progress_file = Path(progress)
+        rt.beat("idle")
+    SegmentStore(settings.home / "segments").sweep_temp()
+    with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
+        worker = make_worker(conn, [queue_name or settings.queue])
+        recover_abandoned(conn.redis, worker.queues[0], rt)
+        rt.beat("idle")
         return worker.work(burst=burst, logging_level=log_level, with_scheduler=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="narrate-worker-process")
+    ap.add_argument("--queue", default=None)
+    ap.add_argument("--burst", action="store_true")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    from narrate.jobs.errors import NarrateError
+
+    try:
+        run_worker(Settings.from_env(), burst=args.burst, queue_name=args.queue, log_level=args.log_level)
+    except NarrateError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        sys.exit(main())

@@ -1,11 +1,14 @@
-"""The per-process worker runtime: settings, warm models, the host lock. Jobs reach it here."""
+"""The per-process worker runtime: settings, warm models, the host identity and the signals a
+running job needs (stop requested, progress for the hang watchdog). Jobs reach it here."""
 
 from __future__ import annotations
 
-from narrate.jobs.settings import Settings
+import os
+import socket
+import time
+from pathlib import Path
 
-from .engine import Engine
-from .models import ModelCache
+from narrate.jobs.settings import Settings
 
 _runtime: Runtime | None = None
 
@@ -13,13 +16,31 @@ _runtime: Runtime | None = None
 class Runtime:
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.models = ModelCache()
+        self._models = None
+        self.stop_requested = False  # a warm shutdown: finish the batch in flight, then requeue
+        self.requeue_current = False  # set by a job that stopped early on purpose
+        self.host_id = f"{socket.gethostname()}:{settings.lock_path}"
+        self.progress_file: Path | None = None  # touched on progress; the supervisor watches it
 
-    def engine(self, model: str | None, quant: str | None) -> Engine:
-        loaded = self.models.get(model or self.settings.model, quant or self.settings.quant)
-        return Engine(
-            loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries
-        )
+    def engine(self, model: str | None, quant: str | None):
+        if self.settings.engine == "fake":
+            from .fake_engine import FakeEngine
+
+            return FakeEngine(self.settings.batch_size)
+        from .engine import Engine
+        from .models import ModelCache
+
+        if self._models is None:
+            self._models = ModelCache()
+        loaded = self._models.get(model or self.settings.model, quant or self.settings.quant)
+        return Engine(loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries)
+
+    def beat(self, state: str = "busy") -> None:
+        """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""
+        if self.progress_file is not None:
+            tmp = self.progress_file.with_suffix(".tmp")
+            tmp.write_text(f"{state} {time.time():.3f} {os.getpid()}\n")
+            os.replace(tmp, self.progress_file)
 
 
 def get_runtime() -> Runtime:

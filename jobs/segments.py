@@ -1,0 +1,93 @@
+"""Sentence checkpoints: each finished sentence's audio is written atomically to a file named by
+the hash of everything that determines it (text, voice, model, quantization, seed, budget), so
+a retried, requeued or resubmitted job redoes only what is missing."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAGIC = b"NRS1\n"
+
+
+@dataclass(frozen=True)
+class Segment:
+    pcm: np.ndarray  # int16 samples at 24 kHz
+    frames: int
+    runaway: bool
+    attempts: int
+
+
+def segment_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
+    blob = json.dumps([text, voice, model, quant, seed, budget], ensure_ascii=False).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+class SegmentStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.seg"
+
+    def has(self, key: str) -> bool:
+        return self.load(key) is not None
+
+    def load(self, key: str) -> Segment | None:
+        """The checkpoint, or None if it is missing or damaged (a damaged one is redone)."""
+        try:
+            raw = self.path(key).read_bytes()
+        except OSError:
+            return None
+        if not raw.startswith(MAGIC):
+            return None
+        head, sep, body = raw[len(MAGIC) :].partition(b"\n")
+        try:
+            meta = json.loads(head)
+        except ValueError:
+            return None
+        if not sep or len(body) != 2 * meta.get("samples", -1):
+            return None
+        pcm = np.frombuffer(body, dtype="<i2")
+        return Segment(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
+
+    def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, attempts: int) -> None:
+        """Write atomically: a temp file in the same directory, fsync, rename."""
+        ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
+        meta = {"samples": int(ints.size), "frames": frames, "runaway": runaway, "attempts": attempts}
+        final = self.path(key)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + json.dumps(meta).encode() + b"\n")
+                f.write(ints.tobytes())
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, final)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+
+    def discard(self, keys: list[str]) -> None:
+        for key in keys:
+            with contextlib.suppress(FileNotFoundError):
+                self.path(key).unlink()
+
+    def sweep_temp(self) -> int:
+        """Remove temp files a killed writer left behind; returns how many."""
+        n = 0
+        if self.root.exists():
+            for tmp in self.root.glob("*/.*.tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    tmp.unlink()
+                    n += 1
+        return n

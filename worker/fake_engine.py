@@ -1,0 +1,75 @@
+"""A deterministic stand-in for the MLX engine, for fault tests only (NARRATE_ENGINE=fake).
+
+Each sentence becomes a tone whose pitch and length come from sha256(text), so a fault-free
+run gives byte-exact expected output. Controlled by environment variables:
+NARRATE_FAKE_DELAY_MS (per sentence), NARRATE_FAKE_FAIL_ON / _ABORT_ON / _HANG_ON (a substring:
+raise / os.abort() / block signals and sleep forever on a matching sentence), and
+NARRATE_FAKE_LOG (a file that gets one line per synthesized sentence: index, pid).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import time
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from .engine import Chunk, Sentence
+
+SAMPLES_PER_FRAME = 1920
+
+
+class FakeEngine:
+    model_key = "fake"
+    source = "fake"
+    quant = "bf16"
+
+    def __init__(self, batch_size: int | None = None):
+        self.batch_size = batch_size or 4
+
+    def voice(self, r, voice_sha: str) -> tuple[None, bool, int]:
+        return None, True, 0
+
+    def synthesize(self, sentences: Sequence[Sentence], embedding: object, on_batch=None) -> Iterator[Chunk]:
+        delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
+        log = os.environ.get("NARRATE_FAKE_LOG")
+        for start in range(0, len(sentences), self.batch_size):
+            batch = sentences[start : start + self.batch_size]
+            if on_batch is not None:
+                on_batch([s.index for s in batch])
+            out = []
+            for s in batch:
+                self._faults(s.text)
+                time.sleep(delay)
+                out.append((s, tone(s.text, s.budget)))
+                if log:
+                    with open(log, "a") as f:
+                        f.write(f"{s.index} {os.getpid()}\n")
+            for s, (pcm, frames) in out:  # a batch's sentences come out together, as on the GPU
+                yield Chunk(s.index, pcm, frames, True, frames >= s.budget, 1)
+
+    @staticmethod
+    def _faults(text: str) -> None:
+        def hit(name: str) -> bool:
+            needle = os.environ.get(name)
+            return bool(needle) and needle in text
+
+        if hit("NARRATE_FAKE_FAIL_ON"):
+            raise RuntimeError("fake engine failure (NARRATE_FAKE_FAIL_ON)")
+        if hit("NARRATE_FAKE_ABORT_ON"):
+            os.abort()
+        if hit("NARRATE_FAKE_HANG_ON"):  # like a native call that never returns to Python
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGINT})
+            while True:
+                time.sleep(3600)
+
+
+def tone(text: str, budget: int) -> tuple[np.ndarray, int]:
+    h = hashlib.sha256(text.encode()).digest()
+    frames = max(1, min(budget, len(text) // 6 + 1))
+    freq = 110 + h[0] * 2
+    t = np.arange(frames * SAMPLES_PER_FRAME) / 24_000
+    return (0.2 * np.sin(2 * np.pi * freq * t)).astype(np.float32), frames
