@@ -57,23 +57,28 @@ def submit(document, voice, model, quant, output, wait, as_json) -> None:
     try:
         req = api.prepare(settings, document, voice, output=output, model=model, quant=quant)
         with Connection(settings) as conn:
-            job = api.submit(settings, conn.redis, req)
+            sub = api.submit(settings, conn.redis, req)
+            if sub.duplicate and not as_json:
+                note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed"}
+                click.echo(f"identical job {sub.job.id} {note[sub.duplicate]}", err=True)
             if not wait:
-                _print_submitted(job.id, req, settings, as_json)
+                _print_submitted(sub, req, settings, as_json)
                 return
             if not as_json:
-                click.echo(job.id)
-            final = _wait(conn, job.id, quiet=as_json)
+                click.echo(sub.job.id)
+            final = _wait(conn, sub.job.id, quiet=as_json)
     except NarrateError as e:
         raise _fail(e) from None
     _finish(final, as_json)
 
 
-def _print_submitted(job_id: str, req: api.Request, settings: Settings, as_json: bool) -> None:
+def _print_submitted(sub: api.Submitted, req: api.Request, settings: Settings, as_json: bool) -> None:
+    job_id = sub.job.id
     if as_json:
         info = {
             "id": job_id,
-            "status": "queued",
+            "status": "finished" if sub.duplicate == "done" else "queued",
+            "duplicate": sub.duplicate,
             "sentences": len(req.document.sentences),
             "output": str(settings.output_dir.expanduser().resolve() / req.output),
         }
@@ -128,6 +133,24 @@ def status(job_id, as_json) -> None:
 
 
 @main.command()
+@click.argument("job_ids", nargs=-1)
+@click.option("--queue", "queue_name", default=None, help="Queue to look in (NARRATE_QUEUE).")
+def resume(job_ids, queue_name) -> None:
+    """Requeue failed or abandoned jobs (all of the queue's, or JOB_IDS); they resume from their
+    checkpoints."""
+    settings = _settings()
+    try:
+        with Connection(settings) as conn:
+            done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
+    except NarrateError as e:
+        raise _fail(e) from None
+    for job_id, what in done:
+        click.echo(f"{job_id}: {what}")
+    if not done:
+        click.echo("nothing to resume")
+
+
+@main.command()
 @click.option("--burst", is_flag=True, help="Exit when the queue is empty.")
 @click.option("--queue", "queue_name", default=None, help="Queue to take jobs from (NARRATE_QUEUE).")
 @click.option("--quiet", is_flag=True, help="Log warnings only.")
@@ -163,7 +186,7 @@ def run(document, voice, model, quant, output, as_json) -> None:
         set_runtime(Runtime(settings))
         with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
             qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
-            job = api.submit(settings, conn.redis, req, queue_name=qname)
+            job = api.submit(settings, conn.redis, req, queue_name=qname).job
             total = len(req.document.sentences)
             with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
                 add_listener(lambda done, _total, _audio: bar.update(done - bar.pos))

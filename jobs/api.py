@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 from rq import Queue, Retry
-from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from . import store
@@ -59,7 +63,23 @@ def prepare(
     return Request(document=doc, voice=v, output=rel, model=model, quant=quant)
 
 
-def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Job:
+@dataclass(frozen=True)
+class Submitted:
+    job: Job
+    duplicate: str | None = None  # None, or what the identical earlier submission was: queued, done, resumed
+
+
+def job_id_for(spec: JobSpec, queue_name: str) -> str:
+    """Identical submissions (same document, voice, settings, output) get the same job id."""
+    blob = json.dumps([spec.to_json(), queue_name], sort_keys=True).encode()
+    return "narrate-" + hashlib.sha256(blob).hexdigest()[:32]
+
+
+def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """Enqueue one job, or find the identical one submitted before (atomically, even when two
+    processes submit at once): queued/started -> that job; finished with its output in place ->
+    that job; failed or stopped -> requeued (it resumes from its checkpoints)."""
+    queue_name = queue_name or settings.queue
     doc_id = store.put_document(r, req.document)
     store.put_voice(r, req.voice.sha256, req.voice.wav)
     spec = JobSpec(
@@ -75,16 +95,98 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
     )
     sentences = req.document.sentences
     budgets = [frame_budget(s, settings.max_frames) for s in sentences]
-    return queue(r, queue_name or settings.queue).enqueue(
+    job_id = job_id_for(spec, queue_name)
+    q = queue(r, queue_name)
+    try:
+        return Submitted(_enqueue(q, job_id, spec, req, budgets, settings))
+    except DuplicateJobError:
+        pass
+    job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
+    state = job.get_status(refresh=False)
+    if state == JobStatus.FINISHED:
+        result = job.return_value(refresh=True) or {}
+        if result.get("output") and Path(result["output"]).exists():
+            return Submitted(job, "done")
+        job.delete()  # its output is gone: narrate it again
+        return Submitted(_enqueue(q, job_id, spec, req, budgets, settings))
+    if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        return Submitted(requeue(r, job), "resumed")
+    return Submitted(job, "queued")
+
+
+def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, budgets: list[int], settings: Settings) -> Job:
+    sentences = req.document.sentences
+    return q.enqueue(
         JOB_FUNCTION,
         spec.to_json(),
+        job_id=job_id,
+        unique=True,
         job_timeout=job_timeout(budgets, settings.runaway_retries),
         result_ttl=RESULT_TTL,
         failure_ttl=FAILURE_TTL,
         description=f"narrate {req.document.title} ({len(sentences)} sentences) -> {req.output}",
-        meta={"progress": {"done": 0, "total": len(sentences), "audio_seconds": 0.0}},
+        meta={
+            "progress": {"done": 0, "total": len(sentences), "audio_seconds": 0.0},
+            "max_retries": settings.max_attempts - 1,
+        },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
     )
+
+
+def requeue(r: redis.Redis, job: Job) -> Job:
+    """Put a failed, stopped or abandoned job back in its queue; it resumes from its checkpoints."""
+    job.meta.pop("error", None)
+    job.meta["attempts"] = 0
+    job.save_meta()
+    q = queue(r, job.origin)
+    with r.pipeline() as p:
+        FailedJobRegistry(queue=q).remove(job, pipeline=p)
+        for member in r.zrange(StartedJobRegistry(queue=q).key, 0, -1):
+            if member.decode().split(":")[0] == job.id:
+                p.zrem(StartedJobRegistry(queue=q).key, member)
+        job.retries_left = int(job.meta.get("max_retries", 0))  # a resumed job gets its retries back
+        q._enqueue_job(job, pipeline=p, at_front=True)
+        p.execute()
+    return job
+
+
+ABANDONED_AFTER_S = 90  # a busy worker beats every 10 s
+
+
+def worker_alive(r: redis.Redis, worker_name: str | None) -> bool:
+    if not worker_name:
+        return False
+    beat = r.hget(f"rq:worker:{worker_name}", "last_heartbeat")
+    if beat is None:
+        return False
+    last = datetime.fromisoformat(beat.decode().replace("Z", "+00:00"))
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=UTC)
+    return (datetime.now(UTC) - last).total_seconds() < ABANDONED_AFTER_S
+
+
+def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
+    """Requeue the given jobs (or, with none given, every failed job and every started job whose
+    worker is gone, of the queue). Returns (job id, what happened) pairs."""
+    q = queue(r, queue_name)
+    if not job_ids:
+        job_ids = FailedJobRegistry(queue=q).get_job_ids() + StartedJobRegistry(queue=q).get_job_ids(cleanup=False)
+    out = []
+    for job_id in dict.fromkeys(job_ids):
+        try:
+            job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
+        except NoSuchJobError:
+            raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)") from None
+        state = job.get_status(refresh=False)
+        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+            requeue(r, job)
+            out.append((job_id, "requeued"))
+        elif state == JobStatus.STARTED and not worker_alive(r, job.worker_name):
+            requeue(r, job)
+            out.append((job_id, "requeued (its worker is gone)"))
+        else:
+            out.append((job_id, f"left alone ({state.value if state else 'unknown'})"))
+    return out
 
 
 def status(r: redis.Redis, job_id: str) -> dict:

@@ -85,32 +85,24 @@ def _narrate(job, spec: JobSpec) -> dict:
     if todo:
         embedding, hit, encoder_runs = engine.voice(r, spec.voice)
         cache = "hit" if hit else "miss"
-        parts: dict[int, list] = {}
 
         def on_batch(indices: list[int]) -> None:
+            """Called between batches: every earlier sentence is checkpointed by now."""
+            if rt.stop_requested:  # a warm stop: end here, the worker requeues the job
+                progress.save()
+                rt.requeue_current = True
+                raise StopRequested(f"stopped after {progress.done} of {progress.total} sentences")
             job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
             save_meta(job)
             rt.beat()
 
-        for chunk in engine.synthesize(todo, embedding, on_batch):
-            rt.beat()
-            if first_audio_s is None:
-                first_audio_s = time.monotonic() - t0
-            parts.setdefault(chunk.index, []).append(chunk)
-            if not chunk.final:
-                continue
-            done = parts.pop(chunk.index)
-            segments.save(
-                keys[chunk.index],
-                _concat([c.pcm for c in done]),
-                frames=sum(c.frames for c in done),
-                runaway=chunk.runaway,
-                attempts=chunk.attempts,
-            )
-            progress.sentence_done(sum(c.pcm.size for c in done) / SAMPLE_RATE)
-            if rt.stop_requested and not parts:  # nothing in flight: stop here, resume later
-                rt.requeue_current = True
-                raise StopRequested(f"stopped after {progress.done} of {len(sentences)} sentences")
+        try:
+            first_audio_s = _synthesize(engine, todo, embedding, on_batch, segments, keys, progress, rt) - t0
+        except StopRequested:
+            raise
+        except Exception as e:
+            names = "; ".join(f"{i} ({sentences[i].text[:80]!r})" for i in job.meta.get("in_flight", []))
+            raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
     frames, runaways, retried = [], [], []
     with BookWriter(final, ffmpeg_exe(settings.ffmpeg), title=doc.title) as book:
         for s in sentences:
@@ -153,6 +145,34 @@ def _narrate(job, spec: JobSpec) -> dict:
             "realtime_factor": round(samples / SAMPLE_RATE / wall, 3) if wall > 0 else None,
         },
     }
+
+
+class SynthesisError(RuntimeError):
+    """The engine failed; the message names the sentences that were in flight."""
+
+
+def _synthesize(engine, todo, embedding, on_batch, segments: SegmentStore, keys, progress: Progress, rt) -> float:
+    """Run the engine over the missing sentences, checkpointing each as it completes.
+    Returns the monotonic time of the first audio."""
+    parts: dict[int, list] = {}
+    first_audio = None
+    for chunk in engine.synthesize(todo, embedding, on_batch):
+        rt.beat()
+        if first_audio is None:
+            first_audio = time.monotonic()
+        parts.setdefault(chunk.index, []).append(chunk)
+        if not chunk.final:
+            continue
+        done = parts.pop(chunk.index)
+        segments.save(
+            keys[chunk.index],
+            _concat([c.pcm for c in done]),
+            frames=sum(c.frames for c in done),
+            runaway=chunk.runaway,
+            attempts=chunk.attempts,
+        )
+        progress.sentence_done(sum(c.pcm.size for c in done) / SAMPLE_RATE)
+    return first_audio if first_audio is not None else time.monotonic()
 
 
 def _concat(pcms: list):

@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import logging
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -112,10 +113,16 @@ class NarrateWorker(SimpleWorker):
 
 
 def recover_abandoned(r: redis.Redis, queue: Queue, rt: Runtime) -> list[str]:
-    """Requeue (or fail, after max_attempts) the started jobs of this host. Call it while holding
-    the host lock: then no worker of this host is alive, so these jobs are abandoned."""
+    """Requeue the started jobs of this host at the front of the queue. Call it while holding the
+    host lock: then no worker of this host is alive, so these jobs are abandoned.
+
+    Poison pills: a job whose sentences crash the worker (abort, segfault, a hang the supervisor
+    killed, an error exit) `max_attempts` times in a row on the same batch fails for good,
+    naming them; a crash after progress starts the count again. A SIGKILL from outside (an
+    operator, a reboot, the OOM killer) says nothing about the job and counts for a tenth, so
+    only a batch that is killed again and again (memory blow-ups) ends up failed."""
     registry = StartedJobRegistry(queue=queue, job_class=AllowlistedJob)
-    recovered = []
+    recovered, failed = [], []
     for job_id in registry.get_job_ids(cleanup=False):
         try:
             job = AllowlistedJob.fetch(job_id, connection=r, serializer=JSONSerializer)
@@ -123,20 +130,39 @@ def recover_abandoned(r: redis.Redis, queue: Queue, rt: Runtime) -> list[str]:
             continue
         if job.meta.get("host") != rt.host_id or job.get_status(refresh=False) != JobStatus.STARTED:
             continue
-        attempts = int(job.meta.get("attempts", 0))
-        if attempts >= rt.settings.max_attempts:
+        in_flight = job.meta.get("in_flight")
+        same = in_flight is not None and job.meta.get("crash_in_flight") == in_flight
+        weight = 1.0 if _crashed_from_inside() else 0.1
+        crashes = round(float(job.meta.get("crashes", 0)) * same + weight, 2)
+        job.meta.update(crashes=crashes, crash_in_flight=in_flight)
+        members = [m for m in r.zrange(registry.key, 0, -1) if m.decode().split(":")[0] == job_id]
+        if crashes >= rt.settings.max_attempts:
             job.retries_left = 0
-            job.meta["error"] = f"crashed the worker {attempts} times; sentences in flight: {_in_flight(r, job)}"
+            job.meta["error"] = f"crashed the worker {crashes:g} times on sentences {_in_flight(r, job)}"
             job.save()
-        # Expire its registry entries; RQ's cleanup then retries it (or fails it, retries spent).
-        for member in r.zrange(registry.key, 0, -1):
-            if member.decode().split(":")[0] == job_id:
+            for member in members:  # expired: RQ's cleanup fails it (no retries left)
                 r.zadd(registry.key, {member: 1})
+            failed.append(job_id)
+            continue
+        job.save_meta()
+        with r.pipeline() as p:
+            for member in members:
+                p.zrem(registry.key, member)
+            queue._enqueue_job(job, pipeline=p, at_front=True)
+            p.execute()
         recovered.append(job_id)
-    if recovered:
+    if failed:
         registry.cleanup()
-        log.warning("recovered abandoned jobs of this host: %s", ", ".join(recovered))
+        log.error("failed jobs that keep crashing the worker: %s", ", ".join(failed))
+    if recovered:
+        log.warning("requeued abandoned jobs of this host: %s", ", ".join(recovered))
     return recovered
+
+
+def _crashed_from_inside() -> bool:
+    """How the previous worker process ended, as the supervisor saw it."""
+    cause = os.environ.get("NARRATE_PREVIOUS_EXIT", "")
+    return bool(cause) and cause != "signal SIGKILL"
 
 
 def _in_flight(r: redis.Redis, job: Job) -> str:
@@ -148,9 +174,18 @@ def _in_flight(r: redis.Redis, job: Job) -> str:
     try:
         doc = store.get_document(r, job.args[0]["document"])
         sentences = doc.sentences
-        return "; ".join(f"{i} ({sentences[i][:60]!r})" for i in indices)
+        return "; ".join(f"{i} ({sentences[i][:80]!r})" for i in indices)
     except Exception:  # noqa: BLE001
         return ", ".join(map(str, indices))
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGKILL this process if its supervisor dies (its job is then recovered)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def make_worker(conn: Connection, queue_names: list[str]) -> NarrateWorker:
@@ -165,7 +200,8 @@ def run_worker(settings: Settings, burst: bool = False, queue_name: str | None =
     rt = Runtime(settings)
     set_runtime(rt)
     progress = os.environ.get("NARRATE_PROGRESS_FILE")
-    if progress:
+    if progress:  # supervised: die with the supervisor, tell it about progress
+        _die_with_parent()
         rt.progress_file = Path(progress)
         rt.beat("idle")
     SegmentStore(settings.home / "segments").sweep_temp()

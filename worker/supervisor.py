@@ -22,7 +22,7 @@ from pathlib import Path
 from narrate.jobs.settings import Settings
 
 log = logging.getLogger("narrate.supervisor")
-POLL_S = 0.5
+POLL_S = 0.1
 
 
 def _progress(path: Path) -> tuple[str, float]:
@@ -51,33 +51,40 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
-    backoff = 1.0
+    backoff = 0.0
     try:
         while True:
             progress.unlink(missing_ok=True)
-            started = time.monotonic()
             child = subprocess.Popen(cmd, env=env)
-            code = _watch(child, progress, settings.hang_timeout)
+            code, worked, hung = _watch(child, progress, settings.hang_timeout)
             if code == 0 or stopping:
                 return code
             if code == 2:  # a configuration error: restarting will not help
                 return code
-            log.warning("worker exited with %s; restarting in %.0f s", _describe(code), backoff)
+            # Restart at once after a crash mid-work (its job is recovered at start-up); back off
+            # when the worker dies before doing any work (a crash loop).
+            backoff = 0.0 if worked else min(max(backoff * 2, 0.5), 30.0)
+            env["NARRATE_PREVIOUS_EXIT"] = "hang" if hung else _describe(code)  # for its job's crash count
+            log.warning("worker exited with %s; restarting in %.1f s", env["NARRATE_PREVIOUS_EXIT"], backoff)
             time.sleep(backoff)
-            backoff = 1.0 if time.monotonic() - started > 60 else min(backoff * 2, 30.0)
     finally:
         progress.unlink(missing_ok=True)
 
 
-def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> int:
+def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> tuple[int, bool, bool]:
+    """Wait for the child to exit, killing it if it hangs.
+    Returns (exit code, was it ever busy, was it killed for hanging)."""
+    worked = hung = False
     while True:
         try:
-            return child.wait(timeout=POLL_S)
+            return child.wait(timeout=POLL_S), worked, hung
         except subprocess.TimeoutExpired:
             pass
         state, stamp = _progress(progress)
+        worked = worked or state == "busy"
         if state == "busy" and time.time() - stamp > hang_timeout:
             log.error("worker %d made no progress for %d s: killing it", child.pid, hang_timeout)
+            hung = True
             child.kill()
 
 
