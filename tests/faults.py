@@ -77,7 +77,8 @@ def kill_loop(
 ) -> dict:
     """Run a supervised worker and SIGKILL its worker process `kills` times at random moments
     while the job synthesizes; return the figures (the job then runs to completion). `marks`
-    gets the fake-engine log length at each kill."""
+    gets the fake-engine log length at each kill. Latency: kill -> a new worker process
+    synthesizes the job's next batch (restart, imports, model load and recovery included)."""
     rng = random.Random(seed)
     supervisor = start_worker(env)
     latencies = []
@@ -90,18 +91,20 @@ def kill_loop(
                     break
                 assert time.monotonic() < deadline, "worker never got busy"
                 time.sleep(0.01)
-            time.sleep(rng.uniform(0.0, 0.3))
+            time.sleep(rng.uniform(0.0, 1.0))
             info = child_pid(home, supervisor)
             if _finished(r, job_id):
                 break
-            attempts = job_meta(r, job_id).get("attempts", 0)
             os.kill(info[1], signal.SIGKILL)
             if marks is not None:
                 marks.append(len(synthesized(home)))
             t_kill = time.monotonic()
-            while job_meta(r, job_id).get("attempts", 0) <= attempts:  # until a new attempt starts
+            while True:  # resumed: a new worker process is synthesizing the job's next batch
+                now = child_pid(home, supervisor)
+                if now and now[0] == "busy" and now[1] != info[1]:
+                    break
                 assert time.monotonic() - t_kill < max_wait, "job was not resumed"
-                time.sleep(0.02)
+                time.sleep(0.01)
             latencies.append(time.monotonic() - t_kill)
         st = _wait_finished(r, job_id, max_wait)
     finally:
