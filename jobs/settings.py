@@ -70,6 +70,7 @@ class Settings:
     engine: str = "mlx"  # "fake": a deterministic tone generator, for fault tests only
     hang_timeout: int = 600  # seconds without synthesis progress before the supervisor kills a worker
     max_attempts: int = 3  # a job that crashed its worker this often fails for good
+    heartbeat_s: int = 10  # how often a busy worker tells Redis it is alive
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -92,6 +93,7 @@ class Settings:
             "engine": _env("NARRATE_ENGINE") or "mlx",
             "hang_timeout": _env_int("NARRATE_HANG_TIMEOUT", 600),
             "max_attempts": _env_int("NARRATE_MAX_ATTEMPTS", 3),
+            "heartbeat_s": _env_int("NARRATE_HEARTBEAT_S", 10),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         check_quant(values["quant"])  # type: ignore[arg-type]

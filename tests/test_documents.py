@@ -29,3 +29,20 @@ def test_overlong_sentence_is_split_never_sent_whole():
 
 def test_rtl_and_non_latin_text_is_kept():
     assert split_paragraphs("שלום עולם. مرحبا بالعالم.")[0][0].startswith("שלום")
+
+
+def test_document_caps(tmp_path):
+    import pytest
+    from narrate.jobs.documents import read_document
+    from narrate.jobs.errors import BadInput
+    from narrate.jobs.settings import MAX_DOCUMENT_BYTES, MAX_SENTENCES
+
+    big = tmp_path / "big.txt"
+    with open(big, "wb") as f:
+        f.truncate(MAX_DOCUMENT_BYTES + 1)  # sparse: no 20 MiB written
+    with pytest.raises(BadInput, match="the limit is 20 MiB"):
+        read_document(big)
+    many = tmp_path / "many.txt"
+    many.write_text("Go. " * (MAX_SENTENCES + 1))
+    with pytest.raises(BadInput, match=f"the limit is {MAX_SENTENCES}"):
+        read_document(many)

@@ -386,3 +386,28 @@ def test_resume_requeues_a_job_whose_worker_is_gone(env, home, voice_wav, extern
     other = dict(e, NARRATE_LOCK_PATH=str(home / "other.lock"))
     assert narrate(other, "worker", "--burst", "--quiet").returncode == 0
     assert wait_for_job(job_id)["status"] == "finished"
+
+
+def test_busy_worker_keeps_beating(env, home, voice_wav, external_redis):
+    """RQ's SimpleWorker sends no heartbeat during a job; narrate's worker does, so a long job's
+    worker and StartedJobRegistry entry stay alive."""
+    e = fake_env(env, home, delay_ms=100, NARRATE_HEARTBEAT_S="1")
+    doc = home / "long.txt"
+    doc.write_text(book(40))
+    job_id = submit(e, doc, voice_wav, home / "out" / "long.wav")
+    supervisor = start_worker(e)
+    try:
+        while len(synthesized(home)) < 2:
+            time.sleep(0.02)
+        seen = []
+        for _ in range(3):
+            [key] = [k for k in external_redis.keys("rq:worker:*") if external_redis.type(k) == b"hash"]
+            beat = external_redis.hget(key, "last_heartbeat")
+            score = max(s for _, s in external_redis.zrange("rq:wip:narrate", 0, -1, withscores=True))
+            seen.append((beat, score))
+            time.sleep(1.3)
+        assert wait_for_job(job_id)["status"] == "finished"
+    finally:
+        stop_worker(supervisor)
+    beats, scores = zip(*seen, strict=True)
+    assert len(set(beats)) == 3 and list(scores) == sorted(scores) and scores[-1] > scores[0]

@@ -36,7 +36,6 @@ from .runtime import Runtime, get_runtime, set_runtime
 log = logging.getLogger("narrate.worker")
 ALLOWED_FUNCTIONS = frozenset({JOB_FUNCTION})
 ALLOWED_CALLBACKS: frozenset[str] = frozenset()
-HEARTBEAT_S = 10
 
 
 class RefusedJob(Exception):
@@ -92,7 +91,7 @@ class NarrateWorker(SimpleWorker):
 
     def _heartbeats(self, job: Job, stop: threading.Event) -> None:
         """RQ's SimpleWorker sends none while a job runs; a long book needs them."""
-        while not stop.wait(HEARTBEAT_S):
+        while not stop.wait(get_runtime().settings.heartbeat_s):
             try:
                 self.maintain_heartbeats(job)
             except Exception as e:  # noqa: BLE001 - Redis down: the next beat tries again
