@@ -22,13 +22,6 @@ with warnings.catch_warnings():  # pydub warns about ffmpeg on PATH; narrate pas
     from pydub import AudioSegment
 
 
-def to_segment(pcm: np.ndarray) -> AudioSegment:
-    """float samples in [-1, 1] -> a 16-bit mono pydub segment."""
-    data = np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0)
-    ints = np.round(data * 32767.0).astype("<i2")
-    return AudioSegment(data=ints.tobytes(), sample_width=2, frame_rate=SAMPLE_RATE, channels=1)
-
-
 def int16_segment(ints: np.ndarray) -> AudioSegment:
     """16-bit mono samples (e.g. a checkpoint) -> a pydub segment."""
     return AudioSegment(

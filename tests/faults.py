@@ -56,6 +56,19 @@ def submit(env: dict, doc: Path, voice: Path, out: Path) -> str:
     return json.loads(proc.stdout)["id"]
 
 
+def submit_book(env: dict, home: Path, voice: Path, text: str, name: str = "book") -> str:
+    doc = home / f"{name}.txt"
+    doc.write_text(text)
+    return submit(env, doc, voice, home / "out" / f"{name}.wav")
+
+
+def wait_synthesized(home: Path, n: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while len(synthesized(home)) < n:
+        assert time.monotonic() < deadline, f"fewer than {n} sentences synthesized in {timeout} s"
+        time.sleep(0.02)
+
+
 def child_pid(home: Path, supervisor: subprocess.Popen) -> tuple[str, int] | None:
     """(state, pid) of the worker process a supervisor runs, from its progress file."""
     try:

@@ -33,6 +33,7 @@ def bad_cases(home, good):
     unreadable.chmod(0)
     silent = write_voice(home / "silent.wav", amplitude=0)
     short = write_voice(home / "short.wav", seconds=0.5)
+    long = write_voice(home / "long.wav", seconds=61)
     d, v, o = str(good["doc"]), str(good["voice"]), str(good["out"])
     return {
         "missing document": (["submit", str(home / "nope.txt"), "--voice", v, "-o", o], "does not exist"),
@@ -47,6 +48,7 @@ def bad_cases(home, good):
         "unreadable voice": (["submit", d, "--voice", str(unreadable), "-o", o], "not readable"),
         "silent voice": (["submit", d, "--voice", str(silent), "-o", o], "is silent"),
         "short voice": (["submit", d, "--voice", str(short), "-o", o], "give at least 1 s"),
+        "long voice": (["submit", d, "--voice", str(long), "-o", o], "longer than 60 s"),
         "unknown quant": (["submit", d, "--voice", v, "-o", o, "--quant", "3bit"], "unknown quantization"),
         "unknown format": (["submit", d, "--voice", v, "-o", str(home / "out" / "x.xyz")], "unknown format"),
         "unwritable output": (["submit", d, "--voice", v, "-o", str(home / "out" / "ro" / "x.mp3")],

@@ -24,7 +24,9 @@ from faults import (
     kill_loop,
     percentile,
     submit,
+    submit_book,
     synthesized,
+    wait_synthesized,
 )
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
@@ -65,10 +67,8 @@ def test_kill_9_at_random_moments_loses_nothing(env, home, voice_wav, engine):
     n = int(os.environ.get("NARRATE_TEST_KILL_SENTENCES", "60")) if engine == "fake" else 8
     text = book(n)
     want = golden(e, home, voice_wav, text)
-    doc = home / "book.txt"
-    doc.write_text(text)
+    job_id = submit_book(e, home, voice_wav, text)
     out = home / "out" / "book.wav"
-    job_id = submit(e, doc, voice_wav, out)
     with Connection(Settings.from_env()) as conn:
         res = kill_loop(e, home, conn.redis, job_id, kills, marks := [])
         st = api.status(conn.redis, job_id)
@@ -159,12 +159,9 @@ def test_sigterm_finishes_the_batch_requeues_and_exits_0(env, home, voice_wav):
     e = fake_env(env, home, delay_ms=100)
     text = book(N)
     want = golden(e, home, voice_wav, text)
-    doc = home / "book.txt"
-    doc.write_text(text)
-    job_id = submit(e, doc, voice_wav, home / "out" / "book.wav")
+    job_id = submit_book(e, home, voice_wav, text)
     supervisor = start_worker(e)
-    while len(synthesized(home)) < 6:
-        time.sleep(0.02)
+    wait_synthesized(home, 6)
     t0 = time.monotonic()
     log = stop_worker(supervisor, signal.SIGTERM)
     assert supervisor.returncode == 0, log
@@ -199,13 +196,9 @@ def test_redis_gone_for_30_seconds_mid_job(env, home, voice_wav, monkeypatch):
     try:
         e = fake_env(env, home, delay_ms=150, NARRATE_REDIS_URL=server.url)
         monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
-        text = book(24)
-        doc = home / "book.txt"
-        doc.write_text(text)
-        job_id = submit(e, doc, voice_wav, home / "out" / "book.wav")
+        job_id = submit_book(e, home, voice_wav, book(24))
         supervisor = start_worker(e)
-        while len(synthesized(home)) < 4:
-            time.sleep(0.02)
+        wait_synthesized(home, 4)
         server.kill()
         outage = float(os.environ.get("NARRATE_TEST_OUTAGE_S", "30"))
         time.sleep(outage)
@@ -346,12 +339,9 @@ def test_embedded_server_killed_mid_job_is_recovered_after_restart(env, home, vo
     e = fake_env(env, home, delay_ms=80)
     text = book(N)
     want = golden(e, home, voice_wav, text)
-    doc = home / "book.txt"
-    doc.write_text(text)
-    job_id = submit(e, doc, voice_wav, home / "out" / "book.wav")
+    job_id = submit_book(e, home, voice_wav, text)
     supervisor = start_worker(e)
-    while len(synthesized(home)) < 8:
-        time.sleep(0.02)
+    wait_synthesized(home, 8)
     holder = child_pid(home, supervisor)[1]
     stop_worker(supervisor, signal.SIGKILL)
     os.kill(holder, signal.SIGKILL)
@@ -371,8 +361,7 @@ def test_resume_requeues_a_job_whose_worker_is_gone(env, home, voice_wav, extern
     doc.write_text(book(12))
     job_id = submit(e, doc, voice_wav, home / "out" / "gone.wav")
     supervisor = start_worker(e)
-    while len(synthesized(home)) < 4:
-        time.sleep(0.02)
+    wait_synthesized(home, 4)
     holder = child_pid(home, supervisor)[1]
     stop_worker(supervisor, signal.SIGKILL)
     os.kill(holder, signal.SIGKILL)
@@ -397,8 +386,7 @@ def test_busy_worker_keeps_beating(env, home, voice_wav, external_redis):
     job_id = submit(e, doc, voice_wav, home / "out" / "long.wav")
     supervisor = start_worker(e)
     try:
-        while len(synthesized(home)) < 2:
-            time.sleep(0.02)
+        wait_synthesized(home, 2)
         seen = []
         for _ in range(3):
             [key] = [k for k in external_redis.keys("rq:worker:*") if external_redis.type(k) == b"hash"]
