@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import click
@@ -173,25 +172,16 @@ def worker(burst, queue_name, quiet) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 def run(document, voice, model, quant, output, as_json) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
-    from narrate.jobs.progress import add_listener
-    from narrate.worker.lock import host_lock
-    from narrate.worker.process import make_worker
-    from narrate.worker.runtime import Runtime, set_runtime
+    from narrate.worker.process import run_in_process  # loads mlx: only here
 
-    out = Path(output) if output else Path(document).with_suffix(".mp3").name
-    out = Path(out).expanduser().absolute()
+    out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
+    out = out.expanduser().absolute()
     settings = _settings(output_dir=out.parent)
     try:
         req = api.prepare(settings, document, voice, output=out, model=model, quant=quant)
-        set_runtime(Runtime(settings))
-        with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
-            qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
-            job = api.submit(settings, conn.redis, req, queue_name=qname).job
-            total = len(req.document.sentences)
-            with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
-                add_listener(lambda done, _total, _audio: bar.update(done - bar.pos))
-                make_worker(conn, [qname]).work(burst=True, logging_level="WARNING", with_scheduler=False)
-            st = api.status(conn.redis, job.id)
+        total = len(req.document.sentences)
+        with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
+            st = run_in_process(settings, req, lambda done, _total, _audio: bar.update(done - bar.pos))
     except NarrateError as e:
         raise _fail(e) from None
     _finish(st, as_json)
@@ -227,14 +217,10 @@ def run(document, voice, model, quant, output, as_json) -> None:
 )
 def bench(checkpoint, size, sentences, frames, batch_sizes, warmup_frames, allow_eos, out_json) -> None:
     """Benchmark plain mlx-audio against narrate's sequential and batched engine."""
-    from narrate.worker.bench import format_table, run_bench
-    from narrate.worker.random_checkpoint import write_checkpoint
+    from narrate.worker.bench import format_table, random_checkpoint, run_bench
 
     if checkpoint is None:
-        checkpoint = _settings().home / f"bench-checkpoint-{size}"
-        if not (checkpoint / "model.safetensors").exists():
-            click.echo(f"writing a random-weight {size} checkpoint to {checkpoint}", err=True)
-            write_checkpoint(checkpoint, size=size)
+        checkpoint = random_checkpoint(_settings().home, size, log=lambda m: click.echo(m, err=True))
     sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
     report = run_bench(
         checkpoint,

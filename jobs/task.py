@@ -15,6 +15,7 @@ import redis
 from rq import get_current_job
 
 from . import store
+from .errors import BadInput
 from .ffmpeg import ffmpeg_exe
 from .outputs import output_path
 from .progress import Progress
@@ -39,6 +40,8 @@ def narrate_job(spec_json: dict) -> dict:
         if job is not None:
             job.meta["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
             save_meta(job)
+            if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
+                job.retries_left = 0
         raise
 
 

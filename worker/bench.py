@@ -127,6 +127,17 @@ class Bench:
             yield c.frames
 
 
+def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print) -> Path:
+    """A random-weight checkpoint of `size` under `home`, written once and reused."""
+    from .random_checkpoint import write_checkpoint
+
+    path = home / f"bench-checkpoint-{size}"
+    if not (path / "model.safetensors").exists():
+        log(f"writing a random-weight {size} checkpoint to {path}")
+        write_checkpoint(path, size=size)
+    return path
+
+
 def run_bench(
     checkpoint: Path,
     sentences: int = 16,

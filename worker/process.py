@@ -211,6 +211,30 @@ def run_worker(settings: Settings, burst: bool = False, queue_name: str | None =
         return worker.work(burst=burst, logging_level=log_level, with_scheduler=False)
 
 
+def run_in_process(settings: Settings, req, on_progress=None) -> dict:
+    """`narrate run`: the server, a private queue and a worker in this process, for one request.
+    Returns the job's final status."""
+    import uuid
+
+    from narrate.jobs import api
+    from narrate.jobs.progress import add_listener, remove_listener
+
+    set_runtime(Runtime(settings))
+    if on_progress is not None:
+        add_listener(on_progress)
+    try:
+        with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
+            qname = f"narrate-run-{uuid.uuid4().hex[:12]}"  # private: no other worker takes it
+            job = api.submit(settings, conn.redis, req, queue_name=qname).job
+            make_worker(conn, [qname]).work(
+                burst=True, logging_level="CRITICAL", with_scheduler=False
+            )  # errors: in the status
+            return api.status(conn.redis, job.id)
+    finally:
+        if on_progress is not None:
+            remove_listener(on_progress)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="narrate-worker-process")
     ap.add_argument("--queue", default=None)
