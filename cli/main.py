@@ -188,6 +188,28 @@ def run(document, voice, model, quant, output, as_json) -> None:
 
 
 @main.command()
+@click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=9181, show_default=True, help="Port to listen on.")
+def dashboard(bind, port) -> None:
+    """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback)."""
+    import signal
+
+    from narrate.jobs.dashboard import check_exposure, make_app
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
+    settings = _settings()
+    user, password = settings.dashboard_username, settings.dashboard_password
+    try:
+        check_exposure(bind, user, password)
+        with Connection(settings) as conn:  # keeps the embedded server up while serving
+            app = make_app(settings.redis_url or conn.url, user, password)
+            click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url})", err=True)
+            app.run(host=bind, port=port)
+    except NarrateError as e:
+        raise _fail(e) from None
+
+
+@main.command()
 @click.option(
     "--model",
     "checkpoint",

@@ -71,6 +71,8 @@ class Settings:
     hang_timeout: int = 600  # seconds without synthesis progress before the supervisor kills a worker
     max_attempts: int = 3  # a job that crashed its worker this often fails for good
     heartbeat_s: int = 10  # how often a busy worker tells Redis it is alive
+    dashboard_username: str | None = None
+    dashboard_password: str | None = None
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -94,6 +96,8 @@ class Settings:
             "hang_timeout": _env_int("NARRATE_HANG_TIMEOUT", 600),
             "max_attempts": _env_int("NARRATE_MAX_ATTEMPTS", 3),
             "heartbeat_s": _env_int("NARRATE_HEARTBEAT_S", 10),
+            "dashboard_username": _env("NARRATE_DASHBOARD_USERNAME"),
+            "dashboard_password": _env("NARRATE_DASHBOARD_PASSWORD"),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         check_quant(values["quant"])  # type: ignore[arg-type]

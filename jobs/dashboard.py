@@ -1,0 +1,47 @@
+"""`narrate dashboard`: rq-dashboard set up for narrate's queues.
+
+rq-dashboard 0.9 needs three fixes to be usable here, applied at start: the JSON serializer
+(narrate never pickles), `Worker.all` with that serializer (without it the workers page returns
+HTTP 500 while a worker is busy with a JSON job), and safe exposure: it binds to 127.0.0.1 by
+default and refuses any other address without a username and password (basic auth).
+"""
+
+from __future__ import annotations
+
+from .errors import BadInput
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def make_app(redis_url: str, username: str | None = None, password: str | None = None):
+    """A Flask app serving rq-dashboard for `redis_url` with narrate's fixes."""
+    try:
+        from rq import Worker
+        from rq.serializers import JSONSerializer
+        from rq_dashboard import web
+        from rq_dashboard.cli import make_flask_app
+    except ImportError as e:
+        raise BadInput(f"rq-dashboard is not installed ({e.name}); pip install 'narrate[dashboard]'") from None
+
+    class JSONWorker(Worker):
+        @classmethod
+        def all(cls, *args, **kwargs):
+            kwargs.setdefault("serializer", JSONSerializer)
+            return Worker.all(*args, **kwargs)
+
+    web.Worker = JSONWorker
+    web.config.serializer = JSONSerializer
+    app = make_flask_app(None, username, password, "")
+    app.config["DEPRECATED_OPTIONS"] = []
+    app.config["RQ_DASHBOARD_REDIS_URL"] = redis_url
+    app.config["RQ_DASHBOARD_DISABLE_DELETE"] = False
+    web.setup_rq_connection(app)
+    return app
+
+
+def check_exposure(bind: str, username: str | None, password: str | None) -> None:
+    if bind not in LOOPBACK and not (username and password):
+        raise BadInput(
+            f"refusing to serve the dashboard on {bind} without a username and password "
+            "(set NARRATE_DASHBOARD_USERNAME and NARRATE_DASHBOARD_PASSWORD)"
+        )

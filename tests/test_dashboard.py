@@ -1,0 +1,40 @@
+"""`narrate dashboard`: rq-dashboard with JSON jobs, a working workers page while a worker is
+busy, and basic auth."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from conftest import start_worker, stop_worker, wait_for_job
+from faults import book, fake_env, submit_book, wait_synthesized
+from narrate.jobs.dashboard import check_exposure, make_app
+from narrate.jobs.errors import BadInput
+
+
+def test_workers_page_works_while_a_worker_is_busy_with_a_json_job(env, home, voice_wav, external_redis):
+    e = fake_env(env, home, delay_ms=100)
+    job_id = submit_book(e, home, voice_wav, book(30))
+    app = make_app(e["NARRATE_REDIS_URL"], "admin", "pw")
+    client = app.test_client()
+    auth = {"Authorization": "Basic " + base64.b64encode(b"admin:pw").decode()}
+    worker = start_worker(e)
+    try:
+        wait_synthesized(home, 2)
+        assert client.get("/0/data/workers.json").status_code == 401  # no credentials
+        r = client.get("/0/data/workers.json", headers=auth)
+        assert r.status_code == 200, r.data[:300]
+        assert job_id in json.dumps(r.get_json())  # the busy worker and its JSON job
+        assert client.get(f"/0/data/job/{job_id}.json", headers=auth).status_code == 200
+        assert client.get("/0/data/queues.json", headers=auth).status_code == 200
+        assert wait_for_job(job_id)["status"] == "finished"
+    finally:
+        stop_worker(worker)
+
+
+def test_refuses_to_serve_off_loopback_without_a_password():
+    check_exposure("127.0.0.1", None, None)
+    with pytest.raises(BadInput, match="without a username and password"):
+        check_exposure("0.0.0.0", None, None)
+    check_exposure("0.0.0.0", "admin", "pw")
