@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import BadInput
+from .inputs import read_input
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\f\v]*\n")
@@ -43,22 +44,7 @@ class Document:
 def read_document(path: Path) -> Document:
     """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason."""
     path = Path(path)
-    if not path.exists():
-        raise BadInput(f"document {path} does not exist")
-    if not path.is_file():
-        raise BadInput(f"document {path} is not a regular file")
-    try:
-        size = path.stat().st_size
-        if size > MAX_DOCUMENT_BYTES:
-            raise BadInput(
-                f"document {path} is {size / 2**20:.1f} MiB; the limit is {MAX_DOCUMENT_BYTES // 2**20} MiB "
-                "(split it into parts)"
-            )
-        raw = path.read_bytes()
-    except PermissionError:
-        raise BadInput(f"document {path} is not readable (permission denied)") from None
-    except OSError as e:
-        raise BadInput(f"document {path} could not be read: {e.strerror or e}") from None
+    raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
     return parse_document(raw, title=path.stem, origin=str(path))
 
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .errors import BadInput
 from .ffmpeg import run_ffmpeg
+from .inputs import read_input
 from .settings import MAX_VOICE_BYTES, MAX_VOICE_SECONDS, MIN_VOICE_SECONDS, SAMPLE_RATE
 
 SILENCE_RMS = 1e-3  # of full scale; below this the sample carries no voice
@@ -28,21 +29,9 @@ class Voice:
 
 def read_voice(path: Path, ffmpeg: str) -> Voice:
     path = Path(path)
-    if not path.exists():
-        raise BadInput(f"voice file {path} does not exist")
-    if not path.is_file():
-        raise BadInput(f"voice file {path} is not a regular file")
-    try:
-        size = path.stat().st_size
-        if size == 0:
-            raise BadInput(f"voice file {path} is empty")
-        if size > MAX_VOICE_BYTES:
-            raise BadInput(f"voice file {path} is {size / 2**20:.0f} MiB; the limit is {MAX_VOICE_BYTES // 2**20} MiB")
-        raw = path.read_bytes()
-    except PermissionError:
-        raise BadInput(f"voice file {path} is not readable (permission denied)") from None
-    except OSError as e:
-        raise BadInput(f"voice file {path} could not be read: {e.strerror or e}") from None
+    raw = read_input(path, f"voice file {path}", MAX_VOICE_BYTES)
+    if not raw:
+        raise BadInput(f"voice file {path} is empty")
     return normalize_voice(raw, origin=f"voice file {path}", ffmpeg=ffmpeg)
 
 
