@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import click
+import redis
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
@@ -28,11 +29,13 @@ voice_option = click.option(
 def _settings(**overrides: object) -> Settings:
     try:
         return Settings.from_env(**overrides)
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise click.ClickException(str(e)) from None
 
 
-def _fail(e: NarrateError) -> click.ClickException:
+def _fail(e: Exception) -> click.ClickException:
+    if isinstance(e, redis.RedisError):  # e.g. OOM (maxmemory) or MISCONF (its disk is full)
+        return click.ClickException(f"the Redis server refused: {str(e).splitlines()[0]}")
     return click.ClickException(str(e))
 
 
@@ -66,7 +69,7 @@ def submit(document, voice, model, quant, output, wait, as_json) -> None:
             if not as_json:
                 click.echo(sub.job.id)
             final = _wait(conn, sub.job.id, quiet=as_json)
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
     _finish(final, as_json)
 
@@ -118,7 +121,7 @@ def status(job_id, as_json) -> None:
     try:
         with Connection(settings) as conn:
             st = api.status(conn.redis, job_id)
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
     if as_json:
         click.echo(json.dumps(st))
@@ -141,7 +144,7 @@ def resume(job_ids, queue_name) -> None:
     try:
         with Connection(settings) as conn:
             done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
     for job_id, what in done:
         click.echo(f"{job_id}: {what}")
@@ -182,7 +185,7 @@ def run(document, voice, model, quant, output, as_json) -> None:
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(settings, req, lambda done, _total, _audio: bar.update(done - bar.pos))
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
     _finish(st, as_json)
 
@@ -205,7 +208,7 @@ def dashboard(bind, port) -> None:
             app = make_app(settings.redis_url or conn.url, user, password)
             click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url})", err=True)
             app.run(host=bind, port=port)
-    except NarrateError as e:
+    except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
 
 

@@ -399,3 +399,27 @@ def test_busy_worker_keeps_beating(env, home, voice_wav, external_redis):
         stop_worker(supervisor)
     beats, scores = zip(*seen, strict=True)
     assert len(set(beats)) == 3 and list(scores) == sorted(scores) and scores[-1] > scores[0]
+
+
+def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatch):
+    """R10: a server out of memory (maxmemory, noeviction) refuses the submit: one line, exit 1,
+    no job; once the limit is lifted the same submit works."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, NARRATE_REDIS_URL=server.url)
+        client = server.client()
+        client.config_set("maxmemory", "1")
+        client.config_set("maxmemory-policy", "noeviction")
+        doc = home / "oom.txt"
+        doc.write_text(book(5))
+        args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "oom.wav")]
+        proc = narrate(e, *args)
+        err = proc.stderr.strip()
+        assert proc.returncode == 1 and err.startswith("Error: the Redis server refused:") and "maxmemory" in err, err
+        assert len(err.splitlines()) == 1 and server.password not in err
+        assert client.llen("rq:queue:narrate") == 0
+        client.config_set("maxmemory", "0")
+        assert narrate(e, *args).returncode == 0 and client.llen("rq:queue:narrate") == 1
+    finally:
+        server.kill()
