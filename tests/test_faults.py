@@ -461,3 +461,25 @@ def test_soak_2000_sentences_flat_memory(env, home, voice_wav):
     print(f"\nR14: RSS first busy sample {samples[0]:.0f} MB, max {max(samples):.0f} MB, growth {growth:.1f} MB")
     assert growth < 50
     assert not any((home / "segments").rglob("*.seg")) and leftovers(home) == []
+
+
+def test_submit_wait_and_status_text(env, home, voice_wav):
+    """`submit --wait` follows the job and prints the output (exit 0), or the error (exit 1)."""
+    e = fake_env(env, home, NARRATE_FAKE_FAIL_ON="BROKEN", NARRATE_MAX_ATTEMPTS="1")
+    worker = start_worker(e)
+    try:
+        good = home / "good.txt"
+        good.write_text(book(6))
+        out = home / "out" / "good.mp3"
+        proc = narrate(e, "submit", str(good), "--voice", str(voice_wav), "-o", str(out), "--wait")
+        assert proc.returncode == 0, proc.stderr
+        job_id, path = proc.stdout.split()
+        assert path == str(out) and out.exists() and "finished: 6/6 sentences" in proc.stderr
+        st = narrate(e, "status", job_id)
+        assert st.returncode == 0 and f"{job_id}: finished (6/6 sentences)" in st.stdout and str(out) in st.stdout
+        bad = home / "bad.txt"
+        bad.write_text(book(9, "BROKEN"))
+        proc = narrate(e, "submit", str(bad), "--voice", str(voice_wav), "-o", str(home / "out" / "b.mp3"), "--wait")
+        assert proc.returncode == 1 and "failed: SynthesisError: synthesis failed on sentence(s)" in proc.stderr
+    finally:
+        stop_worker(worker)
