@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from itertools import accumulate
 
 import redis
 from rq import get_current_job
@@ -107,8 +108,12 @@ def _narrate(job, spec: JobSpec) -> dict:
             names = "; ".join(f"{i} ({sentences[i].text[:80]!r})" for i in job.meta.get("in_flight", []))
             raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
     frames, runaways, retried = [], [], []
+    first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
+    chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}  # sentence index -> title
     with BookWriter(final, ffmpeg_exe(settings.ffmpeg), title=doc.title) as book:
         for s in sentences:
+            if s.index in chapter_at:
+                book.mark_chapter(chapter_at[s.index])
             seg = segments.load(keys[s.index])
             if seg is None:
                 raise RuntimeError(f"sentence {s.index} has no checkpoint after synthesis")
@@ -122,6 +127,7 @@ def _narrate(job, spec: JobSpec) -> dict:
                 retried.append(s.index)
         book.finish()
         samples = book.samples
+        chapters = [{"title": t, "start_seconds": a / SAMPLE_RATE} for a, _, t in book.chapter_spans()]
     segments.discard(keys)
     progress.save()
     wall = time.monotonic() - t0
@@ -132,6 +138,7 @@ def _narrate(job, spec: JobSpec) -> dict:
         "samples": samples,
         "sentences": len(sentences),
         "paragraphs": len(doc.paragraphs),
+        "chapters": chapters,
         "synthesized": len(todo),  # the rest came from checkpoints of an earlier attempt
         "frames": frames,
         "runaway_sentences": runaways,  # used the whole frame budget (after retries)

@@ -46,3 +46,16 @@ def test_document_caps(tmp_path):
     many.write_text("Go. " * (MAX_SENTENCES + 1))
     with pytest.raises(BadInput, match=f"the limit is {MAX_SENTENCES}"):
         read_document(many)
+
+
+def test_chapters_from_markdown_headings_and_chapter_lines():
+    from narrate.jobs.documents import split_document
+
+    text = (
+        "# The Book\n\nIntro.\n\n## Chapter One\nIt began. Then more.\n\nCHAPTER IV. The Storm\n\n"
+        "Prologue\n\nchapter and verse were quoted at length here. Ok.\n\nPart of me wanted to go.\n\nPart Two: Home"
+    )
+    paragraphs, chapters = split_document(text)
+    assert paragraphs[2:4] == [["Chapter One"], ["It began.", "Then more."]]  # a heading is its own paragraph
+    assert chapters == [(0, "The Book"), (2, "Chapter One"), (4, "CHAPTER IV. The Storm"), (5, "Prologue"),
+                        (8, "Part Two: Home")]  # fmt: skip
