@@ -111,7 +111,9 @@ class BookWriter:
         """(start, end, title) in samples, covering the whole book (an untitled opening is
         named after the book)."""
         marks = list(self.chapters)
-        if marks and marks[0][0] > 0:
+        if not marks:
+            return []
+        if marks[0][0] > 0:
             marks.insert(0, (0, self.title or "Opening"))
         ends = [start for start, _ in marks[1:]] + [self.samples]
         return [(start, end, title) for (start, title), end in zip(marks, ends, strict=True)]
