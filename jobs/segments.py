@@ -38,7 +38,21 @@ class SegmentStore:
         return self.root / key[:2] / f"{key}.seg"
 
     def has(self, key: str) -> bool:
-        return self.load(key) is not None
+        """A complete checkpoint exists (header and length checked; the samples are not read)."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                head = f.readline() + f.readline()
+            size = path.stat().st_size
+        except OSError:
+            return False
+        if not head.startswith(MAGIC):
+            return False
+        try:
+            meta = json.loads(head[len(MAGIC) :])
+        except ValueError:
+            return False
+        return size == len(head) + 2 * int(meta.get("samples", -1))
 
     def load(self, key: str) -> Segment | None:
         """The checkpoint, or None if it is missing or damaged (a damaged one is redone)."""

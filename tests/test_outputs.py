@@ -29,3 +29,16 @@ def test_worker_refuses_paths_that_leave_the_root(tmp_path, rel):
 
 def test_worker_accepts_a_plain_relative_path(tmp_path):
     assert output_path(tmp_path, "dir/x.flac") == tmp_path.resolve() / "dir" / "x.flac"
+
+
+def test_checkpoints_are_complete_or_absent(tmp_path):
+    import numpy as np
+    from narrate.jobs.segments import SegmentStore
+
+    store = SegmentStore(tmp_path)
+    store.save("ab" * 32, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
+    assert store.has("ab" * 32) and store.load("ab" * 32).pcm.size == 1920
+    path = store.path("ab" * 32)
+    path.write_bytes(path.read_bytes()[:-2])  # a truncated checkpoint is not trusted
+    assert not store.has("ab" * 32) and store.load("ab" * 32) is None
+    assert not store.has("cd" * 32)
