@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -182,6 +183,10 @@ class PrivateRedis:
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+    def close(self) -> None:
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def client(self):
         import redis

@@ -216,7 +216,7 @@ def test_redis_gone_for_30_seconds_mid_job(env, home, voice_wav, monkeypatch):
                 secrets += [str(v) for v in client.hgetall(key).values()]
         assert not any(server.password in s for s in secrets)
     finally:
-        server.kill()
+        server.close()
 
 
 def test_disk_full_fails_cleanly_then_resumes(env, home, voice_wav, external_redis):
@@ -422,7 +422,7 @@ def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatc
         client.config_set("maxmemory", "0")
         assert narrate(e, *args).returncode == 0 and client.llen("rq:queue:narrate") == 1
     finally:
-        server.kill()
+        server.close()
 
 
 def _rss_mb(pid: int) -> float:
