@@ -132,17 +132,22 @@ def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, budgets: list[i
     )
 
 
+def started_entries(r: redis.Redis, registry: StartedJobRegistry, job_id: str) -> list[bytes]:
+    """The registry's "job_id:execution_id" members of one job."""
+    return [m for m in r.zrange(registry.key, 0, -1) if m.decode().split(":")[0] == job_id]
+
+
 def requeue(r: redis.Redis, job: Job) -> Job:
     """Put a failed, stopped or abandoned job back in its queue; it resumes from its checkpoints."""
     job.meta.pop("error", None)
     job.meta["attempts"] = 0
     job.save_meta()
     q = queue(r, job.origin)
+    started = StartedJobRegistry(queue=q)
     with r.pipeline() as p:
         FailedJobRegistry(queue=q).remove(job, pipeline=p)
-        for member in r.zrange(StartedJobRegistry(queue=q).key, 0, -1):
-            if member.decode().split(":")[0] == job.id:
-                p.zrem(StartedJobRegistry(queue=q).key, member)
+        for member in started_entries(r, started, job.id):
+            p.zrem(started.key, member)
         job.retries_left = int(job.meta.get("max_retries", 0))  # a resumed job gets its retries back
         q._enqueue_job(job, pipeline=p, at_front=True)
         p.execute()

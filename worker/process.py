@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 
 import redis
-from narrate.jobs.api import JOB_FUNCTION
+from narrate.jobs.api import JOB_FUNCTION, started_entries
 from narrate.jobs.connection import Connection
 from narrate.jobs.segments import SegmentStore
 from narrate.jobs.settings import Settings
@@ -134,7 +134,7 @@ def recover_abandoned(r: redis.Redis, queue: Queue, rt: Runtime) -> list[str]:
         weight = 1.0 if _crashed_from_inside() else 0.1
         crashes = round(float(job.meta.get("crashes", 0)) * same + weight, 2)
         job.meta.update(crashes=crashes, crash_in_flight=in_flight)
-        members = [m for m in r.zrange(registry.key, 0, -1) if m.decode().split(":")[0] == job_id]
+        members = started_entries(r, registry, job_id)
         if crashes >= rt.settings.max_attempts:
             job.retries_left = 0
             job.meta["error"] = f"crashed the worker {crashes:g} times on sentences {_in_flight(r, job)}"
