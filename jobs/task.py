@@ -1,6 +1,6 @@
 """The narration job function RQ runs on a worker: document + voice -> one audio file.
 
-Crash safety: every finished sentence is checkpointed (jobs/segments.py) before it counts as
+Crash safety: every finished sentence is checkpointed (jobs/checkpoints.py) before it counts as
 done, so a retried, requeued or resubmitted job synthesizes only what is missing; the output
 is stitched from the checkpoints, encoded to a temp file and renamed. A warm stop request
 ends the job between batches and the worker requeues it.
@@ -16,11 +16,11 @@ import redis
 from rq import get_current_job
 
 from . import store
+from .checkpoints import CheckpointStore, checkpoint_key
 from .errors import BadInput
 from .ffmpeg import ffmpeg_exe
 from .outputs import output_path
 from .progress import Progress
-from .segments import SegmentStore, segment_key
 from .settings import SAMPLE_RATE
 from .spec import JobSpec, frame_budget, sentence_seed
 
@@ -80,8 +80,8 @@ def _narrate(job, spec: JobSpec) -> dict:
     t0 = time.monotonic()
     engine = rt.engine(spec.model, spec.quant)
     t_loaded = time.monotonic()
-    segments = SegmentStore(settings.home / "segments")
-    keys = [segment_key(s.text, spec.voice, engine.model_key, engine.quant, s.seed, s.budget) for s in sentences]
+    segments = CheckpointStore(settings.home / "checkpoints")
+    keys = [checkpoint_key(s.text, spec.voice, engine.model_key, engine.quant, s.seed, s.budget) for s in sentences]
     todo = [s for s in sentences if not segments.has(keys[s.index])]
     progress = Progress(job, len(sentences), done=len(sentences) - len(todo), save=save_meta)
     progress.save()
@@ -161,7 +161,7 @@ class SynthesisError(RuntimeError):
     """The engine failed; the message names the sentences that were in flight."""
 
 
-def _synthesize(engine, todo, embedding, on_batch, segments: SegmentStore, keys, progress: Progress, rt) -> float:
+def _synthesize(engine, todo, embedding, on_batch, segments: CheckpointStore, keys, progress: Progress, rt) -> float:
     """Run the engine over the missing sentences, checkpointing each as it completes.
     Returns the monotonic time of the first audio."""
     parts: dict[int, list] = {}

@@ -460,7 +460,7 @@ def test_soak_2000_sentences_flat_memory(env, home, voice_wav):
     growth = max(samples) - samples[0]
     print(f"\nR14: RSS first busy sample {samples[0]:.0f} MB, max {max(samples):.0f} MB, growth {growth:.1f} MB")
     assert growth < 50
-    assert not any((home / "segments").rglob("*.seg")) and leftovers(home) == []
+    assert not any((home / "checkpoints").rglob("*.seg")) and leftovers(home) == []
 
 
 def test_submit_wait_and_status_text(env, home, voice_wav):

@@ -33,9 +33,9 @@ def test_worker_accepts_a_plain_relative_path(tmp_path):
 
 def test_checkpoints_are_complete_or_absent(tmp_path):
     import numpy as np
-    from narrate.jobs.segments import SegmentStore
+    from narrate.jobs.checkpoints import CheckpointStore
 
-    store = SegmentStore(tmp_path)
+    store = CheckpointStore(tmp_path)
     store.save("ab" * 32, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
     assert store.has("ab" * 32) and store.load("ab" * 32).pcm.size == 1920
     path = store.path("ab" * 32)

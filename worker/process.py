@@ -22,8 +22,8 @@ from pathlib import Path
 
 import redis
 from narrate.jobs.api import JOB_FUNCTION, started_entries
+from narrate.jobs.checkpoints import CheckpointStore
 from narrate.jobs.connection import Connection
-from narrate.jobs.segments import SegmentStore
 from narrate.jobs.settings import Settings
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
@@ -203,7 +203,7 @@ def run_worker(settings: Settings, burst: bool = False, queue_name: str | None =
         _die_with_parent()
         rt.progress_file = Path(progress)
         rt.beat("idle")
-    SegmentStore(settings.home / "segments").sweep_temp()
+    CheckpointStore(settings.home / "checkpoints").sweep_temp()
     with host_lock(settings.lock_path), Connection(settings, patient=True) as conn:
         worker = make_worker(conn, [queue_name or settings.queue])
         recover_abandoned(conn.redis, worker.queues[0], rt)

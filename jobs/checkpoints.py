@@ -18,19 +18,19 @@ MAGIC = b"NRS1\n"
 
 
 @dataclass(frozen=True)
-class Segment:
+class Checkpoint:
     pcm: np.ndarray  # int16 samples at 24 kHz
     frames: int
     runaway: bool
     attempts: int
 
 
-def segment_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
+def checkpoint_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
     blob = json.dumps([text, voice, model, quant, seed, budget], ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()
 
 
-class SegmentStore:
+class CheckpointStore:
     def __init__(self, root: Path):
         self.root = Path(root)
 
@@ -54,7 +54,7 @@ class SegmentStore:
             return False
         return size == len(head) + 2 * int(meta.get("samples", -1))
 
-    def load(self, key: str) -> Segment | None:
+    def load(self, key: str) -> Checkpoint | None:
         """The checkpoint, or None if it is missing or damaged (a damaged one is redone)."""
         try:
             raw = self.path(key).read_bytes()
@@ -70,7 +70,7 @@ class SegmentStore:
         if not sep or len(body) != 2 * meta.get("samples", -1):
             return None
         pcm = np.frombuffer(body, dtype="<i2")
-        return Segment(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
+        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, attempts: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
