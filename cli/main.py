@@ -21,6 +21,15 @@ quant_option = click.option(
     help="Quantization (default: NARRATE_QUANT, else by model).",
 )
 model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+seed_option = click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Sampling seed of the job (NARRATE_SEED, default 0)."
+)
+max_frames_option = click.option(
+    "--max-frames",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default 2048).",
+)
 voice_option = click.option(
     "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )
@@ -50,12 +59,14 @@ def main() -> None:
 @voice_option
 @model_option
 @quant_option
+@seed_option
+@max_frames_option
 @click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
 @click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def submit(document, voice, model, quant, output, wait, as_json) -> None:
+def submit(document, voice, model, quant, seed, max_frames, output, wait, as_json) -> None:
     """Validate DOCUMENT and the voice, enqueue one narration job, print its id."""
-    settings = _settings()
+    settings = _settings(seed=seed, max_frames=max_frames)
     try:
         req = api.prepare(settings, document, voice, output=output, model=model, quant=quant)
         with Connection(settings) as conn:
@@ -171,23 +182,45 @@ def worker(burst, queue_name, quiet) -> None:
 @voice_option
 @model_option
 @quant_option
+@seed_option
+@max_frames_option
 @click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-def run(document, voice, model, quant, output, as_json) -> None:
+def run(document, voice, model, quant, seed, max_frames, output, as_json) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
-    from narrate.worker.process import run_in_process  # loads mlx: only here
+    import signal
 
+    from narrate.worker.inprocess import run_in_process  # loads the worker side: only here
+
+    signal.signal(signal.SIGTERM, _interrupted)  # clean up (private queue, unfinished job) like Ctrl-C
     out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
     out = out.expanduser().absolute()
-    settings = _settings(output_dir=out.parent)
+    settings = _settings(output_dir=out.parent, seed=seed, max_frames=max_frames)
     try:
         req = api.prepare(settings, document, voice, output=out, model=model, quant=quant)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
-            st = run_in_process(settings, req, lambda done, _total, _audio: bar.update(done - bar.pos))
+            st = run_in_process(
+                settings,
+                req,
+                on_progress=lambda done, _total, _audio: bar.update(done - bar.pos),
+                waiting=lambda msg: click.echo(f"\n{msg}", err=True),
+            )
     except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted; run the same command again to continue from its checkpoints") from None
+    if st["status"] == "queued":  # a warm stop inside the worker
+        p = st["progress"]
+        raise click.ClickException(
+            f"stopped after {p.get('done', 0)} of {p.get('total', 0)} sentences; "
+            "run the same command again to continue from its checkpoints"
+        )
     _finish(st, as_json)
+
+
+def _interrupted(_signum, _frame) -> None:
+    raise KeyboardInterrupt
 
 
 @main.command()

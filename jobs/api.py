@@ -5,33 +5,26 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 from rq import Queue, Retry
-from rq.exceptions import DuplicateJobError, NoSuchJobError
+from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
-from rq.registry import FailedJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from . import store
 from .documents import Document, read_document
-from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
+from .lifecycle import fetch, queue, requeue_front, resume
 from .outputs import relative_output
 from .settings import Settings, check_quant
 from .spec import JobSpec, frame_budget, job_timeout
 from .voices import Voice, read_voice
 
-JOB_FUNCTION = "narrate.jobs.task.narrate_job"
-RESULT_TTL = 30 * 24 * 3600  # finished jobs (and their output paths) are kept 30 days
-FAILURE_TTL = 30 * 24 * 3600
-
-
-def queue(r: redis.Redis, name: str) -> Queue:
-    """Every narrate queue uses the JSON serializer (pickle would let any Redis writer run code)."""
-    return Queue(name, connection=r, serializer=JSONSerializer)
+JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
+DAY_S = 24 * 3600
+__all__ = ["JOB_FUNCTION", "Request", "Submitted", "prepare", "resume", "status", "submit"]
 
 
 @dataclass(frozen=True)
@@ -80,8 +73,12 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
     processes submit at once): queued/started -> that job; finished with its output in place ->
     that job; failed or stopped -> requeued (it resumes from its checkpoints)."""
     queue_name = queue_name or settings.queue
-    doc_id = store.put_document(r, req.document)
-    store.put_voice(r, req.voice.sha256, req.voice.wav)
+    sentences = req.document.sentences
+    budgets = [frame_budget(s, settings.max_frames) for s in sentences]
+    timeout = job_timeout(budgets, settings.runaway_retries)
+    keep_s = settings.keep_days * DAY_S + timeout  # refreshed when the job starts and when it ends
+    doc_id = store.put_document(r, req.document, keep_s)
+    store.put_voice(r, req.voice.sha256, req.voice.wav, keep_s)
     spec = JobSpec(
         document=doc_id,
         voice=req.voice.sha256,
@@ -93,12 +90,10 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
         sentence_pause_ms=settings.sentence_pause_ms,
         paragraph_pause_ms=settings.paragraph_pause_ms,
     )
-    sentences = req.document.sentences
-    budgets = [frame_budget(s, settings.max_frames) for s in sentences]
     job_id = job_id_for(spec, queue_name)
     q = queue(r, queue_name)
     try:
-        return Submitted(_enqueue(q, job_id, spec, req, budgets, settings))
+        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings))
     except DuplicateJobError:
         pass
     job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
@@ -107,22 +102,22 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
         if (settings.output_dir.expanduser() / spec.output).exists():  # as this host sees the output root
             return Submitted(job, "done")
         job.delete()  # its output is gone: narrate it again
-        return Submitted(_enqueue(q, job_id, spec, req, budgets, settings))
+        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings))
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-        return Submitted(requeue(r, job), "resumed")
+        return Submitted(requeue_front(r, job, "resume"), "resumed")
     return Submitted(job, "queued")
 
 
-def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, budgets: list[int], settings: Settings) -> Job:
+def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, timeout: int, settings: Settings) -> Job:
     sentences = req.document.sentences
     return q.enqueue(
         JOB_FUNCTION,
         spec.to_json(),
         job_id=job_id,
         unique=True,
-        job_timeout=job_timeout(budgets, settings.runaway_retries),
-        result_ttl=RESULT_TTL,
-        failure_ttl=FAILURE_TTL,
+        job_timeout=timeout,
+        result_ttl=settings.keep_days * DAY_S,
+        failure_ttl=settings.keep_days * DAY_S,
         description=f"narrate {req.document.title} ({len(sentences)} sentences) -> {req.output}",
         meta={
             "progress": {"done": 0, "total": len(sentences), "audio_seconds": 0.0},
@@ -132,73 +127,9 @@ def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, budgets: list[i
     )
 
 
-def started_entries(r: redis.Redis, registry: StartedJobRegistry, job_id: str) -> list[bytes]:
-    """The registry's "job_id:execution_id" members of one job."""
-    return [m for m in r.zrange(registry.key, 0, -1) if m.decode().split(":")[0] == job_id]
-
-
-def requeue(r: redis.Redis, job: Job) -> Job:
-    """Put a failed, stopped or abandoned job back in its queue; it resumes from its checkpoints."""
-    job.meta.pop("error", None)
-    job.meta["attempts"] = 0
-    job.save_meta()
-    q = queue(r, job.origin)
-    started = StartedJobRegistry(queue=q)
-    with r.pipeline() as p:
-        FailedJobRegistry(queue=q).remove(job, pipeline=p)
-        for member in started_entries(r, started, job.id):
-            p.zrem(started.key, member)
-        job.retries_left = int(job.meta.get("max_retries", 0))  # a resumed job gets its retries back
-        q._enqueue_job(job, pipeline=p, at_front=True)
-        p.execute()
-    return job
-
-
-ABANDONED_AFTER_S = 90  # a busy worker beats every 10 s
-
-
-def worker_alive(r: redis.Redis, worker_name: str | None) -> bool:
-    if not worker_name:
-        return False
-    beat = r.hget(f"rq:worker:{worker_name}", "last_heartbeat")
-    if beat is None:
-        return False
-    last = datetime.fromisoformat(beat.decode().replace("Z", "+00:00"))
-    if last.tzinfo is None:
-        last = last.replace(tzinfo=UTC)
-    return (datetime.now(UTC) - last).total_seconds() < ABANDONED_AFTER_S
-
-
-def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
-    """Requeue the given jobs (or, with none given, every failed job and every started job whose
-    worker is gone, of the queue). Returns (job id, what happened) pairs."""
-    q = queue(r, queue_name)
-    if not job_ids:
-        job_ids = FailedJobRegistry(queue=q).get_job_ids() + StartedJobRegistry(queue=q).get_job_ids(cleanup=False)
-    out = []
-    for job_id in dict.fromkeys(job_ids):
-        try:
-            job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-        except NoSuchJobError:
-            raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)") from None
-        state = job.get_status(refresh=False)
-        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-            requeue(r, job)
-            out.append((job_id, "requeued"))
-        elif state == JobStatus.STARTED and not worker_alive(r, job.worker_name):
-            requeue(r, job)
-            out.append((job_id, "requeued (its worker is gone)"))
-        else:
-            out.append((job_id, f"left alone ({state.value if state else 'unknown'})"))
-    return out
-
-
 def status(r: redis.Redis, job_id: str) -> dict:
     """A JSON-able view of a job: id, status, progress, output (finished), error (failed)."""
-    try:
-        job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-    except NoSuchJobError:
-        raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)") from None
+    job = fetch(r, job_id)
     state = job.get_status(refresh=False)
     meta = job.get_meta(refresh=False) or {}
     out: dict = {

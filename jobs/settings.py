@@ -1,17 +1,25 @@
-"""Every setting narrate has, in one place: flags override environment, environment overrides defaults."""
+"""Every setting narrate has, in one place, each default written once.
+
+Each field of ``Settings`` names its environment variable, who reads it (``client``: the host that
+submits; ``worker``: the host that synthesizes; ``both``) and what it does; ``from_env`` and the
+README's settings table are derived from that. Flags override the environment, which overrides
+the defaults. Fixed facts of the audio format and input limits are constants below.
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 from .errors import BadInput
 
 QUANTS = ("bf16", "4bit", "6bit", "8bit")
+ENGINES = ("mlx", "fake")
 DEFAULT_MODEL = "mlx-community/Qwen3-TTS-12Hz-1.7B-Base"
-DEFAULT_QUEUE = "narrate"
 SAMPLE_RATE = 24_000
 SAMPLES_PER_FRAME = 1920  # 12.5 codec frames per second
 FRAMES_PER_SECOND = SAMPLE_RATE / SAMPLES_PER_FRAME
@@ -24,23 +32,7 @@ MAX_VOICE_BYTES = 50 * 1024 * 1024
 MIN_VOICE_SECONDS = 1.0
 MAX_VOICE_SECONDS = 60.0
 
-
-def _env(name: str) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else None
-
-
-def _env_int(name: str, default: int | None, minimum: int = 1) -> int | None:
-    raw = _env(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadInput(f"{name}={raw!r} is not a whole number") from None
-    if value < minimum:
-        raise BadInput(f"{name}={raw!r} must be at least {minimum}")
-    return value
+CLIENT, WORKER, BOTH = "client", "worker", "both"
 
 
 def check_quant(quant: str | None) -> str | None:
@@ -49,61 +41,173 @@ def check_quant(quant: str | None) -> str | None:
     return quant
 
 
+def _int(minimum: int) -> Callable[[str, str], int]:
+    def parse(name: str, raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise BadInput(f"{name}={raw!r} is not a whole number") from None
+        if value < minimum:
+            raise BadInput(f"{name}={raw!r} must be at least {minimum}")
+        return value
+
+    return parse
+
+
+def _path(_name: str, raw: str) -> Path:
+    return Path(raw).expanduser()
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
+    def parse(name: str, raw: str) -> str:
+        if raw not in options:
+            raise BadInput(f"{name}={raw!r}: use one of {', '.join(options)}")
+        return raw
+
+    return parse
+
+
+def _str(_name: str, raw: str) -> str:
+    return raw
+
+
+def setting(
+    env: str,
+    default: Any = MISSING,
+    *,
+    reads: str,
+    doc: str,
+    parse: Callable[[str, str], Any] = _str,
+    factory: Callable[[], Any] | None = None,
+    shown: str | None = None,
+) -> Any:
+    """A Settings field: its variable, default (or default factory), reader, description."""
+    meta = {"env": env, "reads": reads, "doc": doc, "parse": parse, "shown": shown}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
 @dataclass(frozen=True)
 class Settings:
     """Resolved settings of one narrate process."""
 
-    redis_url: str | None = None  # None: the embedded Valkey server under `home`
-    home: Path = field(default_factory=lambda: Path.home() / ".narrate")
-    output_dir: Path = field(default_factory=Path.home)
-    model: str = DEFAULT_MODEL
-    quant: str | None = None  # None: 6bit for hub ids on Apple silicon, bf16 elsewhere
-    max_frames: int = 2048  # cap on codec frames per sentence (2048 frames = 164 s)
-    batch_size: int | None = None  # None: chosen from the device (see narrate.worker.engine)
-    runaway_retries: int = 1  # re-synthesize a sentence that never reached EOS, with a new seed
-    queue: str = DEFAULT_QUEUE
-    lock_path: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock")
-    sentence_pause_ms: int = 250
-    paragraph_pause_ms: int = 750
-    seed: int = 0
-    ffmpeg: str | None = None  # None: the ffmpeg shipped by imageio-ffmpeg
-    engine: str = "mlx"  # "fake": a deterministic tone generator, for fault tests only
-    hang_timeout: int = 600  # seconds without synthesis progress before the supervisor kills a worker
-    max_attempts: int = 3  # a job that crashed its worker this often fails for good
-    heartbeat_s: int = 10  # how often a busy worker tells Redis it is alive
-    dashboard_username: str | None = None
-    dashboard_password: str | None = None
+    redis_url: str | None = setting(
+        "NARRATE_REDIS_URL", None, reads=BOTH, shown="unset",
+        doc="Redis/Valkey to use. Unset: the embedded Valkey server. Passwords are never printed.",
+    )  # fmt: skip
+    home: Path = setting(
+        "NARRATE_HOME", reads=BOTH, parse=_path, factory=lambda: Path.home() / ".narrate", shown="`~/.narrate`",
+        doc="Data dir (mode 0700): the embedded server's socket, AOF and log, sentence checkpoints.",
+    )  # fmt: skip
+    output_dir: Path = setting(
+        "NARRATE_OUTPUT_DIR", reads=BOTH, parse=_path, factory=Path.home, shown="`~`",
+        doc="Output root: outputs must lie under it; jobs store paths relative to it.",
+    )  # fmt: skip
+    model: str = setting(
+        "NARRATE_MODEL", DEFAULT_MODEL, reads=WORKER,
+        doc="Hugging Face id or local checkpoint dir for jobs submitted without `--model`.",
+    )  # fmt: skip
+    quant: str | None = setting(
+        "NARRATE_QUANT", None, reads=WORKER, parse=lambda n, raw: check_quant(raw), shown="by model",
+        doc="`bf16`, `4bit`, `6bit` or `8bit` for jobs submitted without `--quant`; see Models.",
+    )  # fmt: skip
+    max_frames: int = setting(
+        "NARRATE_MAX_FRAMES", 2048, reads=CLIENT, parse=_int(1),
+        doc="Cap on codec frames per sentence (12.5 frames = 1 s); part of the job (`--max-frames`).",
+    )  # fmt: skip
+    seed: int = setting(
+        "NARRATE_SEED", 0, reads=CLIENT, parse=_int(0),
+        doc="Sampling seed of the job (`--seed`); each sentence's seed derives from it and the text.",
+    )  # fmt: skip
+    sentence_pause_ms: int = setting(
+        "NARRATE_SENTENCE_PAUSE_MS", 250, reads=CLIENT, parse=_int(0),
+        doc="Silence between sentences; part of the job.",
+    )  # fmt: skip
+    paragraph_pause_ms: int = setting(
+        "NARRATE_PARAGRAPH_PAUSE_MS", 750, reads=CLIENT, parse=_int(0),
+        doc="Silence between paragraphs; part of the job.",
+    )  # fmt: skip
+    batch_size: int | None = setting(
+        "NARRATE_BATCH_SIZE", None, reads=WORKER, parse=_int(1), shown="by device",
+        doc="Sentences synthesized together: 16 on a GPU, 8 on a CPU, fewer if their worst-case KV caches "
+        "would not fit in a quarter of the device memory.",
+    )  # fmt: skip
+    runaway_retries: int = setting(
+        "NARRATE_RUNAWAY_RETRIES", 1, reads=BOTH, parse=_int(0),
+        doc="Times a sentence that used its whole frame budget without ending is synthesized again with a "
+        "new seed (the client sizes the job timeout for it).",
+    )  # fmt: skip
+    queue: str = setting(
+        "NARRATE_QUEUE", "narrate", reads=BOTH,
+        doc="Queue that `submit` uses and `worker` takes from (`--queue`).",
+    )  # fmt: skip
+    lock_path: Path = setting(
+        "NARRATE_LOCK_PATH", reads=WORKER, parse=_path, shown="`$TMPDIR/narrate-host.lock`",
+        factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock",
+        doc="The host lock file; all workers of a host must share it.",
+    )  # fmt: skip
+    ffmpeg: str | None = setting(
+        "NARRATE_FFMPEG", None, reads=BOTH, shown="imageio-ffmpeg's",
+        doc="The ffmpeg binary for reading voices and encoding outputs (no system ffmpeg is needed).",
+    )  # fmt: skip
+    hang_timeout: int = setting(
+        "NARRATE_HANG_TIMEOUT", 600, reads=WORKER, parse=_int(1),
+        doc="Seconds a busy worker may go without progress before its supervisor kills it.",
+    )  # fmt: skip
+    max_attempts: int = setting(
+        "NARRATE_MAX_ATTEMPTS", 3, reads=BOTH, parse=_int(1),
+        doc="Crashes in a row on the same batch (worker), and attempts after exceptions (set at submit), "
+        "before a job fails for good.",
+    )  # fmt: skip
+    heartbeat_s: int = setting(
+        "NARRATE_HEARTBEAT_S", 10, reads=WORKER, parse=_int(1),
+        doc="How often a busy worker refreshes its liveness in Redis; `resume` treats a started job as "
+        "abandoned after 3 missed beats of its worker (the interval is recorded in the job).",
+    )  # fmt: skip
+    keep_days: int = setting(
+        "NARRATE_KEEP_DAYS", 30, reads=CLIENT, parse=_int(1),
+        doc="Days a finished or failed job (its status, result and stored document and voice) is kept.",
+    )  # fmt: skip
+    redis_patience_s: int = setting(
+        "NARRATE_REDIS_PATIENCE_S", 120, reads=WORKER, parse=_int(0),
+        doc="How long a worker retries Redis commands through an outage (the CLI gives up within seconds).",
+    )  # fmt: skip
+    model_cache_size: int = setting(
+        "NARRATE_MODEL_CACHE", 2, reads=WORKER, parse=_int(1),
+        doc="Loaded models a worker keeps warm, keyed by (model, quantization); the oldest is dropped.",
+    )  # fmt: skip
+    dashboard_username: str | None = setting(
+        "NARRATE_DASHBOARD_USERNAME", None, reads=CLIENT, shown="unset",
+        doc="Basic-auth user for `narrate dashboard` (required off loopback, with the password).",
+    )  # fmt: skip
+    dashboard_password: str | None = setting(
+        "NARRATE_DASHBOARD_PASSWORD", None, reads=CLIENT, shown="unset",
+        doc="Basic-auth password for `narrate dashboard`.",
+    )  # fmt: skip
+    engine: str = setting(
+        "NARRATE_ENGINE", "mlx", reads=WORKER, parse=_choice(ENGINES),
+        doc="`fake` swaps in the deterministic tone generator of narrate.worker.testkit: for fault tests only.",
+    )  # fmt: skip
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
         """Settings from NARRATE_* environment variables; `overrides` (from flags) win when not None."""
-        home = Path(_env("NARRATE_HOME") or Path.home() / ".narrate").expanduser()
-        values: dict[str, object] = {
-            "redis_url": _env("NARRATE_REDIS_URL"),
-            "home": home,
-            "output_dir": Path(_env("NARRATE_OUTPUT_DIR") or Path.home()).expanduser(),
-            "model": _env("NARRATE_MODEL") or DEFAULT_MODEL,
-            "quant": check_quant(_env("NARRATE_QUANT")),
-            "max_frames": _env_int("NARRATE_MAX_FRAMES", 2048),
-            "batch_size": _env_int("NARRATE_BATCH_SIZE", None),
-            "runaway_retries": _env_int("NARRATE_RUNAWAY_RETRIES", 1, minimum=0),
-            "queue": _env("NARRATE_QUEUE") or DEFAULT_QUEUE,
-            "lock_path": Path(_env("NARRATE_LOCK_PATH") or Path(tempfile.gettempdir()) / "narrate-host.lock"),
-            "sentence_pause_ms": _env_int("NARRATE_SENTENCE_PAUSE_MS", 250),
-            "paragraph_pause_ms": _env_int("NARRATE_PARAGRAPH_PAUSE_MS", 750),
-            "ffmpeg": _env("NARRATE_FFMPEG"),
-            "engine": _env("NARRATE_ENGINE") or "mlx",
-            "hang_timeout": _env_int("NARRATE_HANG_TIMEOUT", 600),
-            "max_attempts": _env_int("NARRATE_MAX_ATTEMPTS", 3),
-            "heartbeat_s": _env_int("NARRATE_HEARTBEAT_S", 10),
-            "dashboard_username": _env("NARRATE_DASHBOARD_USERNAME"),
-            "dashboard_password": _env("NARRATE_DASHBOARD_PASSWORD"),
-        }
+        values: dict[str, object] = {}
+        for f in fields(cls):
+            raw = os.environ.get(f.metadata["env"])
+            if raw not in (None, ""):
+                values[f.name] = f.metadata["parse"](f.metadata["env"], raw)
         values.update({k: v for k, v in overrides.items() if v is not None})
-        check_quant(values["quant"])  # type: ignore[arg-type]
-        if values["engine"] not in ("mlx", "fake"):
-            raise BadInput(f"NARRATE_ENGINE={values['engine']!r}: use mlx (or fake, for tests)")
+        check_quant(values.get("quant"))  # type: ignore[arg-type]
         return cls(**values)  # type: ignore[arg-type]
 
-    def with_(self, **changes: object) -> Settings:
-        return replace(self, **changes)  # type: ignore[arg-type]
+
+def settings_table() -> list[dict[str, str]]:
+    """One row per setting (variable, default as shown, who reads it, what it does): the README's table."""
+    rows = []
+    for f in fields(Settings):
+        m = f.metadata
+        shown = m["shown"] if m["shown"] is not None else f"{f.default}"
+        rows.append({"env": m["env"], "default": shown, "reads": m["reads"], "doc": m["doc"]})
+    return rows

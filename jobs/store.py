@@ -1,5 +1,9 @@
 """What narrate keeps in Redis besides RQ's own keys: documents, voices and voice embeddings,
-all content-addressed so any worker host can read them and resubmits share them."""
+all content-addressed so any worker host can read them and resubmits share them.
+
+Documents and voices expire: each submit and each job attempt keeps them for the job's result
+lifetime (NARRATE_KEEP_DAYS) plus its timeout, so they outlive every job that references them
+and then go."""
 
 from __future__ import annotations
 
@@ -26,10 +30,26 @@ def embedding_key(voice_sha: str, model_key: str) -> str:
     return f"{PREFIX}emb:{model_key}:{voice_sha}"
 
 
-def put_document(r: redis.Redis, doc: Document) -> str:
+def _put(r: redis.Redis, key: str, value: bytes, keep_s: int) -> None:
+    """Store once; extend (never shorten) how long it is kept."""
+    with r.pipeline() as p:
+        p.set(key, value, nx=True, ex=keep_s)
+        p.expire(key, keep_s, gt=True)
+        p.execute()
+
+
+def keep(r: redis.Redis, doc_id: str, voice_sha: str, keep_s: int) -> None:
+    """A job that uses these is running or just ended: keep them at least `keep_s` more seconds."""
+    with r.pipeline() as p:
+        p.expire(document_key(doc_id), keep_s, gt=True)
+        p.expire(voice_key(voice_sha), keep_s, gt=True)
+        p.execute()
+
+
+def put_document(r: redis.Redis, doc: Document, keep_s: int) -> str:
     blob = json.dumps(doc.to_json(), ensure_ascii=False, sort_keys=True).encode()
     doc_id = hashlib.sha256(blob).hexdigest()
-    r.set(document_key(doc_id), zlib.compress(blob), nx=True)
+    _put(r, document_key(doc_id), zlib.compress(blob), keep_s)
     return doc_id
 
 
@@ -40,8 +60,8 @@ def get_document(r: redis.Redis, doc_id: str) -> Document:
     return Document.from_json(json.loads(zlib.decompress(blob)))
 
 
-def put_voice(r: redis.Redis, sha: str, wav: bytes) -> None:
-    r.set(voice_key(sha), wav, nx=True)
+def put_voice(r: redis.Redis, sha: str, wav: bytes, keep_s: int) -> None:
+    _put(r, voice_key(sha), wav, keep_s)
 
 
 def get_voice(r: redis.Redis, sha: str) -> bytes:

@@ -128,20 +128,38 @@ def stop_worker(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: floa
     return out or ""
 
 
-def wait_for_job(job_id: str, settings=None, timeout: float = 300) -> dict:
+ENDED = ("finished", "failed", "canceled", "stopped")
+
+
+def wait_until(cond, timeout: float = 30.0, what: str = "condition", poll: float = 0.05):
+    """Poll `cond` until it returns something truthy (returned), or fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(poll)
+
+
+def wait_for_job(job_id: str, settings=None, timeout: float = 300, states=ENDED) -> dict:
+    """The job's status once it is in one of `states` (by default: ended)."""
     from narrate.jobs import api
     from narrate.jobs.connection import Connection
     from narrate.jobs.settings import Settings
 
-    settings = settings or Settings.from_env()
-    deadline = time.monotonic() + timeout
-    with Connection(settings) as conn:
-        while time.monotonic() < deadline:
-            st = api.status(conn.redis, job_id)
-            if st["status"] in ("finished", "failed", "canceled", "stopped"):
-                return st
-            time.sleep(0.3)
-    raise AssertionError(f"job {job_id} did not finish in {timeout} s: {st}")
+    seen: dict = {}
+    with Connection(settings or Settings.from_env()) as conn:
+
+        def reached():
+            seen.update(api.status(conn.redis, job_id))
+            return dict(seen) if seen["status"] in states else None
+
+        try:
+            return wait_until(reached, timeout, f"job {job_id} to be {'/'.join(states)}", poll=0.1)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; it is {seen.get('status')}: {seen}") from None
 
 
 def decoded_samples(path: Path) -> np.ndarray:

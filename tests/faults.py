@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import narrate, start_worker, stop_worker
+from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from narrate.jobs.embedded import valkey_binary
 
 WORDS = "amber birch cedar delta ember fjord glade harbor inlet juniper kestrel lantern meadow".split()
@@ -64,10 +64,7 @@ def submit_book(env: dict, home: Path, voice: Path, text: str, name: str = "book
 
 
 def wait_synthesized(home: Path, n: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while len(synthesized(home)) < n:
-        assert time.monotonic() < deadline, f"fewer than {n} sentences synthesized in {timeout} s"
-        time.sleep(0.02)
+    wait_until(lambda: len(synthesized(home)) >= n, timeout, f"{n} sentences synthesized", poll=0.02)
 
 
 def child_pid(home: Path, supervisor: subprocess.Popen) -> tuple[str, int] | None:
@@ -134,15 +131,10 @@ def _finished(r, job_id: str) -> bool:
 
 
 def _wait_finished(r, job_id: str, timeout: float) -> str:
-    from narrate.jobs import api
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        st = api.status(r, job_id)["status"]
-        if st in ("finished", "failed"):
-            return st
-        time.sleep(0.1)
-    return "timeout"
+    try:
+        return wait_for_job(job_id, timeout=timeout, states=("finished", "failed"))["status"]
+    except AssertionError:
+        return "timeout"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -192,3 +184,23 @@ class PrivateRedis:
         import redis
 
         return redis.Redis.from_url(self.url)
+
+
+def leftovers(home) -> list[str]:
+    return [str(p) for p in home.rglob("*") if p.name.endswith((".tmp", ".partial.wav")) or ".partial." in p.name]
+
+
+def golden(env, home, voice, text, name="golden.wav") -> bytes:
+    doc = home / f"{name}.txt"
+    doc.write_text(text)
+    out = home / "out" / name
+    job_id = submit(env, doc, voice, out)
+    proc = narrate(env, "worker", "--burst", "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    assert wait_for_job(job_id)["status"] == "finished"
+    (home / "fake.log").unlink(missing_ok=True)
+    return out.read_bytes()
+
+
+def wait_for_job_state(job_id, state, timeout=10):
+    return wait_for_job(job_id, timeout=timeout, states=(state,))

@@ -8,22 +8,13 @@ import os
 import time
 
 import pytest
-from conftest import narrate, start_worker, stop_worker, wait_for_job
+from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from narrate.jobs.embedded import EmbeddedServer
 
 
 def server_alive(home) -> bool:
     pid = EmbeddedServer(home).server_pid()
     return pid is not None
-
-
-def wait_until(cond, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_run_with_nothing_listening_leaves_nothing_behind(env, home, voice_wav, tmp_path):

@@ -1,39 +1,42 @@
-"""The per-process worker runtime: settings, warm models, the host identity and the signals a
-running job needs (stop requested, progress for the hang watchdog). Jobs reach it here."""
+"""What a worker process keeps between jobs: its settings, the warm models, this host's identity
+and the liveness file its supervisor watches. It builds each job's JobContext."""
 
 from __future__ import annotations
 
 import os
-import socket
 import time
 from pathlib import Path
 
+from narrate.jobs.context import JobContext, ProgressListener
 from narrate.jobs.settings import Settings
+from narrate.jobs.synthesis import Engine
+from rq.job import Job
 
-_runtime: Runtime | None = None
+from .host import host_id
 
 
-class Runtime:
-    def __init__(self, settings: Settings):
+class WorkerRuntime:
+    def __init__(self, settings: Settings, progress_file: Path | None = None,
+                 on_progress: ProgressListener | None = None):  # fmt: skip
         self.settings = settings
+        self.host_id = host_id(settings.home)
+        self.progress_file = progress_file  # touched on progress; the supervisor watches it
+        self.on_progress = on_progress
         self._models = None
-        self.stop_requested = False  # a warm shutdown: finish the batch in flight, then requeue
-        self.requeue_current = False  # set by a job that stopped early on purpose
-        self.host_id = f"{socket.gethostname()}:{settings.lock_path}"
-        self.progress_file: Path | None = None  # touched on progress; the supervisor watches it
 
-    def engine(self, model: str | None, quant: str | None):
-        if self.settings.engine == "fake":
-            from .fake_engine import FakeEngine
+    def engine_for(self, model: str | None, quant: str | None) -> Engine:
+        s = self.settings
+        if s.engine == "fake":
+            from .testkit.fake_engine import FakeEngine
 
-            return FakeEngine(self.settings.batch_size)
-        from .engine import Engine
+            return FakeEngine(s.batch_size)
+        from .mlx_engine import MlxEngine
         from .models import ModelCache
 
         if self._models is None:
-            self._models = ModelCache()
-        loaded = self._models.get(model or self.settings.model, quant or self.settings.quant)
-        return Engine(loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries)
+            self._models = ModelCache(capacity=s.model_cache_size, memo=s.home / "weights-hashes.json")
+        loaded = self._models.get(model or s.model, quant or s.quant)
+        return MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
 
     def beat(self, state: str = "busy") -> None:
         """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""
@@ -42,14 +45,12 @@ class Runtime:
             tmp.write_text(f"{state} {time.time():.3f} {os.getpid()}\n")
             os.replace(tmp, self.progress_file)
 
-
-def get_runtime() -> Runtime:
-    global _runtime
-    if _runtime is None:
-        _runtime = Runtime(Settings.from_env())
-    return _runtime
-
-
-def set_runtime(runtime: Runtime) -> None:
-    global _runtime
-    _runtime = runtime
+    def make_context(self, job: Job) -> JobContext:
+        return JobContext(
+            job=job,
+            settings=self.settings,
+            host_id=self.host_id,
+            engine_for=self.engine_for,
+            beat=self.beat,
+            on_progress=self.on_progress,
+        )

@@ -1,12 +1,19 @@
-"""``narrate worker``: a small supervisor (no MLX in it) that runs the worker process, restarts
-it when it crashes, and kills it when it hangs.
+"""``narrate worker``: a small supervisor (no MLX in it) that runs the worker process, restarts it
+when it crashes, and kills it when it hangs.
 
-The worker writes "busy <time>" to a progress file as synthesis advances and "idle <time>"
-while it waits for jobs. A busy worker that makes no progress for NARRATE_HANG_TIMEOUT
-seconds (stuck in native code, where no Python signal handler can run) is SIGKILLed and
-restarted; its job is then recovered like any crashed one (retried, or failed after
+The worker writes "busy <time> <pid>" to a progress file as synthesis advances and "idle ..."
+while it waits for jobs. A busy worker whose progress file does not change for
+NARRATE_HANG_TIMEOUT seconds (stuck in native code, where no Python signal handler can run) is
+SIGKILLed and restarted; its job is then recovered like any crashed one (retried, or failed after
 NARRATE_MAX_ATTEMPTS crashes). SIGTERM/SIGINT are passed on: the worker finishes the batch in
-flight, requeues its job and exits 0, and so does the supervisor.
+flight, requeues its job and exits 0, and so does the supervisor. Exit code 2 from the worker is a
+configuration error: the supervisor exits with it instead of restarting.
+
+Sleep: stalls are measured on this process's monotonic clock, from the moment the supervisor last
+saw the file change. A machine that sleeps (or a process group that is stopped) makes the
+supervisor's own polls stall too; after such a gap the stall window starts again, so a laptop
+waking up does not kill its worker as hung. A hang kill soon after a wake counts like an external
+kill (a tenth of a crash) for the job's poison-pill tally.
 """
 
 from __future__ import annotations
@@ -17,29 +24,48 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from narrate.jobs.errors import NarrateError
 from narrate.jobs.settings import Settings
+
+from .host import open_lock
 
 log = logging.getLogger("narrate.supervisor")
 POLL_S = 0.1
+WAKE_GAP_S = 2.0  # polls further apart than this: this process (or the machine) was not running
+CONFIG_ERROR = 2
 
 
-def _progress(path: Path) -> tuple[str, float]:
+def _progress(path: Path) -> tuple[str, str]:
+    """(state, raw line) of the progress file; the raw line changes on every beat."""
     try:
-        state, stamp, _pid = path.read_text().split()
-        return state, float(stamp)
-    except (OSError, ValueError):
-        return "starting", time.time()
+        line = path.read_text()
+        return line.split()[0], line
+    except (OSError, IndexError):
+        return "starting", ""
+
+
+def prepare_home(settings: Settings) -> None:
+    """Configuration the worker cannot run without: a private home and a usable lock path."""
+    home = settings.home
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if home.stat().st_uid == os.getuid() and home.stat().st_mode & 0o077:
+        home.chmod(0o700)  # the server's log, config and socket live here
+    os.close(open_lock(settings.lock_path))
 
 
 def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level: str) -> int:
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    settings.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        prepare_home(settings)
+    except (NarrateError, OSError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return CONFIG_ERROR
     progress = settings.home / f"worker-{os.getpid()}.progress"
-    cmd = [sys.executable, "-m", "narrate.worker.process", "--log-level", log_level]
-    cmd += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])
-    env = dict(os.environ, NARRATE_PROGRESS_FILE=str(progress))
+    base = [sys.executable, "-m", "narrate.worker.process", "--log-level", log_level, "--progress-file", str(progress)]
+    base += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])
     stopping = False
     child: subprocess.Popen | None = None
 
@@ -52,43 +78,61 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     backoff = 0.0
+    previous_exit = ""
     try:
         while True:
             progress.unlink(missing_ok=True)
-            child = subprocess.Popen(cmd, env=env)
-            code, worked, hung = _watch(child, progress, settings.hang_timeout)
-            if code == 0 or stopping:
-                return code
-            if code == 2:  # a configuration error: restarting will not help
-                return code
+            child = subprocess.Popen(base + ["--previous-exit", previous_exit])
+            seen = _watch(child, progress, settings.hang_timeout)
+            if seen.code == 0 or stopping or seen.code == CONFIG_ERROR:
+                return seen.code
             # Restart at once after a crash mid-work (its job is recovered at start-up); back off
             # when the worker dies before doing any work (a crash loop).
-            backoff = 0.0 if worked else min(max(backoff * 2, 0.5), 30.0)
-            env["NARRATE_PREVIOUS_EXIT"] = "hang" if hung else _describe(code)  # for its job's crash count
-            log.warning("worker exited with %s; restarting in %.1f s", env["NARRATE_PREVIOUS_EXIT"], backoff)
+            backoff = 0.0 if seen.worked else min(max(backoff * 2, 0.5), 30.0)
+            previous_exit = seen.describe()
+            log.warning("worker exited with %s; restarting in %.1f s", previous_exit, backoff)
             time.sleep(backoff)
     finally:
         progress.unlink(missing_ok=True)
 
 
-def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> tuple[int, bool, bool]:
-    """Wait for the child to exit, killing it if it hangs.
-    Returns (exit code, was it ever busy, was it killed for hanging)."""
-    worked = hung = False
+@dataclass
+class Watched:
+    code: int = 0
+    worked: bool = False  # was it ever busy
+    hung: bool = False  # killed for making no progress
+    after_wake: bool = False  # ... within a hang timeout of a wake
+
+    def describe(self) -> str:
+        if self.hung:
+            return "hang after wake" if self.after_wake else "hang"
+        if self.code < 0:
+            return f"signal {signal.Signals(-self.code).name}"
+        return f"code {self.code}"
+
+
+def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> Watched:
+    """Wait for the child to exit, killing it if it hangs."""
+    seen = Watched()
+    last_line, changed_at = None, time.monotonic()
+    woke_at = -float("inf")
+    polled_at = time.monotonic()
     while True:
         try:
-            return child.wait(timeout=POLL_S), worked, hung
+            seen.code = child.wait(timeout=POLL_S)
+            return seen
         except subprocess.TimeoutExpired:
             pass
-        state, stamp = _progress(progress)
-        worked = worked or state == "busy"
-        if state == "busy" and time.time() - stamp > hang_timeout:
+        now = time.monotonic()
+        if now - polled_at > WAKE_GAP_S:  # we were not running: the machine slept or we were stopped
+            changed_at = woke_at = now
+        polled_at = now
+        state, line = _progress(progress)
+        if line != last_line:
+            last_line, changed_at = line, now
+        seen.worked = seen.worked or state == "busy"
+        if state == "busy" and now - changed_at > hang_timeout and not seen.hung:
             log.error("worker %d made no progress for %d s: killing it", child.pid, hang_timeout)
-            hung = True
+            seen.hung = True
+            seen.after_wake = now - woke_at <= 2 * hang_timeout
             child.kill()
-
-
-def _describe(code: int) -> str:
-    if code < 0:
-        return f"signal {signal.Signals(-code).name}"
-    return f"code {code}"

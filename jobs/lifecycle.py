@@ -1,0 +1,213 @@
+"""A narration job's life after it is enqueued: the meta narrate keeps on it, putting it back at the
+front of its queue (for three reasons, through one function), when a started job counts as
+abandoned, how crashes are counted (poison pills), and ``resume``.
+
+States are rq's (queued, started, finished, failed, stopped, canceled). What narrate adds lives in
+``job.meta`` (schema: ``JobMeta``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Literal, TypedDict
+
+import redis
+from redis.client import Pipeline
+from rq import Queue
+from rq.exceptions import NoSuchJobError
+from rq.job import Job, JobStatus
+from rq.registry import FailedJobRegistry, StartedJobRegistry
+from rq.serializers import JSONSerializer
+from rq.worker import Worker
+
+from . import store
+from .errors import JobNotFound
+from .rq_compat import enqueue_at_front, started_executions, started_job_ids
+
+log = logging.getLogger("narrate.jobs")
+
+ABANDONED_AFTER_BEATS = 3  # a started job whose worker missed this many heartbeats is abandoned
+ABANDONED_GRACE_S = 30  # plus this, for a slow Redis or a busy machine
+EXTERNAL_KILL_WEIGHT = 0.1  # a SIGKILL from outside says little about the job: a tenth of a crash
+
+
+class Progress(TypedDict, total=False):
+    done: int  # sentences with a checkpoint
+    total: int  # sentences in the document
+    audio_seconds: float  # audio synthesized so far (this attempt and the checkpoints before it)
+
+
+class JobMeta(TypedDict, total=False):
+    """What narrate keeps in ``job.meta`` (all optional; writer in brackets)."""
+
+    progress: Progress  # [submit: zeros; job: as sentences finish]
+    max_retries: int  # [submit] rq retries after an exception; ``resume`` restores them
+    attempts: int  # [job: +1 at each start; warm stop: -1; resume: 0] attempts begun
+    host: str  # [job] identity of the host running it (narrate.worker.host); recovery compares it
+    heartbeat_s: int  # [job] heartbeat interval of the worker running it: when it counts as abandoned
+    in_flight: list[int]  # [job] sentence indices of the batch being synthesized
+    crashes: float  # [recovery] crashes in a row on the same batch (external SIGKILLs: 0.1)
+    crash_in_flight: list[int]  # [recovery] the batch those crashes happened on
+    error: str  # [job, recovery] one-line reason of the last failure
+
+
+def fetch(r: redis.Redis, job_id: str) -> Job:
+    try:
+        return Job.fetch(job_id, connection=r, serializer=JSONSerializer)
+    except NoSuchJobError:
+        raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)") from None
+
+
+def queue(r: redis.Redis, name: str) -> Queue:
+    """Every narrate queue uses the JSON serializer (pickle would let any Redis writer run code)."""
+    return Queue(name, connection=r, serializer=JSONSerializer)
+
+
+Why = Literal["resume", "warm_stop", "crash"]
+
+
+def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None = None) -> Job:
+    """Put a job back at the front of its queue; it resumes from its checkpoints.
+
+    Attempt accounting by reason: ``resume`` (a person asked) starts afresh (attempts 0, rq retries
+    restored, error cleared); ``warm_stop`` (the worker was asked to stop) gives the attempt back;
+    ``crash`` (recovery after the worker died) keeps the count and the crash tally the caller set."""
+    meta: JobMeta = job.meta  # type: ignore[assignment]
+    if why == "resume":
+        meta.pop("error", None)
+        meta["attempts"] = 0
+        meta.pop("crashes", None)
+        meta.pop("crash_in_flight", None)
+        job.retries_left = int(meta.get("max_retries", 0))
+    elif why == "warm_stop":
+        meta["attempts"] = max(0, int(meta.get("attempts", 1)) - 1)
+    q = queue(r, job.origin)
+    started = StartedJobRegistry(queue=q)
+    members = started_executions(started, job.id)
+    p = pipeline if pipeline is not None else r.pipeline()
+    job.save_meta()
+    FailedJobRegistry(queue=q).remove(job, pipeline=p)
+    if members:
+        p.zrem(started.key, *members)
+    enqueue_at_front(q, job, p)
+    if pipeline is None:
+        p.execute()
+    return job
+
+
+def fail_for_good(r: redis.Redis, job: Job, error: str) -> None:
+    """Move a started job to the failed registry with `error` (no retries left)."""
+    q = queue(r, job.origin)
+    started = StartedJobRegistry(queue=q)
+    members = started_executions(started, job.id)
+    job.retries_left = 0
+    job.meta["error"] = error
+    job.save_meta()
+    with r.pipeline() as p:
+        job.set_status(JobStatus.FAILED, pipeline=p)
+        if members:
+            p.zrem(started.key, *members)
+        FailedJobRegistry(queue=q).add(job, ttl=job.failure_ttl, exc_string=error, pipeline=p)
+        p.execute()
+
+
+def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
+    """Is this started job's worker gone? (True, "") or (False, why it is left alone). A worker beats
+    every ``meta.heartbeat_s`` seconds (its own setting, recorded in the job) while it runs a job."""
+    beat_s = int(job.meta.get("heartbeat_s", 10))
+    limit = ABANDONED_AFTER_BEATS * beat_s + ABANDONED_GRACE_S
+    worker = (
+        Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name, connection=r)
+        if (job.worker_name)
+        else None
+    )
+    if worker is None or worker.last_heartbeat is None:
+        return True, ""
+    last = worker.last_heartbeat
+    if last.tzinfo is None:
+        last = last.replace(tzinfo=UTC)
+    age = (datetime.now(UTC) - last).total_seconds()
+    if age >= limit:
+        return True, ""
+    return False, (
+        f"its worker {job.worker_name} beat {age:.0f} s ago; it counts as gone after {limit} s "
+        f"without a heartbeat ({ABANDONED_AFTER_BEATS} x {beat_s} s + {ABANDONED_GRACE_S} s)"
+    )
+
+
+def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
+    """Requeue the given jobs (or, with none given, every failed job and every started job whose
+    worker is gone, of the queue). Returns (job id, what happened) pairs."""
+    q = queue(r, queue_name)
+    if not job_ids:
+        job_ids = FailedJobRegistry(queue=q).get_job_ids() + started_job_ids(StartedJobRegistry(queue=q))
+    out = []
+    for job_id in dict.fromkeys(job_ids):
+        job = fetch(r, job_id)
+        state = job.get_status(refresh=False)
+        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+            requeue_front(r, job, "resume")
+            out.append((job_id, "requeued"))
+            continue
+        if state == JobStatus.STARTED:
+            gone, why = abandoned(r, job)
+            if gone:
+                requeue_front(r, job, "resume")
+                out.append((job_id, "requeued (its worker is gone)"))
+            else:
+                out.append((job_id, f"left alone (started: {why})"))
+            continue
+        out.append((job_id, f"left alone ({state.value if state else 'unknown'})"))
+    return out
+
+
+def recover_abandoned(
+    r: redis.Redis, q: Queue, host_id: str, max_attempts: int, crashed_from_inside: bool
+) -> tuple[list[str], list[str]]:
+    """Requeue the started jobs of this host at the front of the queue. Call it while holding the
+    host lock: then no worker of this host is alive, so these jobs are abandoned.
+    Returns (requeued, failed) job ids.
+
+    Poison pills: a job whose batch crashes the worker (abort, segfault, a hang the supervisor
+    killed, an error exit) `max_attempts` times in a row on the same batch fails for good, naming
+    the sentences; a crash after progress starts the count again. A SIGKILL from outside (an
+    operator, a reboot, the OOM killer) counts for EXTERNAL_KILL_WEIGHT of a crash."""
+    registry = StartedJobRegistry(queue=q)
+    recovered, failed = [], []
+    for job_id in started_job_ids(registry):
+        try:
+            job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
+        except NoSuchJobError:
+            continue  # gone: rq's own cleanup drops the entry
+        meta: JobMeta = job.meta  # type: ignore[assignment]
+        if meta.get("host") != host_id or job.get_status(refresh=False) != JobStatus.STARTED:
+            continue
+        in_flight = meta.get("in_flight")
+        same = in_flight is not None and meta.get("crash_in_flight") == in_flight
+        weight = 1.0 if crashed_from_inside else EXTERNAL_KILL_WEIGHT
+        crashes = round(float(meta.get("crashes", 0)) * same + weight, 2)
+        meta.update(crashes=crashes, crash_in_flight=in_flight)  # type: ignore[typeddict-item]
+        if crashes >= max_attempts:
+            fail_for_good(r, job, f"crashed the worker {crashes:g} times on sentences {in_flight_text(r, job)}")
+            failed.append(job_id)
+            continue
+        requeue_front(r, job, "crash")
+        recovered.append(job_id)
+    if failed:
+        log.error("failed jobs that keep crashing the worker: %s", ", ".join(failed))
+    if recovered:
+        log.warning("requeued abandoned jobs of this host: %s", ", ".join(recovered))
+    return recovered, failed
+
+
+def in_flight_text(r: redis.Redis, job: Job) -> str:
+    """The sentences of the batch in flight, with the start of their text."""
+    indices = job.meta.get("in_flight") or []
+    if not indices:
+        return "unknown"
+    try:
+        sentences = store.get_document(r, job.args[0]["document"]).sentences
+        return "; ".join(f"{i} ({sentences[i][:80]!r})" for i in indices)
+    except (LookupError, IndexError, KeyError, TypeError, redis.RedisError):
+        return ", ".join(map(str, indices))

@@ -1,0 +1,50 @@
+"""A job's plan: the document's sentences in reading order with their seeds and frame budgets,
+where paragraphs end and chapters start, and the checkpoint key of every sentence."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from itertools import accumulate
+
+from .checkpoints import CheckpointStore, checkpoint_key
+from .documents import Document
+from .spec import JobSpec, frame_budget
+from .synthesis import Sentence
+
+
+def sentence_seed(job_seed: int, text: str) -> int:
+    """A sentence's sampling seed: a function of the text, so re-renders reproduce it."""
+    return (job_seed * 1_000_003 + zlib.crc32(text.encode())) % (2**31)
+
+
+@dataclass(frozen=True)
+class Plan:
+    sentences: list[Sentence]
+    paragraph_end: frozenset[int]  # indices of the last sentence of each paragraph
+    chapter_at: dict[int, str]  # index of a chapter's first sentence -> its title
+    keys: list[str]  # checkpoint key of each sentence
+
+    def missing(self, checkpoints: CheckpointStore) -> list[Sentence]:
+        """Sentences without a complete checkpoint: what this attempt has to synthesize."""
+        return [s for s in self.sentences if not checkpoints.has(self.keys[s.index])]
+
+    def pause_after_ms(self, index: int, spec: JobSpec) -> int:
+        if index == len(self.sentences) - 1:
+            return 0
+        return spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
+
+
+def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
+    sentences: list[Sentence] = []
+    paragraph_end: set[int] = set()
+    for para in doc.paragraphs:
+        for text in para:
+            sentences.append(
+                Sentence(len(sentences), text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames))
+            )
+        paragraph_end.add(len(sentences) - 1)
+    first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
+    chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
+    keys = [checkpoint_key(s.text, spec.voice, model_key, quant, s.seed, s.budget) for s in sentences]
+    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys)

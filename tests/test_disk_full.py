@@ -1,0 +1,53 @@
+"""A full disk during a checkpoint or the final encode."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+
+from conftest import narrate, wait_for_job
+from faults import (
+    book,
+    fake_env,
+    leftovers,
+    submit,
+    synthesized,
+)
+
+N = 40
+KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
+
+
+def test_disk_full_fails_cleanly_then_resumes(env, home, voice_wav, external_redis):
+    """a file-size limit (EFBIG) during the final encode, then during a checkpoint: the job
+    fails naming the OS error, leaves no partial output and no temp file; once the limit is gone
+    `narrate resume` finishes it from its checkpoints."""
+    e = fake_env(env, home)
+    for limit, where in ((200_000, "encode"), (30_000, "checkpoint")):
+        doc = home / f"{where}.txt"
+        doc.write_text(book(N, where))
+        out = home / "out" / f"{where}.wav"
+        job_id = submit(e, doc, voice_wav, out)
+
+        def limited(limit=limit):
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
+            env=e, capture_output=True, text=True, preexec_fn=limited, timeout=120,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        st = wait_for_job(job_id)
+        assert st["status"] == "failed" and "File too large" in st["error"], (where, st)
+        assert not out.exists() and leftovers(home) == [], leftovers(home)
+        before = len(synthesized(home))
+        assert narrate(e, "resume", job_id).returncode == 0
+        assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+        st = wait_for_job(job_id)
+        assert st["status"] == "finished" and out.exists()
+        if where == "encode":  # every sentence was checkpointed before the encode failed
+            assert st["result"]["synthesized"] == 0 and len(synthesized(home)) == before

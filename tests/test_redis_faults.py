@@ -1,0 +1,75 @@
+"""The Redis server goes away or refuses writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from conftest import narrate, start_worker, stop_worker, wait_for_job
+from faults import (
+    PrivateRedis,
+    book,
+    fake_env,
+    submit_book,
+    synthesized,
+    wait_synthesized,
+)
+
+N = 40
+KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
+
+
+def test_redis_gone_for_30_seconds_mid_job(env, home, voice_wav, monkeypatch):
+    """the server dies mid-job and comes back 30 s later (AOF); the worker reconnects and the
+    job completes. No password in any log, job meta, result or key."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, delay_ms=150, NARRATE_REDIS_URL=server.url)
+        monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
+        job_id = submit_book(e, home, voice_wav, book(24))
+        supervisor = start_worker(e)
+        wait_synthesized(home, 4)
+        server.kill()
+        outage = float(os.environ.get("NARRATE_TEST_OUTAGE_S", "30"))
+        time.sleep(outage)
+        server.start()
+        try:
+            st = wait_for_job(job_id, timeout=120)
+        finally:
+            log = stop_worker(supervisor)
+        assert st["status"] == "finished", (st, log[-2000:])
+        assert len(synthesized(home)) == 24
+        secrets = [log, json.dumps(st)]
+        client = server.client()
+        for key in client.keys("*"):
+            if client.type(key) == b"hash":
+                secrets += [str(v) for v in client.hgetall(key).values()]
+        assert not any(server.password in s for s in secrets)
+    finally:
+        server.close()
+
+
+def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatch):
+    """a server out of memory (maxmemory, noeviction) refuses the submit: one line, exit 1,
+    no job; once the limit is lifted the same submit works."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, NARRATE_REDIS_URL=server.url)
+        client = server.client()
+        client.config_set("maxmemory", "1")
+        client.config_set("maxmemory-policy", "noeviction")
+        doc = home / "oom.txt"
+        doc.write_text(book(5))
+        args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "oom.wav")]
+        proc = narrate(e, *args)
+        err = proc.stderr.strip()
+        assert proc.returncode == 1 and err.startswith("Error: the Redis server refused:") and "maxmemory" in err, err
+        assert len(err.splitlines()) == 1 and server.password not in err
+        assert client.llen("rq:queue:narrate") == 0
+        client.config_set("maxmemory", "0")
+        assert narrate(e, *args).returncode == 0 and client.llen("rq:queue:narrate") == 1
+    finally:
+        server.close()

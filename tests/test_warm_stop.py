@@ -1,0 +1,45 @@
+"""A warm stop (SIGTERM/Ctrl-C): the batch in flight is finished, the job requeued, the worker exits 0."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from conftest import narrate, start_worker, stop_worker, wait_for_job
+from faults import (
+    book,
+    fake_env,
+    golden,
+    submit_book,
+    synthesized,
+    wait_for_job_state,
+    wait_synthesized,
+)
+
+N = 40
+KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
+
+
+def test_sigterm_finishes_the_batch_requeues_and_exits_0(env, home, voice_wav):
+    """SIGTERM mid-job -> the batch in flight is checkpointed, the job requeued, exit 0;
+    a new worker finishes it without redoing a sentence."""
+    e = fake_env(env, home, delay_ms=100)
+    text = book(N)
+    want = golden(e, home, voice_wav, text)
+    job_id = submit_book(e, home, voice_wav, text)
+    supervisor = start_worker(e)
+    wait_synthesized(home, 6)
+    t0 = time.monotonic()
+    log = stop_worker(supervisor, signal.SIGTERM)
+    assert supervisor.returncode == 0, log
+    assert time.monotonic() - t0 < 0.1 * 4 + 3  # at most one batch, then out
+    st = wait_for_job_state(job_id, "queued")
+    done = st["progress"]["done"]
+    assert 0 < done < N and done % 4 == 0  # whole batches only
+    assert len(synthesized(home)) == done  # nothing synthesized was thrown away
+    proc = narrate(e, "worker", "--burst", "--quiet")
+    assert proc.returncode == 0
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished" and st["result"]["synthesized"] == N - done
+    assert len(synthesized(home)) == N and (home / "out" / "book.wav").read_bytes() == want

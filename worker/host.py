@@ -1,0 +1,114 @@
+"""The host: its identity (unique per machine, stable across restarts) and its lock (one
+synthesizing worker per host; a kernel lock, released even on SIGKILL).
+
+Identity: a random id kept in ``$NARRATE_HOME/host-id`` together with the operating system's
+machine id (Linux ``/etc/machine-id``, macOS ``IOPlatformUUID``); a home copied to another
+machine (a cloned VM, a restored backup) sees a different machine id and makes a new one. Host
+names are not used: two machines may share one.
+
+Lock: ``flock`` on a file opened without following symlinks (a link planted at the lock path is
+refused, never written through); the holder's PID is written beside it so a waiting process
+can say whom it waits for. Works the same on macOS and Linux.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from narrate.jobs.errors import BadInput
+
+log = logging.getLogger("narrate.worker")
+
+
+def machine_id() -> str:
+    """The OS's id of this machine, or "" when it has none we can read."""
+    if sys.platform == "darwin":
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            out = subprocess.run(["ioreg", "-rd1", "-c", "IOPlatformExpertDevice"], capture_output=True,
+                                 text=True, timeout=5).stdout  # fmt: skip
+            for line in out.splitlines():
+                if "IOPlatformUUID" in line:
+                    return line.split("=")[-1].strip().strip('"')
+        return ""
+    for path in ("/etc/machine-id", "/var/lib/dbus/machine-id"):
+        with contextlib.suppress(OSError):
+            value = Path(path).read_text().strip()
+            if value:
+                return value
+    return ""
+
+
+def host_id(home: Path) -> str:
+    """This host's identity, made once and kept in `home`."""
+    path = Path(home) / "host-id"
+    machine = machine_id()
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        saved = json.loads(path.read_text())
+        if saved["machine"] == machine:
+            return str(saved["id"])
+    new = uuid.uuid4().hex
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(f".host-id.{os.getpid()}")
+    tmp.write_text(json.dumps({"id": new, "machine": machine}))
+    os.replace(tmp, path)
+    return new
+
+
+def _owner_path(lock: Path) -> Path:
+    return lock.with_name(lock.name + ".owner")
+
+
+def lock_owner(lock: Path) -> str:
+    """Who holds the host lock, as the holder wrote it ("pid 123: narrate worker"), or ""."""
+    try:
+        return _owner_path(lock).read_text().strip()
+    except OSError:
+        return ""
+
+
+def open_lock(path: Path) -> int:
+    """Open (create) the lock file without following a symlink; a configuration error otherwise."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as e:
+        why = "it is a symlink" if path.is_symlink() else (e.strerror or str(e))
+        raise BadInput(
+            f"cannot use the host lock {path}: {why}; set NARRATE_LOCK_PATH to a regular file path "
+            "every worker of this host can write"
+        ) from None
+
+
+@contextlib.contextmanager
+def host_lock(path: Path, role: str, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold the host lock for the block; while another process holds it, say so (through `waiting`,
+    else the log) and wait."""
+    path = Path(path)
+    fd = open_lock(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = lock_owner(path) or "another process"
+            msg = f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per host)"
+            (waiting or log.info)(msg)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        with contextlib.suppress(OSError):
+            owner = _owner_path(path)
+            with contextlib.suppress(FileNotFoundError):
+                if owner.is_symlink():
+                    owner.unlink()
+            ofd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(ofd, "w") as f:
+                f.write(f"pid {os.getpid()}: {role}\n")
+        yield
+    finally:
+        os.close(fd)  # releases the lock
