@@ -208,6 +208,18 @@ def settings_table() -> list[dict[str, str]]:
     rows = []
     for f in fields(Settings):
         m = f.metadata
-        shown = m["shown"] if m["shown"] is not None else f"{f.default}"
+        shown = m["shown"] if m["shown"] is not None else f"`{f.default}`"
         rows.append({"env": m["env"], "default": shown, "reads": m["reads"], "doc": m["doc"]})
     return rows
+
+
+def settings_markdown() -> str:
+    """The README's settings table."""
+    lines = ["| variable | default | read by | what it does |", "|---|---|---|---|"]
+    for row in settings_table():
+        lines.append(f"| `{row['env']}` | {row['default']} | {row['reads']} | {row['doc']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(settings_markdown())

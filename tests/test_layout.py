@@ -83,3 +83,9 @@ def test_a_missing_rq_internal_fails_loudly(monkeypatch):
     monkeypatch.setattr(BaseWorker, "handle_job_failure", changed)
     with pytest.raises(rq_compat.RQInternalsChanged, match=r"handle_job_failure lacks"):
         rq_compat.check_rq_internals()
+
+
+def test_readme_settings_table_is_the_code():
+    from narrate.jobs.settings import settings_markdown
+
+    assert settings_markdown() in (ROOT / "README.md").read_text()
