@@ -19,7 +19,7 @@ from . import store
 from .checkpoints import CheckpointStore, checkpoint_key
 from .errors import BadInput
 from .ffmpeg import ffmpeg_exe
-from .outputs import output_path
+from .outputs import OutputRoot, output_path
 from .progress import Progress
 from .settings import SAMPLE_RATE
 from .spec import JobSpec, frame_budget, sentence_seed
@@ -69,7 +69,8 @@ def _narrate(job, spec: JobSpec) -> dict:
     job.meta.pop("error", None)
     save_meta(job)
     doc = store.get_document(r, spec.document)
-    final = output_path(settings.output_dir, spec.output)
+    root = OutputRoot.pin(settings.output_dir)  # the book may only land in this very directory
+    final = output_path(root.path, spec.output)
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
     for para in doc.paragraphs:
@@ -110,7 +111,8 @@ def _narrate(job, spec: JobSpec) -> dict:
     frames, runaways, retried = [], [], []
     first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
     chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}  # sentence index -> title
-    with BookWriter(final, ffmpeg_exe(settings.ffmpeg), title=doc.title) as book:
+    ffmpeg = ffmpeg_exe(settings.ffmpeg)
+    with BookWriter(final, ffmpeg, title=doc.title, root=root, workdir=settings.home / "stitch") as book:
         for s in sentences:
             if s.index in chapter_at:
                 book.mark_chapter(chapter_at[s.index])
