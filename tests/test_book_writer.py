@@ -157,15 +157,17 @@ def test_disk_full_during_the_copy_leaves_the_old_output_and_no_temp(tree, monke
     assert list(work.iterdir()) == []
 
 
-def test_root_pinned_at_job_start(tmp_path):
-    """The root is pinned when the job starts: a root swapped before the stitch is refused."""
+@pytest.mark.parametrize("swapped", ["base", "base/root"])
+def test_root_pinned_at_job_start(tmp_path, swapped):
+    """The root is pinned when the job starts: a root (or a parent of it) swapped for a symlink
+    before the stitch is refused."""
     (tmp_path / "base" / "root").mkdir(parents=True)
     (tmp_path / "outside" / "root").mkdir(parents=True)
     pinned = OutputRoot.pin(tmp_path / "base" / "root")
-    (tmp_path / "base").rename(tmp_path / "moved")
-    (tmp_path / "base").symlink_to(tmp_path / "outside")
-    with pytest.raises(BadInput, match="output root"):
-        write_book(pinned.path / "book.wav", root=pinned, workdir=tmp_path)
+    (tmp_path / swapped).rename(tmp_path / "moved")
+    (tmp_path / swapped).symlink_to(tmp_path / "outside" / swapped.removeprefix("base").strip("/"))
+    with pytest.raises(BadInput, match="no longer the directory it was when the job started"):
+        write_book(pinned.path / "book.wav", root=pinned, workdir=tmp_path / "work")
     assert list((tmp_path / "outside" / "root").iterdir()) == []
 
 
