@@ -98,7 +98,9 @@ class Settings:
     )  # fmt: skip
     home: Path = setting(
         "NARRATE_HOME", reads=BOTH, parse=_path, factory=lambda: Path.home() / ".narrate", shown="`~/.narrate`",
-        doc="Data dir (mode 0700): the embedded server's socket, AOF and log, sentence checkpoints.",
+        doc="Data dir (mode 0700): the embedded server's socket, AOF and log, sentence checkpoints, and the "
+        "scratch space where a book is stitched and encoded (its uncompressed WAV, about 170 MB an hour of "
+        "audio, plus the encoded file, while it is written).",
     )  # fmt: skip
     output_dir: Path = setting(
         "NARRATE_OUTPUT_DIR", reads=BOTH, parse=_path, factory=Path.home, shown="`~`",

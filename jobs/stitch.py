@@ -1,20 +1,27 @@
-"""Stitching: sentences and pauses are streamed into a temporary WAV (pydub segments, written as
-they come: no quadratic concatenation, constant memory), then one ffmpeg encode writes the
-output format and a rename makes the file appear whole. No partial output is ever left."""
+"""Stitching: sentences and pauses are streamed into a temporary WAV in a private scratch
+directory (pydub segments, written as they come: no quadratic concatenation, constant memory),
+one ffmpeg encode writes the output format there, and the result is copied into a temp file in
+the output directory and renamed into place. No partial output is ever left, and nothing is
+written outside the output root (jobs/confined.py)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import secrets
+import shutil
 import warnings
 import wave
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
+from . import confined
+from .confined import OutputRoot
+from .errors import BadInput
 from .ffmpeg import run_ffmpeg
 from .outputs import FORMATS
+from .scratch import Scratch
 from .settings import SAMPLE_RATE
 
 with warnings.catch_warnings():  # pydub warns about ffmpeg on PATH; narrate passes its own
@@ -30,6 +37,7 @@ def int16_segment(ints: np.ndarray) -> AudioSegment:
 
 
 CHAPTER_FORMATS = {".m4b", ".m4a", ".mp3"}
+COPY_BUFFER = 1 << 20
 
 
 def _escape(value: str) -> str:
@@ -48,26 +56,45 @@ def ffmetadata(title: str | None, spans: list[tuple[int, int, str]]) -> str:
 
 
 class BookWriter:
-    """``with BookWriter(path, ffmpeg) as book: book.add(seg); book.pause(ms); ...; book.finish()``"""
+    """``with BookWriter(path, ffmpeg) as book: book.add(seg); book.pause(ms); ...; book.finish()``
 
-    def __init__(self, final: Path, ffmpeg: str, title: str | None = None):
+    `root` confines the output (an OutputRoot pinned at job start, or a directory; default: the
+    output's own directory): the book is written only inside it, never through a link below it
+    (see jobs/confined.py). `workdir` holds the private scratch directories for the intermediate
+    WAV and the encode (default: the system temp dir); only the final copy's temp file, with a
+    short random name, is ever made in the output directory."""
+
+    def __init__(
+        self,
+        final: Path,
+        ffmpeg: str,
+        title: str | None = None,
+        root: OutputRoot | Path | None = None,
+        workdir: Path | None = None,
+    ):
         self.final = Path(final)
         self.ffmpeg = ffmpeg
         self.title = title
-        token = secrets.token_hex(4)
-        self.tmp_wav = self.final.parent / f".{self.final.name}.{token}.partial.wav"
-        self.tmp_out = self.final.parent / f".{self.final.name}.{token}.partial{self.final.suffix}"
-        self.tmp_meta = self.final.parent / f".{self.final.name}.{token}.partial.ffmeta"
+        self.root, self.parts, self.name = _locate(self.final, root)
         self.samples = 0
         self.chapters: list[tuple[int, str]] = []  # (start sample, title)
+        self._scratch = Scratch(workdir)
+        self._wav_file: BinaryIO | None = None
         self._wav: wave.Wave_write | None = None
+        self._dir: int | None = None  # the output directory, reached from the root without following links
+        self._tmp: str | None = None  # our temp file in it
 
     def __enter__(self) -> BookWriter:
-        self.final.parent.mkdir(parents=True, exist_ok=True)
-        self._wav = wave.open(str(self.tmp_wav), "wb")
-        self._wav.setnchannels(1)
-        self._wav.setsampwidth(2)
-        self._wav.setframerate(SAMPLE_RATE)
+        try:
+            scratch = self._scratch.open()
+            self._wav_file = open(scratch / "book.partial.wav", "xb")  # closed in finish or __exit__
+            self._wav = wave.open(self._wav_file, "wb")
+            self._wav.setnchannels(1)
+            self._wav.setsampwidth(2)
+            self._wav.setframerate(SAMPLE_RATE)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def add(self, segment: AudioSegment) -> None:
@@ -84,28 +111,54 @@ class BookWriter:
         self.chapters.append((self.samples, title))
 
     def finish(self) -> Path:
-        """Encode to the output's format (with chapters where it has them) and move it into
-        place atomically."""
-        assert self._wav is not None
+        """Encode to the output's format (with chapters where it has them) in the scratch dir,
+        copy it into a temp file in the output directory and rename it into place."""
+        assert self._wav is not None and self._wav_file is not None and self._scratch.path is not None
         self._wav.close()
         self._wav = None
+        self._wav_file.close()
+        self._wav_file = None
+        scratch = self._scratch.path
+        wav = scratch / "book.partial.wav"
         ext = self.final.suffix.lower()
         muxer, codec = FORMATS[ext]
+        encoded = scratch / f"encoded.partial{ext}"
         if ext == ".wav":
-            os.replace(self.tmp_wav, self.final)
+            encoded = wav
         elif ext in CHAPTER_FORMATS and self.chapters:
-            self.tmp_meta.write_text(ffmetadata(self.title, self.chapter_spans()), encoding="utf-8")
+            meta = scratch / "chapters.partial.ffmeta"
+            meta.write_text(ffmetadata(self.title, self.chapter_spans()), encoding="utf-8")
             run_ffmpeg(
                 self.ffmpeg,
-                ["-y", "-i", str(self.tmp_wav), "-i", str(self.tmp_meta), "-map", "0:a", "-map_metadata", "1",
-                 "-map_chapters", "1", *codec, "-f", muxer, str(self.tmp_out)],
+                ["-y", "-i", str(wav), "-i", str(meta), "-map", "0:a", "-map_metadata", "1",
+                 "-map_chapters", "1", *codec, "-f", muxer, str(encoded)],
             )  # fmt: skip
-            os.replace(self.tmp_out, self.final)
         else:
-            meta = ["-metadata", f"title={self.title}"] if self.title else []
-            run_ffmpeg(self.ffmpeg, ["-y", "-i", str(self.tmp_wav), *codec, *meta, "-f", muxer, str(self.tmp_out)])
-            os.replace(self.tmp_out, self.final)
+            tags = ["-metadata", f"title={self.title}"] if self.title else []
+            run_ffmpeg(self.ffmpeg, ["-y", "-i", str(wav), *codec, *tags, "-f", muxer, str(encoded)])
+        if encoded != wav:
+            wav.unlink()  # free the space before the copy
+        self._place(encoded)
         return self.final
+
+    def _place(self, encoded: Path) -> None:
+        """Copy into a new temp file in the output directory (reached from the root without
+        following links), then rename it over the target if the directory is still the same."""
+        self._dir = confined.open_dir(self.root, self.parts, create=True)
+        while self._tmp is None:
+            name = confined.temp_name()
+            self._scratch.record(self.root, list(self.parts), name)  # so a sweeper can remove it if we die
+            try:
+                out = confined.create_new(self._dir, name)
+            except FileExistsError:
+                continue
+            self._tmp = name
+        with os.fdopen(out, "wb") as dst, open(encoded, "rb") as src:
+            shutil.copyfileobj(src, dst, COPY_BUFFER)
+            dst.flush()
+            os.fsync(dst.fileno())
+        confined.rename_into_place(self._dir, self._tmp, self.name, self.root, self.parts)
+        self._tmp = None
 
     def chapter_spans(self) -> list[tuple[int, int, str]]:
         """(start, end, title) in samples, covering the whole book (an untitled opening is
@@ -119,9 +172,31 @@ class BookWriter:
         return [(start, end, title) for (start, title), end in zip(marks, ends, strict=True)]
 
     def __exit__(self, *exc: object) -> None:
-        if self._wav is not None:
-            with contextlib.suppress(Exception):
-                self._wav.close()
-        for tmp in (self.tmp_wav, self.tmp_out, self.tmp_meta):
-            with contextlib.suppress(FileNotFoundError):
-                tmp.unlink()
+        for f in (self._wav, self._wav_file):
+            if f is not None:
+                with contextlib.suppress(Exception):
+                    f.close()
+        self._wav = self._wav_file = None
+        if self._dir is not None:
+            if self._tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._tmp, dir_fd=self._dir)
+                self._tmp = None
+            os.close(self._dir)
+            self._dir = None
+        self._scratch.close()
+
+
+def _locate(final: Path, root: OutputRoot | Path | None) -> tuple[OutputRoot, tuple[str, ...], str]:
+    """(pinned root, directories below it, file name) of the output."""
+    if root is None:
+        return OutputRoot.pin(final.parent), (), final.name
+    pinned = root if isinstance(root, OutputRoot) else OutputRoot.pin(root)
+    bases = [pinned.path]
+    if not isinstance(root, OutputRoot):  # the root as given, or as resolved
+        bases.insert(0, Path(os.path.abspath(os.path.expanduser(root))))
+    for base in bases:
+        if final.is_relative_to(base) and final != base:
+            rel = final.relative_to(base).parts
+            return pinned, rel[:-1], rel[-1]
+    raise BadInput(f"output {final} is not under the output root {pinned.path}")

@@ -21,7 +21,7 @@ from .context import JobContext, StopRequested
 from .documents import Document
 from .errors import BadInput
 from .ffmpeg import ffmpeg_exe
-from .outputs import output_path
+from .outputs import OutputRoot, output_path
 from .plan import Plan, make_plan
 from .progress import Progress, save_meta
 from .result import ChapterMark, JobResult, Timings
@@ -53,7 +53,8 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
     _begin_attempt(ctx)
     _keep_inputs(job, spec)
     doc = store.get_document(job.connection, spec.document)
-    final = output_path(ctx.settings.output_dir, spec.output)
+    root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
+    final = output_path(root.path, spec.output)
     t0 = time.monotonic()
     engine = ctx.engine_for(spec.model, spec.quant)
     t_loaded = time.monotonic()
@@ -67,7 +68,7 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
         voice = engine.voice(job.connection, spec.voice)
         cache, encoder_runs = ("hit" if voice.cache_hit else "miss"), voice.encoder_runs
         first_audio = _synthesize(ctx, engine, voice, plan, todo, checkpoints, progress)
-    book = _stitch(ctx, spec, doc, plan, checkpoints, final)
+    book = _stitch(ctx, spec, doc, plan, checkpoints, root, final)
     checkpoints.discard(plan.keys)
     progress.save()
     _keep_inputs(job, spec)
@@ -172,12 +173,16 @@ class Stitched:
     retried: list[int]
 
 
-def _stitch(ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore, final) -> Stitched:
-    """Stream every sentence's checkpoint and the pauses into the output file (atomically)."""
+def _stitch(
+    ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore, root: OutputRoot, final
+) -> Stitched:
+    """Stream every sentence's checkpoint and the pauses into the output file (confined to the
+    output root, written atomically)."""
     from .stitch import BookWriter, int16_segment  # pydub: loaded on workers only
 
     frames, runaways, retried = [], [], []
-    with BookWriter(final, ffmpeg_exe(ctx.settings.ffmpeg), title=doc.title) as book:
+    ffmpeg = ffmpeg_exe(ctx.settings.ffmpeg)
+    with BookWriter(final, ffmpeg, title=doc.title, root=root, workdir=ctx.settings.home / "stitch") as book:
         for s in plan.sentences:
             if s.index in plan.chapter_at:
                 book.mark_chapter(plan.chapter_at[s.index])
