@@ -15,6 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
+from narrate.jobs import scratch
 from narrate.jobs.checkpoints import CheckpointStore
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
@@ -46,6 +47,7 @@ def run_worker(
         die_with_parent()
         rt.beat("idle")
     CheckpointStore(settings.home / "checkpoints").sweep_temp()
+    scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
     with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
         worker = make_worker(conn.redis, [queue_name or settings.queue], settings, rt.make_context)
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
