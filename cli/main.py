@@ -30,6 +30,9 @@ max_frames_option = click.option(
     default=None,
     help="Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default 2048).",
 )
+overwrite_option = click.option(
+    "--overwrite", is_flag=True, help="Replace a file at the output path that narrate did not write."
+)
 voice_option = click.option(
     "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )
@@ -62,15 +65,18 @@ def main() -> None:
 @seed_option
 @max_frames_option
 @click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
+@overwrite_option
 @click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def submit(document, voice, model, quant, seed, max_frames, output, wait, as_json) -> None:
+def submit(document, voice, model, quant, seed, max_frames, output, overwrite, wait, as_json) -> None:
     """Validate DOCUMENT and the voice, enqueue one narration job, print its id."""
     settings = _settings(seed=seed, max_frames=max_frames)
     try:
-        req = api.prepare(settings, document, voice, output=output, model=model, quant=quant)
+        req = api.prepare(settings, document, voice, output=output, model=model, quant=quant, overwrite=overwrite)
         with Connection(settings) as conn:
             sub = api.submit(settings, conn.redis, req)
+            if sub.note:
+                click.echo(f"note: {sub.note}", err=True)
             if sub.duplicate and not as_json:
                 note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed"}
                 click.echo(f"identical job {sub.job.id} {note[sub.duplicate]}", err=True)
@@ -141,6 +147,8 @@ def status(job_id, as_json) -> None:
     click.echo(f"{st['id']}: {st['status']} ({p.get('done', 0)}/{p.get('total', 0)} sentences)")
     if st.get("output"):
         click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
+    if st.get("output_replaced_by"):
+        click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
     if st.get("error"):
         click.echo(f"error: {st['error']}")
 
@@ -185,8 +193,9 @@ def worker(burst, queue_name, quiet) -> None:
 @seed_option
 @max_frames_option
 @click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
+@overwrite_option
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-def run(document, voice, model, quant, seed, max_frames, output, as_json) -> None:
+def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_json) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
 
@@ -197,7 +206,7 @@ def run(document, voice, model, quant, seed, max_frames, output, as_json) -> Non
     out = out.expanduser().absolute()
     settings = _settings(output_dir=out.parent, seed=seed, max_frames=max_frames)
     try:
-        req = api.prepare(settings, document, voice, output=out, model=model, quant=quant)
+        req = api.prepare(settings, document, voice, output=out, model=model, quant=quant, overwrite=overwrite)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

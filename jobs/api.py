@@ -11,10 +11,10 @@ import redis
 from rq import Queue, Retry
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
-from rq.serializers import JSONSerializer
 
-from . import store
+from . import ownership, store
 from .documents import Document, read_document
+from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front, resume
 from .outputs import relative_output
@@ -36,6 +36,7 @@ class Request:
     output: str  # relative to the output root
     model: str | None
     quant: str | None
+    overwrite: bool = False  # replace a file at the output path that narrate did not write
 
 
 def prepare(
@@ -45,6 +46,7 @@ def prepare(
     output: str | Path | None = None,
     model: str | None = None,
     quant: str | None = None,
+    overwrite: bool = False,
 ) -> Request:
     """Validate every input before anything is stored or enqueued (raises BadInput)."""
     check_quant(quant)
@@ -53,13 +55,14 @@ def prepare(
         output = Path.cwd() / f"{Path(document).stem}.mp3"
     rel = relative_output(settings.output_dir, output)
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
-    return Request(document=doc, voice=v, output=rel, model=model, quant=quant)
+    return Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite)
 
 
 @dataclass(frozen=True)
 class Submitted:
     job: Job
     duplicate: str | None = None  # None, or what the identical earlier submission was: queued, done, resumed
+    note: str | None = None  # e.g. "replaces book.m4b written by job X"
 
 
 def job_id_for(spec: JobSpec, queue_name: str) -> str:
@@ -70,8 +73,10 @@ def job_id_for(spec: JobSpec, queue_name: str) -> str:
 
 def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
     """Enqueue one job, or find the identical one submitted before (atomically, even when two
-    processes submit at once): queued/started -> that job; finished with its output in place ->
-    that job; failed or stopped -> requeued (it resumes from its checkpoints)."""
+    processes submit at once): queued/started -> that job; finished with its own output in place ->
+    that job; failed or stopped -> requeued (it resumes from its checkpoints). The output path is
+    claimed first (jobs.ownership): another pending job's path, or a file narrate did not write, is
+    refused."""
     queue_name = queue_name or settings.queue
     sentences = req.document.sentences
     budgets = [frame_budget(s, settings.max_frames) for s in sentences]
@@ -89,23 +94,42 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
         max_frames=settings.max_frames,
         sentence_pause_ms=settings.sentence_pause_ms,
         paragraph_pause_ms=settings.paragraph_pause_ms,
+        overwrite=req.overwrite,
     )
     job_id = job_id_for(spec, queue_name)
+    final = settings.output_dir.expanduser().resolve() / spec.output  # as this host sees the output root
     q = queue(r, queue_name)
+    earlier = _finished(r, job_id)
+    if earlier is not None:
+        if _own_output_in_place(r, earlier, final):
+            return Submitted(earlier, "done")
+        earlier.delete()  # its output is gone or is not its own any more: narrate it again
+    note = ownership.claim(r, spec.output, job_id, final, req.overwrite)
     try:
-        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings))
+        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings), note=note)
     except DuplicateJobError:
         pass
-    job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-    state = job.get_status(refresh=False)
-    if state == JobStatus.FINISHED:
-        if (settings.output_dir.expanduser() / spec.output).exists():  # as this host sees the output root
-            return Submitted(job, "done")
-        job.delete()  # its output is gone: narrate it again
-        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings))
-    if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-        return Submitted(requeue_front(r, job, "resume"), "resumed")
-    return Submitted(job, "queued")
+    job = fetch(r, job_id)
+    if job.get_status(refresh=False) in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        return Submitted(requeue_front(r, job, "resume"), "resumed", note)
+    return Submitted(job, "queued", note)
+
+
+def _finished(r: redis.Redis, job_id: str) -> Job | None:
+    try:
+        job = fetch(r, job_id)
+    except JobNotFound:
+        return None
+    return job if job.get_status(refresh=False) == JobStatus.FINISHED else None
+
+
+def _own_output_in_place(r: redis.Redis, job: Job, final: Path) -> bool:
+    """The finished job's output is there and is what the job wrote (not replaced or edited)."""
+    result = job.return_value(refresh=True) or {}
+    want = result.get("output_sha256")
+    if not want or not final.is_file() or ownership.replaced_by(r, result.get("output_relative", ""), job.id):
+        return False
+    return ownership.sha256_file(final) == want
 
 
 def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, timeout: int, settings: Settings) -> Job:
@@ -148,6 +172,9 @@ def status(r: redis.Redis, job_id: str) -> dict:
             duration_seconds=result.get("duration_seconds"),
             result=result,
         )
+        replaced = ownership.replaced_by(r, result.get("output_relative", ""), job.id)
+        if replaced:
+            out["output_replaced_by"] = replaced  # a later job wrote the same output path
     if state is not None and state.value == "failed":
         out["error"] = meta.get("error") or _last_line(job)
     return out

@@ -23,6 +23,7 @@ class ChapterMark:
 class JobResult:
     output: str  # absolute path on the worker host
     output_relative: str  # path under the output root, as submitted
+    output_sha256: str  # of the file as written: "already done" and "replaced" compare it
     duration_seconds: float
     samples: int  # at 24 kHz
     sentences: int

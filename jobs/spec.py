@@ -23,6 +23,7 @@ class JobSpec:
     max_frames: int = 2048
     sentence_pause_ms: int = 250
     paragraph_pause_ms: int = 750
+    overwrite: bool = False  # may replace a file at the output path that narrate did not write
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from rq.job import Job
 
-from . import store
+from . import ownership, store
 from .checkpoints import CheckpointStore
 from .context import JobContext, StopRequested
 from .documents import Document
@@ -77,6 +77,7 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
     return JobResult(
         output=str(final),
         output_relative=spec.output,
+        output_sha256=book.sha256,
         duration_seconds=duration,
         samples=book.samples,
         sentences=len(plan.sentences),
@@ -167,6 +168,7 @@ def _synthesize(
 @dataclass(frozen=True)
 class Stitched:
     samples: int
+    sha256: str
     chapters: list[ChapterMark]
     frames: list[int]
     runaways: list[int]
@@ -196,6 +198,9 @@ def _stitch(
                 runaways.append(s.index)
             if cp.attempts > 1:
                 retried.append(s.index)
+        ownership.check_before_write(ctx.job.connection, spec.output, ctx.job.id, final, spec.overwrite)
         book.finish()
+        sha = ownership.sha256_file(final)
+        ownership.record_written(ctx.job.connection, spec.output, ctx.job.id, sha)
         chapters = [ChapterMark(t, a / SAMPLE_RATE) for a, _, t in book.chapter_spans()]
-        return Stitched(book.samples, chapters, frames, runaways, retried)
+        return Stitched(book.samples, sha, chapters, frames, runaways, retried)
