@@ -59,7 +59,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     quant: str | None = None  # None: 6bit for hub ids on Apple silicon, bf16 elsewhere
     max_frames: int = 2048  # cap on codec frames per sentence (2048 frames = 164 s)
-    batch_size: int | None = None  # None: chosen from the device (see narrate.worker.engine)
+    batch_size: int | None = None  # None: chosen from the device (see narrate.worker.mlx_engine)
     runaway_retries: int = 1  # re-synthesize a sentence that never reached EOS, with a new seed
     queue: str = DEFAULT_QUEUE
     lock_path: Path = field(default_factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock")

@@ -56,10 +56,10 @@ def save_meta(job) -> None:
 
 def _narrate(job, spec: JobSpec) -> dict:
     # The MLX side is imported only here, on the worker, never by submitting clients.
-    from narrate.worker.engine import Sentence
     from narrate.worker.runtime import get_runtime
 
     from .stitch import BookWriter, int16_segment
+    from .synthesis import Sentence
 
     rt = get_runtime()
     settings = rt.settings
@@ -82,13 +82,13 @@ def _narrate(job, spec: JobSpec) -> dict:
     t_loaded = time.monotonic()
     segments = CheckpointStore(settings.home / "checkpoints")
     keys = [checkpoint_key(s.text, spec.voice, engine.model_key, engine.quant, s.seed, s.budget) for s in sentences]
-    todo = [s for s in sentences if not segments.has(keys[s.index])]
+    todo = [s for s in sentences if not segments.verify(keys[s.index])]  # body checksums too
     progress = Progress(job, len(sentences), done=len(sentences) - len(todo), save=save_meta)
     progress.save()
     cache, encoder_runs, first_audio_s = "unused", 0, None
     if todo:
-        embedding, hit, encoder_runs = engine.voice(r, spec.voice)
-        cache = "hit" if hit else "miss"
+        embedding = engine.voice(r, spec.voice)
+        cache, encoder_runs = ("hit" if embedding.cache_hit else "miss"), embedding.encoder_runs
 
         def on_batch(indices: list[int]) -> None:
             """Called between batches: every earlier sentence is checkpointed by now."""

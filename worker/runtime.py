@@ -24,16 +24,16 @@ class Runtime:
 
     def engine(self, model: str | None, quant: str | None):
         if self.settings.engine == "fake":
-            from .fake_engine import FakeEngine
+            from .testkit.fake_engine import FakeEngine
 
             return FakeEngine(self.settings.batch_size)
-        from .engine import Engine
+        from .mlx_engine import MlxEngine
         from .models import ModelCache
 
         if self._models is None:
-            self._models = ModelCache()
+            self._models = ModelCache(hashes=self.settings.home / "weights-hashes.json")
         loaded = self._models.get(model or self.settings.model, quant or self.settings.quant)
-        return Engine(loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries)
+        return MlxEngine(loaded, batch_size=self.settings.batch_size, runaway_retries=self.settings.runaway_retries)
 
     def beat(self, state: str = "busy") -> None:
         """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""
