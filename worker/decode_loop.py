@@ -21,7 +21,7 @@ import numpy as np
 from narrate.jobs.synthesis import Chunk
 
 from .mlx_compat import xvector_rows
-from .sampling import options, sample_rows
+from .sampling import UINT32, options, sample_rows
 
 # The piecewise codec decode: a row's frames are turned into audio in pieces as they arrive;
 # each piece is decoded with up to DECODE_CONTEXT earlier frames in front (the codec decoder is
@@ -86,7 +86,7 @@ def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx
     embed_codes = model.talker.get_input_embeddings()
     vocab = config.vocab_size
     suppress = suppressed_tokens(vocab, eos)
-    seeds = mx.array([r.seed & 0xFFFFFFFF for r in rows], dtype=mx.uint32)
+    seeds = mx.array([r.seed & UINT32 for r in rows], dtype=mx.uint32)
     budgets = mx.array([r.budget for r in rows])
     history = mx.full((n, HISTORY), vocab, dtype=mx.int32)  # recent first-codebook tokens; vocab = none
     no_recent = mx.zeros((n, vocab + 1), dtype=mx.bool_)
