@@ -1,6 +1,7 @@
 """Sentence checkpoints: each finished sentence's audio is written atomically to a file named by
 the hash of everything that determines it (text, voice, model, quantization, seed, budget), so
-a retried, requeued or resubmitted job redoes only what is missing."""
+a retried, requeued or resubmitted job redoes only what is missing. The body's checksum is kept
+in the header: a damaged checkpoint counts as missing and is redone, never stitched in."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-MAGIC = b"NRS1\n"
+# Format: MAGIC, a JSON header line, then the body (int16 little-endian samples). The header
+# holds the sha256 of the body, so a damaged body is found and the sentence synthesized again.
+# Files in the first format (NRS1, no checksum) count as missing.
+MAGIC = b"NRS2\n"
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,19 @@ class Checkpoint:
 def checkpoint_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
     blob = json.dumps([text, voice, model, quant, seed, budget], ensure_ascii=False).encode()
     return hashlib.sha256(blob).hexdigest()
+
+
+def _header(head: bytes) -> dict | None:
+    """The header of a checkpoint from its first bytes (MAGIC + JSON line), or None."""
+    if not head.startswith(MAGIC):
+        return None
+    try:
+        meta = json.loads(head[len(MAGIC) :])
+    except ValueError:
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("samples"), int) or "sha256" not in meta:
+        return None
+    return meta
 
 
 class CheckpointStore:
@@ -46,13 +63,12 @@ class CheckpointStore:
             size = path.stat().st_size
         except OSError:
             return False
-        if not head.startswith(MAGIC):
-            return False
-        try:
-            meta = json.loads(head[len(MAGIC) :])
-        except ValueError:
-            return False
-        return size == len(head) + 2 * int(meta.get("samples", -1))
+        meta = _header(head)
+        return meta is not None and size == len(head) + 2 * meta["samples"]
+
+    def verify(self, key: str) -> bool:
+        """A complete, undamaged checkpoint exists: the body is read and its checksum checked."""
+        return self.load(key) is not None
 
     def load(self, key: str) -> Checkpoint | None:
         """The checkpoint, or None if it is missing or damaged (a damaged one is redone)."""
@@ -60,14 +76,12 @@ class CheckpointStore:
             raw = self.path(key).read_bytes()
         except OSError:
             return None
-        if not raw.startswith(MAGIC):
+        first = raw.find(b"\n", len(MAGIC))
+        if first < 0:
             return None
-        head, sep, body = raw[len(MAGIC) :].partition(b"\n")
-        try:
-            meta = json.loads(head)
-        except ValueError:
-            return None
-        if not sep or len(body) != 2 * meta.get("samples", -1):
+        meta = _header(raw[: first + 1])
+        body = raw[first + 1 :]
+        if meta is None or len(body) != 2 * meta["samples"] or hashlib.sha256(body).hexdigest() != meta["sha256"]:
             return None
         pcm = np.frombuffer(body, dtype="<i2")
         return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
@@ -75,14 +89,21 @@ class CheckpointStore:
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, attempts: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
         ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        meta = {"samples": int(ints.size), "frames": frames, "runaway": runaway, "attempts": attempts}
+        body = ints.tobytes()
+        meta = {
+            "samples": int(ints.size),
+            "frames": frames,
+            "runaway": runaway,
+            "attempts": attempts,
+            "sha256": hashlib.sha256(body).hexdigest(),
+        }
         final = self.path(key)
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{key[:16]}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + json.dumps(meta).encode() + b"\n")
-                f.write(ints.tobytes())
+                f.write(body)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, final)

@@ -26,8 +26,9 @@ class Plan:
     keys: list[str]  # checkpoint key of each sentence
 
     def missing(self, checkpoints: CheckpointStore) -> list[Sentence]:
-        """Sentences without a complete checkpoint: what this attempt has to synthesize."""
-        return [s for s in self.sentences if not checkpoints.has(self.keys[s.index])]
+        """Sentences without a complete, intact checkpoint (body checksum verified): what this attempt
+        has to synthesize."""
+        return [s for s in self.sentences if not checkpoints.verify(self.keys[s.index])]
 
     def pause_after_ms(self, index: int, spec: JobSpec) -> int:
         if index == len(self.sentences) - 1:

@@ -1,6 +1,7 @@
 """What a job asks of a synthesis engine, without importing one: the sentence it hands over, the
-audio chunks it gets back, and the ``Engine`` protocol that the MLX engine (narrate.worker) and
-the fake engine used by fault tests both implement. Nothing here imports mlx."""
+audio chunks it gets back, and the ``Engine`` protocol that the MLX engine
+(narrate.worker.mlx_engine) and the fake engine used by fault tests
+(narrate.worker.testkit.fake_engine) both implement. Nothing here imports mlx."""
 
 from __future__ import annotations
 

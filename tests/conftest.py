@@ -48,7 +48,7 @@ def session_dir():
 
 @pytest.fixture(scope="session")
 def checkpoint(session_dir) -> Path:
-    from narrate.worker.random_checkpoint import write_checkpoint
+    from narrate.worker.testkit.random_checkpoint import write_checkpoint
 
     return write_checkpoint(session_dir / "tiny-ckpt", size="tiny", dtype="bfloat16", seed=0)
 

@@ -49,16 +49,16 @@ class DtypeProbe:
                 self.seen["logits"].add(_name(logits.dtype))
             return sample_batch(logits, *a, **k)
 
-        from narrate.worker import batching  # narrate's batched path samples on its own
+        from narrate.worker import decode_loop  # narrate's batched path samples on its own
 
-        sample_rows = self._sample_rows = batching.sample_rows
+        sample_rows = self._sample_rows = decode_loop.sample_rows
 
         def probed_sample_rows(logits, *a, suppress=None, **k):
             if suppress is not None:
                 self.seen["logits"].add(_name(logits.dtype))
             return sample_rows(logits, *a, suppress=suppress, **k)
 
-        batching.sample_rows = probed_sample_rows
+        decode_loop.sample_rows = probed_sample_rows
         talker.make_cache = make_cache
         predictor.make_cache = make_code_cache
         model._prepare_generation_inputs = prepare_inputs
@@ -80,9 +80,9 @@ class DtypeProbe:
         return out
 
     def remove(self) -> None:
-        from narrate.worker import batching
+        from narrate.worker import decode_loop
 
-        batching.sample_rows = self._sample_rows
+        decode_loop.sample_rows = self._sample_rows
         for obj, name in ((self.model.talker, "make_cache"), (self.model.talker.code_predictor, "make_cache"),
                           (self.model, "_prepare_generation_inputs"), (self.model, "_sample_token"),
                           (self.model, "_sample_token_batch")):  # fmt: skip

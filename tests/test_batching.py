@@ -1,14 +1,18 @@
-"""Batched x-vector synthesis: same audio alone or in any batch, rows stop at their own EOS or
-budget, runaways are retried once with a new seed, and a change in mlx-audio's internals fails
-loudly."""
+"""Batched x-vector synthesis (mlx_engine, decode_loop, sampling, mlx_compat): same audio alone or
+in any batch, rows stop at their own EOS or budget, runaways are retried once with a new seed,
+and a change in any mlx-audio internal narrate uses fails loudly."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import mlx.core as mx
 import numpy as np
 import pytest
-from narrate.worker import batching
-from narrate.worker.engine import Engine, Sentence, batches, retry_seed
+from narrate.jobs.synthesis import Sentence
+from narrate.worker import decode_loop, mlx_compat
+from narrate.worker.mlx_engine import MlxEngine, batches, retry_seed
 from narrate.worker.models import load, resolve
 
 TEXTS = [
@@ -52,20 +56,62 @@ def collect(engine, ss, emb, size) -> dict[int, tuple[np.ndarray, int, bool, int
     return out
 
 
-def test_mlx_audio_internals_are_there():
-    batching.check_internals()
+def test_mlx_audio_internals_are_there(loaded):
+    mlx_compat.check_internals(loaded.model)
 
 
 def test_changed_internals_fail_loudly(monkeypatch):
     from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
 
     monkeypatch.delattr(Model, "_next_batch_input_embeds")
-    with pytest.raises(batching.InternalsChanged, match="_next_batch_input_embeds is missing"):
-        batching.check_internals()
+    with pytest.raises(mlx_compat.InternalsChanged, match="_next_batch_input_embeds is missing"):
+        mlx_compat.check_internals()
+
+
+def test_a_renamed_keyword_fails_loudly(monkeypatch):
+    from mlx_audio.tts.models.qwen3_tts.talker import Qwen3TTSTalkerCodePredictor
+
+    def renamed(self, inputs_embeds, position_ids=None, mask=None, cache=None, step=0): ...
+
+    monkeypatch.setattr(Qwen3TTSTalkerCodePredictor, "__call__", renamed)
+    with pytest.raises(
+        mlx_compat.InternalsChanged, match=r"Qwen3TTSTalkerCodePredictor.__call__ lacks \['generation_step'\]"
+    ):
+        mlx_compat.check_internals()
+
+
+def test_a_dropped_config_field_fails_loudly(monkeypatch):
+    from mlx_audio.tts.models.qwen3_tts.config import Qwen3TTSTalkerConfig
+
+    fields = {k: v for k, v in Qwen3TTSTalkerConfig.__dataclass_fields__.items() if k != "codec_eos_token_id"}
+    monkeypatch.setattr(Qwen3TTSTalkerConfig, "__dataclass_fields__", fields)
+    with pytest.raises(mlx_compat.InternalsChanged, match=r"Qwen3TTSTalkerConfig lacks \['codec_eos_token_id'\]"):
+        mlx_compat.check_internals()
+
+
+@pytest.mark.parametrize(
+    ("where", "attr"),
+    [("", "generate_config"), ("speech_tokenizer", "decode_upsample_rate"), ("kv", "offset")],
+)
+def test_a_missing_model_attribute_fails_loudly(loaded, monkeypatch, where, attr):
+    """Attributes of a loaded model, including the KV cache fields the decode loop resets."""
+    model = loaded.model
+    if where == "kv":
+
+        class NoOffset:
+            keys = values = None
+
+        monkeypatch.setattr(model.talker.code_predictor, "make_cache", lambda: [NoOffset()])
+    else:
+        owner = getattr(model, where) if where else model
+        monkeypatch.delattr(owner, attr)
+    with pytest.raises(mlx_compat.InternalsChanged, match=rf"lacks \['{attr}'\]"):
+        mlx_compat.check_internals(model)
+    mlx_compat.check_internals()  # the class-level checks alone cannot see it
 
 
 def test_same_audio_alone_or_in_any_batch(loaded, embedding):
-    engine = Engine(loaded, runaway_retries=0)
+    engine = MlxEngine(loaded, runaway_retries=0)
     alone = {}
     for s in sentences():
         alone.update(collect(engine, [s], embedding, 1))
@@ -80,7 +126,7 @@ def test_same_audio_alone_or_in_any_batch(loaded, embedding):
 
 def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
     eos = loaded.model.config.talker_config.codec_eos_token_id
-    real = batching.sample_rows
+    real = decode_loop.sample_rows
     target_seed = sentences()[1].seed
 
     def eos_for_row_1_at_step_3(logits, seeds, step, stream, opts, *a, **k):
@@ -89,8 +135,8 @@ def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
             tokens = mx.where(seeds == target_seed, mx.array(eos, dtype=tokens.dtype), tokens)
         return tokens
 
-    monkeypatch.setattr(batching, "sample_rows", eos_for_row_1_at_step_3)
-    engine = Engine(loaded, runaway_retries=1)
+    monkeypatch.setattr(decode_loop, "sample_rows", eos_for_row_1_at_step_3)
+    engine = MlxEngine(loaded, runaway_retries=1)
     out = collect(engine, sentences(), embedding, 5)
     pcm, frames, runaway, attempts = out[1]
     assert (frames, runaway, attempts) == (3, False, 1) and pcm.size == 3 * 1920
@@ -99,9 +145,9 @@ def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
 
 def test_runaway_is_retried_once_with_a_new_seed(loaded, embedding):
     ss = sentences(budget=5)[:2]
-    retried = collect(Engine(loaded, runaway_retries=1), ss, embedding, 2)
+    retried = collect(MlxEngine(loaded, runaway_retries=1), ss, embedding, 2)
     reseeded = [Sentence(s.index, s.text, retry_seed(s.seed, 1), s.budget) for s in ss]
-    direct = collect(Engine(loaded, runaway_retries=0), reseeded, embedding, 2)
+    direct = collect(MlxEngine(loaded, runaway_retries=0), reseeded, embedding, 2)
     for i in (0, 1):
         assert retried[i][2:] == (True, 2)  # still a runaway (random weights), after 2 attempts
         np.testing.assert_array_equal(retried[i][0], direct[i][0])
@@ -115,3 +161,14 @@ def test_batches_group_by_length_within_reading_order_windows():
         assert max(s.index for s in g) // 16 == min(s.index for s in g) // 16
     first_window = [s for g in groups[:4] for s in g]
     assert [len(s.text) for s in first_window] == sorted(len(s.text) for s in first_window)
+
+
+def test_fake_engine_implements_the_protocol_without_mlx():
+    code = (
+        "import sys; from narrate.worker.testkit.fake_engine import FakeEngine; "
+        "from narrate.jobs.synthesis import Sentence; e = FakeEngine(2); v = e.voice(None, 'x'); "
+        "cs = list(e.synthesize([Sentence(0, 'Hi there.', 1, 5)], v)); "
+        "assert cs[-1].final and not v.encoder_runs; "
+        "assert not [m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_audio')], 'mlx imported'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -10,9 +10,10 @@ from narrate.jobs import store
 from narrate.jobs.connection import Connection
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.settings import Settings
+from narrate.jobs.synthesis import Sentence
 from narrate.jobs.voices import read_voice
 from narrate.worker import voice_cache
-from narrate.worker.engine import Engine, Sentence
+from narrate.worker.mlx_engine import MlxEngine
 from narrate.worker.models import load, resolve
 
 SENTENCES = [Sentence(0, "Hello there, this is a test.", 1, 6), Sentence(1, "A second one.", 2, 6)]
@@ -32,7 +33,7 @@ def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
         with Connection(settings) as conn:
             store.put_voice(conn.redis, voice.sha256, voice.wav)
             emb, _ = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
-            engine = Engine(loaded)
+            engine = MlxEngine(loaded)
             chunks = engine.sequential(SENTENCES, emb) if path == "sequential" else engine.batched(SENTENCES, emb, 2)
             for _chunk in chunks:
                 probe.check_live()

@@ -25,8 +25,9 @@ from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
+from narrate.jobs.synthesis import Chunk, Sentence
 
-from .engine import STREAM_INTERVAL_S, Chunk, Engine, Sentence
+from .mlx_engine import STREAM_INTERVAL_S, MlxEngine
 from .models import LoadedModel, SpeakerEncoderRuns, load, resolve
 
 SAMPLE_RATE = 24_000
@@ -117,19 +118,19 @@ class Bench:
         return [Sentence(i, t, 1000 + i, frames or self.frames) for i, t in enumerate(texts or self.sentences)]
 
     def sequential(self, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        chunks: Iterator[Chunk] = Engine(self.loaded).sequential(self._sentences(frames, texts), self._voice())
+        chunks: Iterator[Chunk] = MlxEngine(self.loaded).sequential(self._sentences(frames, texts), self._voice())
         for c in chunks:
             yield c.frames
 
     def batched(self, size: int, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        engine = Engine(self.loaded, batch_size=size, runaway_retries=0)
+        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0)
         for c in engine.batched(self._sentences(frames, texts), self._voice(), size):
             yield c.frames
 
 
 def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print) -> Path:
     """A random-weight checkpoint of `size` under `home`, written once and reused."""
-    from .random_checkpoint import write_checkpoint
+    from .testkit.random_checkpoint import write_checkpoint
 
     path = home / f"bench-checkpoint-{size}"
     if not (path / "model.safetensors").exists():

@@ -14,7 +14,6 @@ Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the devic
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import logging
 import re
@@ -25,6 +24,8 @@ from pathlib import Path
 import mlx.core as mx
 import mlx.nn as nn
 from narrate.jobs.errors import BadInput
+
+from .model_key import HashMemo, model_key
 
 log = logging.getLogger("narrate.worker")
 
@@ -76,7 +77,7 @@ def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolve
 class LoadedModel:
     model: nn.Module
     resolved: Resolved
-    key: str  # identity of the weights, for the voice-embedding cache
+    key: str  # identity of the weights (see model_key.py): keys voice embeddings and checkpoints
 
     @property
     def talker_dtype(self) -> mx.Dtype:
@@ -126,16 +127,6 @@ def quantize(model: nn.Module, bits: int) -> int:
     return count
 
 
-def weights_key(resolved: Resolved) -> str:
-    if not resolved.local:
-        return resolved.source
-    root = Path(resolved.source)
-    h = hashlib.sha256((root / "config.json").read_bytes())
-    for f in sorted(root.glob("*.safetensors")):
-        h.update(f"{f.name}:{f.stat().st_size}".encode())
-    return f"local-{h.hexdigest()[:24]}"
-
-
 @contextlib.contextmanager
 def _quiet_loader():
     """mlx-audio prints loader chatter and transformers warns about the config class: hide both."""
@@ -150,7 +141,8 @@ def _quiet_loader():
         hf_logging.set_verbosity(level)
 
 
-def load(resolved: Resolved) -> LoadedModel:
+def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
+    """Load (and quantize) a resolved model; `hashes` remembers a local checkpoint's file hashes."""
     from mlx_audio.tts.utils import load_model
 
     if resolved.local and not (Path(resolved.source) / "config.json").exists():
@@ -172,23 +164,28 @@ def load(resolved: Resolved) -> LoadedModel:
         log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
     mx.eval(model.parameters())
     _count_speaker_encoder(model)
-    return LoadedModel(model=model, resolved=resolved, key=weights_key(resolved))
+    return LoadedModel(model=model, resolved=resolved, key=model_key(resolved, hashes))
 
 
 class ModelCache:
-    """Loaded models stay warm across jobs, keyed by (source, quant); the oldest is dropped."""
+    """Loaded models stay warm across jobs, keyed by (source, quant); the oldest is dropped. A
+    warm local checkpoint whose files changed on disk since it was loaded is loaded again.
+    `hashes`: the JSON file that remembers local checkpoints' file hashes across processes."""
 
-    def __init__(self, capacity: int = 2):
+    def __init__(self, capacity: int = 2, hashes: Path | None = None):
         self.capacity = capacity
+        self.hashes = HashMemo(hashes)
         self._models: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
 
     def get(self, model: str, quant: str | None) -> LoadedModel:
         resolved = resolve(model, quant)
         key = (resolved.source, resolved.quant)
-        if key in self._models:
+        warm = self._models.get(key)
+        if warm is not None and (not resolved.local or warm.key == model_key(resolved, self.hashes)):
             self._models.move_to_end(key)
-            return self._models[key]
-        loaded = load(resolved)
+            return warm
+        self._models.pop(key, None)
+        loaded = load(resolved, self.hashes)
         self._models[key] = loaded
         while len(self._models) > self.capacity:
             self._models.popitem(last=False)

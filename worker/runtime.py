@@ -34,7 +34,7 @@ class WorkerRuntime:
         from .models import ModelCache
 
         if self._models is None:
-            self._models = ModelCache(capacity=s.model_cache_size, memo=s.home / "weights-hashes.json")
+            self._models = ModelCache(capacity=s.model_cache_size, hashes=s.home / "weights-hashes.json")
         loaded = self._models.get(model or s.model, quant or s.quant)
         return MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
 

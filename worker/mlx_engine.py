@@ -1,80 +1,64 @@
-"""Synthesis: sentences in, streamed audio chunks out, with an injected (cached) voice embedding.
+"""The MLX synthesis engine: sentences in, streamed audio chunks out, in one injected (cached)
+voice. It implements narrate.jobs.synthesis.Engine.
 
-Two paths, both with the voice embedding injected by shadowing ``extract_speaker_embedding`` on
-the model instance (so the speaker encoder never runs here) and a per-sentence frame budget:
+Two paths, both with the voice embedding injected (mlx_compat.injected_voice: the speaker
+encoder never runs here) and a per-sentence frame budget:
 
+- ``batched`` (the job path): narrate's x-vector batching (decode_loop.py), sentences grouped by
+  length within a reading-order window, each row with its own seed and budget; a runaway is
+  synthesized again with a new seed;
 - ``sequential``: mlx-audio's own ``Model.generate`` (x-vector cloning, stream=True), one
-  sentence at a time, seeded per sentence;
-- ``batched`` (the default for jobs): narrate's x-vector batching (see batching.py), sentences
-  grouped by length within a reading-order window, each row with its own seed and budget.
+  sentence at a time, seeded per sentence (used by the benchmark and the dtype tests).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
+from narrate.jobs.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
 
-from .batching import Row, check_internals, generate_batch, shadow
-from .models import LoadedModel
+from .decode_loop import Row, generate_batch
+from .mlx_compat import check_internals, injected_voice, placeholder_reference
+from .models import LoadedModel, SpeakerEncoderRuns
 
 # Sentences are reordered by length only within a window of this many batches, so the writer
 # never holds more than a window's audio while it waits for the next sentence in reading order.
 WINDOW_BATCHES = 4
+STREAM_INTERVAL_S = 0.32  # sequential path: 4 codec frames (12.5 a second) per streamed chunk
 
-OnBatch = Callable[[list[int]], None]
-STREAM_INTERVAL_S = 0.32  # 4 codec frames per streamed chunk
-_PLACEHOLDER_REF = None  # set lazily: an mx.array mlx-audio passes through untouched
-
-
-@dataclass(frozen=True)
-class Sentence:
-    index: int
-    text: str
-    seed: int
-    budget: int  # most codec frames this sentence may take
-
-
-@dataclass(frozen=True)
-class Chunk:
-    index: int  # the sentence this audio belongs to
-    pcm: np.ndarray  # float32 samples at 24 kHz
-    frames: int  # codec frames in this chunk
-    final: bool  # last chunk of the sentence
-    runaway: bool = False  # final chunk only: the sentence used its whole budget without EOS
-    attempts: int = 1  # final chunk only: 2 when a runaway was retried with a new seed
+# auto_batch_size: rows per batch by device (16 measured best on an H200; 32 compiles for
+# minutes), capped so the worst-case KV caches of a batch fit in a quarter of the device memory.
+GPU_BATCH = 16
+CPU_BATCH = 8
+KV_MEMORY_SHARE = 4  # the KV caches may take 1/KV_MEMORY_SHARE of the device memory
+KV_BYTES_PER_VALUE = 2  # bf16 keys and values
+# KV positions allowed per row beyond its frame budget: the prefill (chat framing, the speaker
+# embedding and the text of a sentence of at most 400 characters, about a hundred tokens) and
+# mlx-audio's KV cache growing in steps of 256 positions, roughly.
+KV_PREFILL_ALLOWANCE = 256
+# A runaway's retry seed: the seed moved by an odd 32-bit constant (2^32 / golden ratio) per
+# attempt, kept to 31 bits like every sentence seed.
+RETRY_SEED_STEP = 0x9E3779B9
+SEED_MASK = 0x7FFFFFFF
 
 
-def injected_voice(model, embedding: mx.array):
-    """Make the model's x-vector path use `embedding` instead of running the speaker encoder."""
-
-    def cached(audio, sr: int = 24000) -> mx.array:  # noqa: ARG001 - signature of the original
-        return embedding
-
-    return shadow(model, "extract_speaker_embedding", cached)
-
-
-def _placeholder() -> mx.array:
-    global _PLACEHOLDER_REF
-    if _PLACEHOLDER_REF is None:
-        _PLACEHOLDER_REF = mx.zeros((2400,), dtype=mx.float32)
-    return _PLACEHOLDER_REF
-
-
-def auto_batch_size(max_frames: int, talker_config) -> int:
-    """Rows per batch: 16 on a GPU (measured best on an H200; 32 compiles for minutes), 8 on a
-    CPU, fewer if the worst-case KV caches would not fit in a quarter of the device memory."""
-    wanted = 16 if mx.default_device().type == mx.gpu else 8
+def auto_batch_size(max_frames: int, talker_config: Any) -> int:
+    """Rows per batch: GPU_BATCH on a GPU, CPU_BATCH on a CPU, fewer if the worst-case KV
+    caches would not fit in 1/KV_MEMORY_SHARE of the device memory."""
+    wanted = GPU_BATCH if mx.default_device().type == mx.gpu else CPU_BATCH
     try:
         memory = int(mx.device_info().get("memory_size", 0))
     except Exception:  # noqa: BLE001 - older mlx: no device_info
         memory = 0
     if memory:
-        per_token = talker_config.num_hidden_layers * 2 * talker_config.num_key_value_heads * talker_config.head_dim * 2
-        per_row = per_token * (max_frames + 256)
-        wanted = max(1, min(wanted, memory // 4 // max(per_row, 1)))
+        c = talker_config
+        per_position = c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * KV_BYTES_PER_VALUE  # K and V
+        per_row = per_position * (max_frames + KV_PREFILL_ALLOWANCE)
+        wanted = max(1, min(wanted, memory // KV_MEMORY_SHARE // max(per_row, 1)))
     return wanted
 
 
@@ -89,10 +73,12 @@ def batches(sentences: Sequence[Sentence], size: int) -> list[list[Sentence]]:
 
 
 def retry_seed(seed: int, attempt: int) -> int:
-    return (seed + 0x9E3779B9 * attempt) & 0x7FFFFFFF
+    return (seed + RETRY_SEED_STEP * attempt) & SEED_MASK
 
 
-class Engine:
+class MlxEngine:
+    """A loaded Qwen3-TTS Base model as a narrate.jobs.synthesis.Engine."""
+
     def __init__(self, loaded: LoadedModel, batch_size: int | None = None, runaway_retries: int = 1):
         self.loaded = loaded
         self.batch_size = batch_size
@@ -110,31 +96,30 @@ class Engine:
     def quant(self) -> str:
         return self.loaded.resolved.quant
 
-    def voice(self, r, voice_sha: str) -> tuple[mx.array, bool, int]:
-        """(embedding, cache hit?, speaker-encoder runs) for a stored voice."""
-        from .models import SpeakerEncoderRuns
+    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
+        """The stored voice's embedding in the talker's dtype, from the Redis cache if there."""
         from .voice_cache import voice_embedding
 
         before = SpeakerEncoderRuns.count
         embedding, hit = voice_embedding(r, self.loaded, voice_sha)
-        return embedding, hit, SpeakerEncoderRuns.count - before
+        return VoiceEmbedding(embedding, hit, SpeakerEncoderRuns.count - before)
 
     def synthesize(
-        self, sentences: Sequence[Sentence], embedding: mx.array, on_batch: OnBatch | None = None
+        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
     ) -> Iterator[Chunk]:
         """The job path: batched x-vector synthesis (chunks may come out of reading order).
         `on_batch` is told the sentence indices of each batch before it starts."""
         size = self.batch_size
         if size is None:
             size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
-        return self.batched(sentences, embedding, size, on_batch)
+        return self.batched(sentences, voice.value, size, on_batch)
 
     def batched(
         self, sentences: Sequence[Sentence], embedding: mx.array, size: int, on_batch: OnBatch | None = None
     ) -> Iterator[Chunk]:
         """Batches of similar length; a runaway row (budget used, no EOS) is synthesized again
         with a new seed, up to `runaway_retries` times, right after its batch."""
-        check_internals()
+        check_internals(self.loaded.model)
         with injected_voice(self.loaded.model, embedding):
             for group in batches(sentences, size):
                 yield from self._group(group, attempt=0, on_batch=on_batch)
@@ -148,8 +133,8 @@ class Engine:
         retry: list[Sentence] = []
         held: dict[int, list[Chunk]] = {}
         can_retry = attempt < self.runaway_retries
-        for c in generate_batch(model, [s.text for s in group], rows, _placeholder()):
-            chunk = Chunk(c.index, c.pcm, c.frames, c.final, c.runaway, attempt + 1)
+        for c in generate_batch(model, [s.text for s in group], rows, placeholder_reference()):
+            chunk = dataclasses.replace(c, attempts=attempt + 1)
             if not can_retry:
                 yield chunk
                 continue
@@ -173,7 +158,7 @@ class Engine:
                 pending: Chunk | None = None
                 for r in model.generate(
                     text=s.text,
-                    ref_audio=_placeholder(),
+                    ref_audio=placeholder_reference(),
                     max_tokens=s.budget,
                     stream=True,
                     streaming_interval=STREAM_INTERVAL_S,

@@ -1,4 +1,5 @@
-"""A deterministic stand-in for the MLX engine, for fault tests only (NARRATE_ENGINE=fake).
+"""A deterministic stand-in for the MLX engine, for fault tests only (NARRATE_ENGINE=fake). It
+implements narrate.jobs.synthesis.Engine and imports no mlx.
 
 Each sentence becomes a tone whose pitch and length come from sha256(text), so a fault-free
 run gives byte-exact expected output. Controlled by environment variables:
@@ -14,12 +15,12 @@ import os
 import signal
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
+from narrate.jobs.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
 
-from .engine import Chunk, Sentence
-
-SAMPLES_PER_FRAME = 1920
+SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
 
 
 class FakeEngine:
@@ -30,10 +31,12 @@ class FakeEngine:
     def __init__(self, batch_size: int | None = None):
         self.batch_size = batch_size or 4
 
-    def voice(self, r, voice_sha: str) -> tuple[None, bool, int]:
-        return None, True, 0
+    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
+        return VoiceEmbedding(None, cache_hit=True, encoder_runs=0)
 
-    def synthesize(self, sentences: Sequence[Sentence], embedding: object, on_batch=None) -> Iterator[Chunk]:
+    def synthesize(
+        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
+    ) -> Iterator[Chunk]:
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
         log = os.environ.get("NARRATE_FAKE_LOG")
         for start in range(0, len(sentences), self.batch_size):

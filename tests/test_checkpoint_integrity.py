@@ -1,0 +1,90 @@
+"""Damaged sentence checkpoints are detected by their body checksum and synthesized again, never
+stitched into the book: unit tests of the store, and a real worker process end to end."""
+
+from __future__ import annotations
+
+import resource
+import signal
+import subprocess
+import sys
+
+import numpy as np
+from conftest import narrate, wait_for_job
+from faults import book, fake_env, submit, synthesized
+from narrate.jobs.checkpoints import CheckpointStore
+
+KEY = "ab" * 32
+N = 12
+
+
+def flip_body_byte(path, back: int = 100) -> None:
+    """Invert one byte near the end of a checkpoint: always in the PCM body, never the header."""
+    raw = bytearray(path.read_bytes())
+    raw[-back] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def test_load_refuses_a_flipped_byte(tmp_path):
+    store = CheckpointStore(tmp_path)
+    store.save(KEY, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
+    assert store.verify(KEY) and store.load(KEY).pcm.size == 1920
+    flip_body_byte(store.path(KEY))
+    assert store.has(KEY)  # the header and the length still look right
+    assert store.load(KEY) is None and not store.verify(KEY)
+
+
+def test_a_checkpoint_without_a_checksum_counts_as_missing(tmp_path):
+    """A file in the first format (no checksum in its header) is redone, not trusted."""
+    store = CheckpointStore(tmp_path)
+    path = store.path(KEY)
+    path.parent.mkdir(parents=True)
+    body = np.zeros(1920, dtype="<i2").tobytes()
+    path.write_bytes(b'NRS1\n{"samples": 1920, "frames": 1, "runaway": false, "attempts": 1}\n' + body)
+    assert not store.has(KEY) and not store.verify(KEY) and store.load(KEY) is None
+
+
+def run_golden(e, home, voice, text) -> bytes:
+    doc = home / "golden.txt"
+    doc.write_text(text)
+    out = home / "out" / "golden.wav"
+    job_id = submit(e, doc, voice, out)
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id)["status"] == "finished"
+    return out.read_bytes()
+
+
+def test_resume_redoes_a_damaged_checkpoint_and_only_it(env, home, voice_wav, external_redis):
+    e = fake_env(env, home)
+    text = book(N)
+    golden = run_golden(e, home, voice_wav, text)
+    assert not list((home / "checkpoints").rglob("*.seg"))  # a finished job discards its checkpoints
+    (home / "fake.log").unlink()
+
+    doc = home / "book.txt"
+    doc.write_text(text)
+    out = home / "out" / "book.wav"
+    job_id = submit(e, doc, voice_wav, out)
+
+    def limited():  # the output encode hits the file-size limit; the checkpoints are smaller
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
+        env=e, capture_output=True, text=True, preexec_fn=limited, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    st = wait_for_job(job_id)
+    assert st["status"] == "failed" and "File too large" in st["error"], st
+    assert sorted(i for i, _ in synthesized(home)) == list(range(N))
+    segs = sorted((home / "checkpoints").rglob("*.seg"))
+    assert len(segs) == N
+    flip_body_byte(segs[0])
+
+    assert narrate(e, "resume", job_id).returncode == 0
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished", st
+    redone = [i for i, _ in synthesized(home)[N:]]
+    assert len(redone) == 1 and st["result"]["synthesized"] == 1, redone
+    assert out.read_bytes() == golden  # the damage did not reach the book

@@ -1,0 +1,230 @@
+"""Everything narrate needs from mlx-audio's Qwen3-TTS beyond its public API, in one place.
+
+mlx-audio 0.6.2 batches cloned voices only in ICL mode (reference audio *and* transcript); its
+x-vector path refuses to batch, and it recomputes the speaker embedding on every call. Two narrow
+instance-level patches fix that for narrate:
+
+- ``injected_voice`` shadows ``extract_speaker_embedding`` on the model instance so it returns
+  narrate's cached embedding (already cast to the talker's dtype): the speaker encoder never runs;
+- ``xvector_rows`` wraps ``_prepare_generation_inputs`` while a batch is built, passing a
+  placeholder reference (``placeholder_reference``) so every row takes the x-vector path and gets
+  the injected embedding (the batch builder itself passes no reference audio).
+
+narrate's decode loop (decode_loop.py) then drives the talker, code predictor and codec itself.
+Every mlx-audio internal that worker/ touches is listed in ``REQUIRED_INTERNALS``;
+``check_internals`` (run before every batched synthesis and by the tests) fails loudly when an
+mlx-audio release changes one. The test kit's checkpoint writer (testkit/random_checkpoint) also
+uses mlx-audio's config classes and ``sanitize`` functions; it checks its own round trip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import inspect
+from collections.abc import Iterator
+from typing import Any
+
+import mlx.core as mx
+
+# The reference "audio" handed to mlx-audio so it takes its x-vector path: 0.1 s of silence at
+# 24 kHz. Its content is never read (``extract_speaker_embedding`` is shadowed); it only has to
+# be an mx.array, which mlx-audio passes through untouched.
+PLACEHOLDER_REFERENCE_SAMPLES = 2400
+
+# Where the names below live, under mlx_audio.
+MODULES = {
+    "qwen3_tts": "mlx_audio.tts.models.qwen3_tts.qwen3_tts",
+    "talker": "mlx_audio.tts.models.qwen3_tts.talker",
+    "speech_tokenizer": "mlx_audio.tts.models.qwen3_tts.speech_tokenizer",
+    "speaker_encoder": "mlx_audio.tts.models.qwen3_tts.speaker_encoder",
+    "config": "mlx_audio.tts.models.qwen3_tts.config",
+    "base": "mlx_audio.tts.models.base",
+    "utils": "mlx_audio.tts.utils",
+}
+
+REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
+    # Callables, with the parameters narrate passes by name (empty: it must only exist).
+    "signatures": {
+        "utils.load_model": ("model_path",),
+        "qwen3_tts.Model._prepare_batch_inputs": ("texts", "language", "return_metadata"),
+        "qwen3_tts.Model._prepare_generation_inputs": (
+            "text",
+            "language",
+            "speaker",
+            "ref_audio",
+            "ref_text",
+            "instruct",
+        ),
+        "qwen3_tts.Model._next_batch_input_embeds": (
+            "trailing_text_hidden",
+            "tts_pad_embed",
+            "trailing_indices",
+            "code_tokens",
+            "pad_when_index_clamped",
+        ),
+        "qwen3_tts.Model.extract_speaker_embedding": ("audio", "sr"),
+        "qwen3_tts.Model.generate": (
+            "text",
+            "ref_audio",
+            "max_tokens",
+            "stream",
+            "streaming_interval",
+            "split_pattern",
+            "verbose",
+        ),
+        "qwen3_tts.Model.model_quant_predicate": ("path", "module"),
+        "talker.Qwen3TTSTalkerForConditionalGeneration.__call__": ("inputs_embeds", "cache", "attention_mask"),
+        "talker.Qwen3TTSTalkerForConditionalGeneration.make_cache": (),
+        "talker.Qwen3TTSTalkerForConditionalGeneration.get_input_embeddings": (),
+        "talker.Qwen3TTSTalkerCodePredictor.__call__": ("inputs_embeds", "cache", "generation_step"),
+        "talker.Qwen3TTSTalkerCodePredictor.make_cache": (),
+        "talker.Qwen3TTSTalkerCodePredictor.codec_embedding": (),
+        "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.chunked_decode": ("codes",),
+        "speaker_encoder.Qwen3TTSSpeakerEncoder.__call__": (),
+    },
+    # Dataclasses, with the fields narrate reads.
+    "fields": {
+        "qwen3_tts.Qwen3BatchInputs": ("input_embeds", "trailing_text_hidden", "tts_pad_embed", "attention_mask"),
+        "config.ModelConfig": ("tts_model_type", "talker_config"),
+        "config.Qwen3TTSTalkerConfig": (
+            "vocab_size",
+            "codec_eos_token_id",
+            "num_code_groups",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_key_value_heads",
+            "head_dim",
+        ),
+        "base.GenerationResult": ("audio", "token_count"),
+    },
+    # Attributes of a loaded model that narrate reads, or resets (the KV cache fields), checked
+    # when ``check_internals`` is given the model.
+    "attributes": {
+        "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
+        "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
+        "Model.talker.code_predictor.make_cache()[i]": ("keys", "values", "offset"),
+    },
+}
+
+
+class InternalsChanged(RuntimeError):
+    """The installed mlx-audio no longer has what narrate's batching relies on."""
+
+
+def _lookup(name: str) -> Any:
+    module, _, path = name.partition(".")
+    obj: Any = importlib.import_module(MODULES[module])
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _signature_problems() -> list[str]:
+    problems = []
+    for name, params in REQUIRED_INTERNALS["signatures"].items():
+        obj = _lookup(name)
+        if obj is None:
+            problems.append(f"{name} is missing")
+            continue
+        if params:
+            missing = [p for p in params if p not in inspect.signature(obj).parameters]
+            if missing:
+                problems.append(f"{name} lacks {missing}")
+    return problems
+
+
+def _field_problems() -> list[str]:
+    problems = []
+    for name, fields in REQUIRED_INTERNALS["fields"].items():
+        obj = _lookup(name)
+        if obj is None:
+            problems.append(f"{name} is missing")
+            continue
+        missing = [f for f in fields if f not in getattr(obj, "__dataclass_fields__", {})]
+        if missing:
+            problems.append(f"{name} lacks {missing}")
+    return problems
+
+
+def _attribute_problems(model: Any) -> list[str]:
+    speech_tokenizer = getattr(model, "speech_tokenizer", None)
+    try:
+        caches = list(model.talker.code_predictor.make_cache())
+    except AttributeError:
+        caches = []  # reported through the signature checks
+    owners = {
+        "Model": [model],
+        "Model.speech_tokenizer": [speech_tokenizer] if speech_tokenizer is not None else [],
+        "Model.talker.code_predictor.make_cache()[i]": caches,
+    }
+    problems = []
+    for name, attrs in REQUIRED_INTERNALS["attributes"].items():
+        if not owners[name]:
+            problems.append(f"{name} is missing")
+            continue
+        missing = sorted({a for obj in owners[name] for a in attrs if not hasattr(obj, a)})
+        if missing:
+            problems.append(f"{name} lacks {missing}")
+    return problems
+
+
+def check_internals(model: Any = None) -> None:
+    """Raise InternalsChanged naming every listed internal that is gone or changed (instance
+    attributes too when a loaded `model` is given)."""
+    problems = _signature_problems() + _field_problems()
+    if model is not None:
+        problems += _attribute_problems(model)
+    if problems:
+        raise InternalsChanged(
+            "mlx-audio's Qwen3-TTS internals changed; narrate's batched synthesis needs updating: "
+            + "; ".join(problems)
+        )
+
+
+@contextlib.contextmanager
+def shadow(obj: Any, name: str, value: Any) -> Iterator[None]:
+    """Set an instance attribute for the duration of the block, then restore what was there."""
+    missing = object()
+    previous = obj.__dict__.get(name, missing)
+    setattr(obj, name, value)
+    try:
+        yield
+    finally:
+        if previous is missing:
+            delattr(obj, name)
+        else:
+            setattr(obj, name, previous)
+
+
+def injected_voice(model: Any, embedding: mx.array) -> contextlib.AbstractContextManager[None]:
+    """Make the model's x-vector path use `embedding` instead of running the speaker encoder."""
+
+    def cached(audio: mx.array, sr: int = 24000) -> mx.array:
+        return embedding
+
+    return shadow(model, "extract_speaker_embedding", cached)
+
+
+def xvector_rows(model: Any, placeholder: mx.array) -> contextlib.AbstractContextManager[None]:
+    """While active, every row the batch builder makes carries the (injected) x-vector."""
+    inner = model._prepare_generation_inputs
+
+    def with_reference(text, language="auto", speaker=None, ref_audio=None, ref_text=None, instruct=None):
+        ref = placeholder if ref_audio is None else ref_audio
+        return inner(text, language=language, speaker=speaker, ref_audio=ref, ref_text=ref_text, instruct=instruct)
+
+    return shadow(model, "_prepare_generation_inputs", with_reference)
+
+
+_placeholder: mx.array | None = None
+
+
+def placeholder_reference() -> mx.array:
+    """The placeholder reference audio (see PLACEHOLDER_REFERENCE_SAMPLES), made once."""
+    global _placeholder
+    if _placeholder is None:
+        _placeholder = mx.zeros((PLACEHOLDER_REFERENCE_SAMPLES,), dtype=mx.float32)
+    return _placeholder
