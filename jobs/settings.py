@@ -73,6 +73,7 @@ class Settings:
     heartbeat_s: int = 10  # how often a busy worker tells Redis it is alive
     dashboard_username: str | None = None
     dashboard_password: str | None = None
+    dashboard_hosts: tuple[str, ...] = ()  # Host names it answers besides loopback and its bind address
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -98,6 +99,7 @@ class Settings:
             "heartbeat_s": _env_int("NARRATE_HEARTBEAT_S", 10),
             "dashboard_username": _env("NARRATE_DASHBOARD_USERNAME"),
             "dashboard_password": _env("NARRATE_DASHBOARD_PASSWORD"),
+            "dashboard_hosts": tuple(filter(None, (_env("NARRATE_DASHBOARD_HOSTS") or "").split(","))),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         check_quant(values["quant"])  # type: ignore[arg-type]
