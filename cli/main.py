@@ -239,16 +239,19 @@ def dashboard(bind, port) -> None:
     """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback)."""
     import signal
 
-    from narrate.jobs.dashboard import check_exposure, make_app
+    from narrate.jobs.dashboard import check_exposure, make_app, served_hosts
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
     settings = _settings()
     user, password = settings.dashboard_username, settings.dashboard_password
     try:
         check_exposure(bind, user, password)
+        hosts = served_hosts(bind, port, settings.dashboard_hosts)
         with Connection(settings) as conn:  # keeps the embedded server up while serving
-            app = make_app(settings.redis_url or conn.url, user, password)
+            app = make_app(settings.redis_url or conn.url, user, password, hosts)
             click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url})", err=True)
+            if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
+                click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
             app.run(host=bind, port=port)
     except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None

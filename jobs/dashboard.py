@@ -1,20 +1,33 @@
 """`narrate dashboard`: rq-dashboard set up for narrate's queues.
 
-rq-dashboard 0.9 needs three fixes to be usable here, applied at start: the JSON serializer
+rq-dashboard 0.9 needs these fixes to be usable here, applied at start: the JSON serializer
 (narrate never pickles), `Worker.all` with that serializer (without it the workers page returns
 HTTP 500 while a worker is busy with a JSON job), and safe exposure: it binds to 127.0.0.1 by
-default and refuses any other address without a username and password (basic auth).
+default and refuses any other address without a username and password (basic auth), and
+narrate's own hooks (dashboard_guard) keep other web pages from using or reading it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from . import dashboard_guard
 from .errors import BadInput
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def make_app(redis_url: str, username: str | None = None, password: str | None = None):
-    """A Flask app serving rq-dashboard for `redis_url` with narrate's fixes."""
+def served_hosts(bind: str, port: int, configured: Iterable[str] = ()) -> frozenset[str]:
+    """The Host header values to answer (raises BadInput for a malformed NARRATE_DASHBOARD_HOSTS entry)."""
+    return dashboard_guard.allowed_hosts(bind, port, configured)
+
+
+def make_app(
+    redis_url: str, username: str | None = None, password: str | None = None, hosts: frozenset[str] | None = None
+):
+    """A Flask app serving rq-dashboard for `redis_url` with narrate's fixes, answering only `hosts`
+    (default: those of 127.0.0.1:9181)."""
+    allowed = hosts if hosts is not None else served_hosts("127.0.0.1", 9181)
     try:
         from rq import Worker
         from rq.serializers import JSONSerializer
@@ -31,7 +44,8 @@ def make_app(redis_url: str, username: str | None = None, password: str | None =
 
     web.Worker = JSONWorker
     web.config.serializer = JSONSerializer
-    app = make_flask_app(None, username, password, "")
+    app = make_flask_app(None, None, None, "")  # its basic auth would cover the blueprint only
+    dashboard_guard.install(app, allowed, username, password)
     app.config["DEPRECATED_OPTIONS"] = []
     app.config["RQ_DASHBOARD_REDIS_URL"] = redis_url
     app.config["RQ_DASHBOARD_DISABLE_DELETE"] = False

@@ -187,6 +187,13 @@ class Settings:
         "NARRATE_DASHBOARD_PASSWORD", None, reads=CLIENT, shown="unset",
         doc="Basic-auth password for `narrate dashboard`.",
     )  # fmt: skip
+    dashboard_hosts: tuple[str, ...] = setting(
+        "NARRATE_DASHBOARD_HOSTS", (), reads=CLIENT, shown="unset",
+        parse=lambda _n, raw: tuple(h.strip() for h in raw.split(",") if h.strip()),
+        doc="Comma-separated extra host names `narrate dashboard` answers (besides loopback and `--bind`): "
+        "`name:port` exactly, or a bare `name` on the dashboard's port and bare (behind a proxy). Pages on "
+        "these names may also post to it.",
+    )  # fmt: skip
     engine: str = setting(
         "NARRATE_ENGINE", "mlx", reads=WORKER, parse=_choice(ENGINES),
         doc="`fake` swaps in the deterministic tone generator of narrate.worker.testkit: for fault tests only.",

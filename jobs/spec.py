@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import asdict, dataclass
 from math import ceil
 
@@ -40,11 +39,6 @@ class JobSpec:
 def frame_budget(text: str, max_frames: int) -> int:
     """Most codec frames a sentence may take before it counts as a runaway."""
     return max(1, min(max_frames, FRAMES_BUDGET_BASE + ceil(len(text) * FRAMES_PER_CHAR_BUDGET)))
-
-
-def sentence_seed(job_seed: int, text: str) -> int:
-    """A sentence's sampling seed: a function of the text, so re-renders reproduce it."""
-    return (job_seed * 1_000_003 + zlib.crc32(text.encode())) % (2**31)
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:

@@ -18,16 +18,17 @@ def test_workers_page_works_while_a_worker_is_busy_with_a_json_job(env, home, vo
     job_id = submit_book(e, home, voice_wav, book(30))
     app = make_app(e["NARRATE_REDIS_URL"], "admin", "pw")
     client = app.test_client()
+    site = {"base_url": "http://localhost:9181"}  # it answers only the Host names of 127.0.0.1:9181
     auth = {"Authorization": "Basic " + base64.b64encode(b"admin:pw").decode()}
     worker = start_worker(e)
     try:
         wait_synthesized(home, 2)
-        assert client.get("/0/data/workers.json").status_code == 401  # no credentials
-        r = client.get("/0/data/workers.json", headers=auth)
+        assert client.get("/0/data/workers.json", **site).status_code == 401  # no credentials
+        r = client.get("/0/data/workers.json", headers=auth, **site)
         assert r.status_code == 200, r.data[:300]
         assert job_id in json.dumps(r.get_json())  # the busy worker and its JSON job
-        assert client.get(f"/0/data/job/{job_id}.json", headers=auth).status_code == 200
-        assert client.get("/0/data/queues.json", headers=auth).status_code == 200
+        assert client.get(f"/0/data/job/{job_id}.json", headers=auth, **site).status_code == 200
+        assert client.get("/0/data/queues.json", headers=auth, **site).status_code == 200
         assert wait_for_job(job_id)["status"] == "finished"
     finally:
         stop_worker(worker)
