@@ -51,8 +51,8 @@ def synthesized(home: Path) -> list[tuple[int, int]]:
     return [tuple(map(int, line.split())) for line in log.read_text().split("\n") if line]
 
 
-def submit(env: dict, doc: Path, voice: Path, out: Path) -> str:
-    proc = narrate(env, "submit", str(doc), "--voice", str(voice), "-o", str(out), "--json")
+def submit(env: dict, doc: Path, voice: Path, out: Path, *extra: str) -> str:
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice), "-o", str(out), "--json", *extra)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)["id"]
 

@@ -31,7 +31,7 @@ def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
     probe = DtypeProbe(loaded.model)
     try:
         with Connection(settings) as conn:
-            store.put_voice(conn.redis, voice.sha256, voice.wav)
+            store.put_voice(conn.redis, voice.sha256, voice.wav, 3600)
             emb, _ = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
             engine = MlxEngine(loaded)
             chunks = engine.sequential(SENTENCES, emb) if path == "sequential" else engine.batched(SENTENCES, emb, 2)

@@ -154,3 +154,16 @@ def test_run_says_whom_it_waits_for_and_cleans_up_on_sigterm(env, home, voice_wa
     assert run.returncode != 0 and "interrupted" in err, err
     assert leftover == [], leftover
     assert not (home / "out" / "run.wav").exists()
+
+
+def test_run_leaves_no_private_queue_behind(env, home, voice_wav):
+    e = fake_env(env, home)
+    doc = home / "once.txt"
+    doc.write_text(book(3))
+    proc = narrate(e, "run", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "once.wav"))
+    assert proc.returncode == 0, proc.stderr
+    from narrate.jobs.connection import Connection
+    from narrate.jobs.settings import Settings
+
+    with Connection(Settings.from_env()):  # the server comes back from its AOF
+        assert run_queues(home) == []

@@ -35,7 +35,7 @@ def test_same_layout_other_weights_get_their_own_key_and_embedding(checkpoint, t
     b = load(resolve(str(twin), None))
     assert a.key != b.key
     voice = read_voice(voice_wav, ffmpeg_exe())
-    store.put_voice(external_redis, voice.sha256, voice.wav)
+    store.put_voice(external_redis, voice.sha256, voice.wav, 3600)
     emb_a, hit_a = voice_cache.voice_embedding(external_redis, a, voice.sha256)
     emb_b, hit_b = voice_cache.voice_embedding(external_redis, b, voice.sha256)
     assert not hit_a and not hit_b  # the twin's embedding is computed with its own speaker encoder

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import narrate, wait_for_job
 from faults import book, fake_env, submit, wait_synthesized
 
@@ -23,11 +24,11 @@ def files_under(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*") if not p.is_dir())
 
 
-def run_with_swap(e: dict, home: Path, voice: Path, out: Path, swap) -> dict:
+def run_with_swap(e: dict, home: Path, voice: Path, out: Path, swap, *extra: str) -> dict:
     """Submit a book to `out`, start a worker, call `swap()` once a few sentences are done."""
     doc = home / "doc.txt"
     doc.write_text(book(N))
-    job_id = submit(e, doc, voice, out)
+    job_id = submit(e, doc, voice, out, *extra)
     worker = subprocess.Popen(
         [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
         env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -60,7 +61,10 @@ def test_directory_swapped_for_a_symlink_mid_job(env, home, voice_wav):
     assert leftovers(home) == []
 
 
-def test_output_name_swapped_for_a_symlink_replaces_the_link(env, home, voice_wav):
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_output_name_swapped_for_a_symlink(env, home, voice_wav, overwrite):
+    """A link planted at the output name mid-job is not narrate's file: the job refuses to replace
+    it (with --overwrite it replaces the link itself); the link's target is never written."""
     e = fake_env(env, home, delay_ms=150)
     secret = home / "outside.txt"
     secret.write_text("do not touch")
@@ -69,10 +73,14 @@ def test_output_name_swapped_for_a_symlink_replaces_the_link(env, home, voice_wa
     def swap():
         out.symlink_to(secret)
 
-    st = run_with_swap(e, home, voice_wav, out, swap)
-    assert st["status"] == "finished", st
+    st = run_with_swap(e, home, voice_wav, out, swap, *(["--overwrite"] if overwrite else []))
     assert secret.read_text() == "do not touch"
-    assert not out.is_symlink() and out.read_bytes()[:4] == b"RIFF"
+    if overwrite:
+        assert st["status"] == "finished", st
+        assert not out.is_symlink() and out.read_bytes()[:4] == b"RIFF"
+    else:
+        assert st["status"] == "failed" and "was not written by narrate" in st["error"], st
+        assert out.is_symlink()
     assert leftovers(home) == []
 
 

@@ -6,10 +6,11 @@ import json
 import os
 import threading
 
-from conftest import narrate, start_worker, stop_worker
+from conftest import narrate, start_worker, stop_worker, wait_for_job
 from faults import (
     book,
     fake_env,
+    submit_book,
     synthesized,
 )
 
@@ -64,3 +65,18 @@ def test_submit_wait_and_status_text(env, home, voice_wav):
         assert proc.returncode == 1 and "failed: SynthesisError: synthesis failed on sentence(s)" in proc.stderr
     finally:
         stop_worker(worker)
+
+
+def test_stored_documents_and_voices_expire_with_their_jobs(env, home, voice_wav, external_redis):
+    """Documents and voices are kept as long as the jobs that use them (NARRATE_KEEP_DAYS plus the
+    job's timeout), then go: the server does not grow with every document."""
+    e = fake_env(env, home, NARRATE_KEEP_DAYS="2")
+    job_id = submit_book(e, home, voice_wav, book(3), name="kept")
+    stored = sorted(k.decode() for k in external_redis.keys("narrate:*") if b":output:" not in k)
+    assert [k.split(":")[1] for k in stored] == ["doc", "voice"], stored
+    ttls = [external_redis.ttl(k) for k in stored]
+    assert all(2 * 86400 < t <= 2 * 86400 + 3600 for t in ttls), ttls
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id)["status"] == "finished"
+    assert 0 < external_redis.ttl(f"rq:job:{job_id}") <= 2 * 86400
+    assert all(2 * 86400 < external_redis.ttl(k) <= 2 * 86400 + 3600 for k in stored)

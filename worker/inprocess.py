@@ -8,12 +8,14 @@ command again continues where it stopped)."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Callable
 
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.context import ProgressListener
+from narrate.jobs.errors import JobNotFound
 from narrate.jobs.lifecycle import queue
 from narrate.jobs.rq_compat import check_rq_internals
 from narrate.jobs.settings import Settings
@@ -56,5 +58,6 @@ def _clean_up(r: Redis, q: Queue, job_id: str | None) -> None:
     registries = (q.started_job_registry, q.finished_job_registry, q.failed_job_registry, q.deferred_job_registry,
                   q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip
     r.delete(*[reg.key for reg in registries])
-    if unfinished:
-        api.fetch(r, job_id).delete()
+    if unfinished:  # queued ones went with the queue; a started one is deleted here
+        with contextlib.suppress(JobNotFound):
+            api.fetch(r, job_id).delete()

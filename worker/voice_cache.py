@@ -17,6 +17,8 @@ from narrate.jobs.voices import voice_samples
 
 from .models import LoadedModel
 
+EMBEDDING_KEEP_S = 90 * 24 * 3600  # an embedding unused this long expires (a few KB each; recomputed on demand)
+
 
 def cast_to_talker(embedding: mx.array, loaded: LoadedModel) -> mx.array:
     return embedding.astype(loaded.talker_dtype)
@@ -47,11 +49,15 @@ def voice_embedding(r: redis.Redis, loaded: LoadedModel, voice_sha: str) -> tupl
     if fields:
         emb = decode(fields)
         if emb.dtype == loaded.talker_dtype:
+            r.expire(key, EMBEDDING_KEEP_S)  # kept while the voice is in use
             return emb, True
     samples = mx.array(voice_samples(store.get_voice(r, voice_sha)))
     model = loaded.model
     # The class method: the instance attribute may be narrate's injection of another voice.
     emb = cast_to_talker(type(model).extract_speaker_embedding(model, samples), loaded)
     mx.eval(emb)
-    r.hset(key, mapping=encode(emb))
+    with r.pipeline() as p:
+        p.hset(key, mapping=encode(emb))
+        p.expire(key, EMBEDDING_KEEP_S)
+        p.execute()
     return emb, False
