@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import tempfile
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,11 +12,13 @@ from pathlib import Path
 import numpy as np
 
 from .errors import BadInput
-from .ffmpeg import run_ffmpeg
+from .ffmpeg import FfmpegError, run_ffmpeg
 from .inputs import read_input
 from .settings import MAX_VOICE_BYTES, MAX_VOICE_SECONDS, MIN_VOICE_SECONDS, SAMPLE_RATE
 
 SILENCE_RMS = 1e-3  # of full scale; below this the sample carries no voice
+# A 60 s sample decodes in well under a second; a file that keeps ffmpeg busy this long is refused.
+DECODE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -35,16 +38,38 @@ def read_voice(path: Path, ffmpeg: str) -> Voice:
     return normalize_voice(raw, origin=f"voice file {path}", ffmpeg=ffmpeg)
 
 
+def decode_voice(raw: bytes, origin: str, ffmpeg: str) -> bytes:
+    """The first audio stream of `raw` as 24 kHz mono s16le PCM, at most MAX_VOICE_SECONDS + 1 s.
+
+    ffmpeg reads a private copy from a file, not from a pipe: MP4/MOV files (an .m4a written by
+    ffmpeg or by many recorders) keep their index at the end, which ffmpeg reaches only by
+    seeking. The copy holds exactly the bytes that were checked, in a directory only this user
+    can enter, under a name without an extension (ffmpeg goes by the content, and recent ffmpeg
+    builds then refuse playlists), and it is removed on every way out."""
+    with tempfile.TemporaryDirectory(prefix="narrate-voice-") as tmp:
+        copy = Path(tmp) / "voice"
+        copy.write_bytes(raw)
+        try:
+            return run_ffmpeg(
+                ffmpeg,
+                ["-protocol_whitelist", "file", "-i", f"file:{copy}", "-map", "0:a:0", "-t",
+                 str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "s16le",
+                 "-acodec", "pcm_s16le", "pipe:1"],
+                timeout=DECODE_TIMEOUT_S,
+            )  # fmt: skip
+        except FfmpegError as e:
+            if "matches no streams" in e.log:
+                raise BadInput(f"{origin} has no audio stream (a video without sound, or an image?)") from None
+            if "Nothing was written" in e.log:  # it opened but nothing decoded: an absurd rate or channel layout
+                raise BadInput(
+                    f"{origin} has no audio ffmpeg can decode ({e.first_line}); export it again as mono or stereo wav"
+                ) from None
+            detail = e.first_line
+            raise BadInput(f"{origin} is not audio ffmpeg can read ({detail}); use wav, flac, mp3 or m4a") from None
+
+
 def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
-    try:
-        pcm = run_ffmpeg(
-            ffmpeg,
-            ["-i", "pipe:0", "-t", str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE),
-             "-f", "s16le", "-acodec", "pcm_s16le", "pipe:1"],
-            stdin=raw,
-        )  # fmt: skip
-    except RuntimeError as e:
-        raise BadInput(f"{origin} is not audio ffmpeg can read ({e}); use wav, flac or mp3") from None
+    pcm = decode_voice(raw, origin, ffmpeg)
     samples = np.frombuffer(pcm, dtype="<i2")
     seconds = samples.size / SAMPLE_RATE
     if samples.size == 0:
