@@ -7,6 +7,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cleaning import clean_text
+from .encodings import decode_text
 from .errors import BadInput
 from .inputs import read_input
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
@@ -20,11 +22,9 @@ _PLAIN_HEADING = re.compile(  # "Chapter 3", "CHAPTER IV. The Storm", "Part Two:
     r"^((?i:chapter|part|book)\s+(\d+|[IVXLCDM]+|[A-Z][a-z]+)[.:]?|(?i:prologue|epilogue|interlude|afterword))"
     r"(\s[^.!?]{0,70})?[.!?]?$"
 )
-# Characters that are invisible or reorder text; they only confuse the tokenizer.
-_INVISIBLE = dict.fromkeys(
-    map(ord, "\u200b\u200c\u200d\u2060\ufeff\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u00ad"),
-    None,
-)
+# Where an over-long sentence is best cut: after a clause mark (Latin ones followed by a space,
+# CJK full-width ones as they are), else at a space, else anywhere but inside a letter's marks.
+_CLAUSE_BREAK = re.compile(r"[,;:] |[，、；：。！？…]")
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,7 @@ def read_document(path: Path) -> Document:
 
 
 def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:
-    if b"\x00" in raw:
-        raise BadInput(f"{origin} contains NUL bytes: it looks binary, not UTF-8 text")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BadInput(
-            f"{origin} is not valid UTF-8 text (bad byte at offset {e.start}); convert it to UTF-8 first"
-        ) from None
+    text = decode_text(raw, origin)
     paragraphs, chapters = split_document(text)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
@@ -83,8 +76,7 @@ def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
     paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter."""
     from sentencex import segment  # compiled extension, loaded only when splitting
 
-    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = text.translate(_INVISIBLE)
+    text = clean_text(text)
     out: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     blocks: list[list[str]] = []
@@ -119,16 +111,23 @@ def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
 
 
 def _cap_length(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> list[str]:
-    """Split an over-long sentence at the last comma/semicolon or space before the limit."""
+    """Split an over-long sentence into parts of at most `limit` characters: after the last
+    clause mark (", ", "; ", "，", "、", "。" ...) in the last two thirds of the window, else at its
+    last space, else (CJK or Thai without either, or one unbroken run) anywhere that does not
+    separate a letter from its combining marks. Linear in the sentence's length."""
     parts = []
-    while len(sentence) > limit:
-        window = sentence[:limit]
-        cut = max(window.rfind(", "), window.rfind("; "), window.rfind(": "))
-        cut = cut + 1 if cut > limit // 3 else window.rfind(" ")
+    start, end = 0, len(sentence)
+    while end - start > limit:
+        window = sentence[start : start + limit]
+        clause = max((m.end() for m in _CLAUSE_BREAK.finditer(window, limit // 3)), default=-1)
+        cut = clause if clause > 0 else window.rfind(" ")
         if cut <= 0:
-            cut = limit  # one unbroken run of characters: hard cut
-        parts.append(sentence[:cut].strip())
-        sentence = sentence[cut:].strip()
-    if sentence:
-        parts.append(sentence)
-    return [p for p in parts if p]
+            cut = limit
+            while cut > limit // 2 and unicodedata.category(sentence[start + cut])[0] == "M":
+                cut -= 1
+        parts.append(window[:cut].strip())
+        start += cut
+        while start < end and sentence[start].isspace():
+            start += 1
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if _HAS_WORD.search(p)]
