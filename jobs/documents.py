@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -53,7 +54,14 @@ def read_document(path: Path) -> Document:
     """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason."""
     path = Path(path)
     raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
-    return parse_document(raw, title=path.stem, origin=str(path))
+    return parse_document(raw, title=title_from_name(path), origin=str(path))
+
+
+def title_from_name(path: Path) -> str:
+    """A book title from a file name, as text: bytes that are not UTF-8 (possible in Linux file
+    names; they could not be stored or written as metadata) become U+FFFD, control characters go."""
+    name = os.fsencode(path.stem).decode("utf-8", "replace")
+    return _SPACES.sub(" ", clean_text(name)).strip()[:200] or "document"
 
 
 def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import narrate
 from narrate.jobs.documents import read_document
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -101,3 +102,32 @@ def test_a_link_to_an_unreadable_file(tmp_path):
         pytest.skip("root reads anything")
     with pytest.raises(BadInput, match="not readable"):
         read_document(link)
+
+
+def test_a_file_name_with_a_newline_and_an_escape_sequence_gives_one_plain_line(env, home, voice_wav):
+    name = home / "a\nb\x1b[31mred.txt"  # legal on Linux and macOS
+    proc = narrate(env, "submit", str(name), "--voice", str(voice_wav), "-o", str(home / "out" / "x.mp3"))
+    err = proc.stderr.strip()
+    assert proc.returncode != 0 and len(err.splitlines()) == 1 and "\x1b" not in err, err
+    assert err.startswith("Error: document ") and "a\\nb\\x1b[31mred.txt does not exist" in err, err
+
+
+def test_a_document_whose_name_is_not_utf8(env, home, voice_wav, external_redis):
+    """Linux file names are bytes; Python hands the stray ones over as surrogates, which cannot be
+    stored or encoded. The title gets U+FFFD; a default output name needs -o."""
+    raw_name = os.fsencode(home) + b"/caf\xe9 \x07book.txt"
+    try:
+        fd = os.open(raw_name, os.O_WRONLY | os.O_CREAT, 0o644)
+    except OSError:
+        pytest.skip("this file system only takes UTF-8 names (macOS)")
+    os.write(fd, b"A fine sentence.")
+    os.close(fd)
+    doc = Path(os.fsdecode(raw_name))
+    assert read_document(doc).title == "caf\ufffd book"
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), cwd=home / "out")
+    err = proc.stderr.strip()
+    assert proc.returncode != 0 and len(err.splitlines()) == 1, err
+    assert "caf\\udce9 \\x07book.mp3 has bytes in its name that are not UTF-8; choose another name (-o)" in err, err
+    assert external_redis.dbsize() == 0
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "book.mp3"))
+    assert proc.returncode == 0 and proc.stdout.startswith("narrate-"), proc.stderr
