@@ -78,9 +78,10 @@ def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
         raise BadInput(f"{origin} is {seconds:.2f} s long; give at least {MIN_VOICE_SECONDS:.0f} s of speech")
     if seconds > MAX_VOICE_SECONDS:
         raise BadInput(f"{origin} is longer than {MAX_VOICE_SECONDS:.0f} s; trim it to 5-30 s of clean speech")
-    rms = float(np.sqrt(np.mean((samples.astype(np.float64) / 32768.0) ** 2)))
+    level = samples.astype(np.float64) / 32768.0
+    rms = float(np.std(level))  # about the mean: a constant level (DC, or NaN samples decoded) is no sound
     if rms < SILENCE_RMS:
-        raise BadInput(f"{origin} is silent (RMS {rms:.1e}); record some speech")
+        raise BadInput(f"{origin} is silent (RMS {rms:.1e} about a level of {np.mean(level):+.2f}); record some speech")
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:
         w.setnchannels(1)

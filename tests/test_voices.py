@@ -174,3 +174,22 @@ def test_a_missing_ffmpeg_is_one_clear_line(env, home, voice_wav, external_redis
     assert proc.returncode != 0 and len(err.splitlines()) == 1, err
     assert err.startswith("Error: ffmpeg ") and "cannot be run" in err and "NARRATE_FFMPEG" in err, err
     assert external_redis.dbsize() == 0
+
+
+def float_wav(path: Path, samples: np.ndarray) -> Path:
+    data = samples.astype("<f4").tobytes()
+    fmt = struct.pack("<HHIIHH", 3, 1, 24000, 24000 * 4, 4, 32)  # IEEE float, mono, 24 kHz
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt
+    path.write_bytes(header + b"data" + struct.pack("<I", len(data)) + data)
+    return path
+
+
+def test_a_constant_level_is_silence(tmp_path):
+    """A DC level, or float samples that are NaN or infinite (decoded as full scale), carry no voice."""
+    n = 24000 * 3
+    for name, samples in (("dc", np.full(n, 0.5)), ("nan", np.full(n, np.nan)), ("inf", np.full(n, np.inf))):
+        with pytest.raises(BadInput, match="is silent"):
+            read_voice(float_wav(tmp_path / f"{name}.wav", samples), FFMPEG)
+    t = np.arange(n) / 24000
+    speechlike = 0.4 + 0.2 * np.sin(2 * np.pi * 150 * t)  # a real signal on an offset is still a voice
+    assert read_voice(float_wav(tmp_path / "offset.wav", speechlike), FFMPEG).seconds == 3
