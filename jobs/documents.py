@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,12 +68,11 @@ def title_from_name(path: Path) -> str:
 
 def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:
     text = decode_text(raw, origin)
-    paragraphs, chapters = split_document(text)
+    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
-    n = sum(len(p) for p in paragraphs)
-    if n > MAX_SENTENCES:
-        raise BadInput(f"{origin} has {n} sentences; the limit is {MAX_SENTENCES} (split it into parts)")
+    if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
+        raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
     return Document(title=title, paragraphs=paragraphs, chapters=chapters)
 
 
@@ -79,22 +80,19 @@ def split_paragraphs(text: str) -> list[list[str]]:
     return split_document(text)[0]
 
 
-def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
+def split_document(text: str, max_sentences: int | None = None) -> tuple[list[list[str]], list[tuple[int, str]]]:
     """Blank lines separate paragraphs; sentencex splits each paragraph into sentences. A
-    paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter."""
+    paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
+    Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
+    would otherwise take seconds and gigabytes to refuse)."""
     from sentencex import segment  # compiled extension, loaded only when splitting
 
-    text = clean_text(text)
     out: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
-    blocks: list[list[str]] = []
-    for block in _PARAGRAPH_BREAK.split(text):
-        raw_lines = [line.strip() for line in block.split("\n") if line.strip()]
-        if len(raw_lines) > 1 and _MD_HEADING.match(raw_lines[0]):  # a heading is its own paragraph
-            blocks += [raw_lines[:1], raw_lines[1:]]
-        elif raw_lines:
-            blocks.append(raw_lines)
-    for raw_lines in blocks:
+    count = 0
+    for raw_lines in _blocks(clean_text(text)):
+        if max_sentences is not None and count > max_sentences:
+            break
         heading = _MD_HEADING.match(raw_lines[0])
         if heading:
             title = heading.group(1).strip(" #")
@@ -115,7 +113,24 @@ def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
             if title and _HAS_WORD.search(title):
                 chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
             out.append(sentences)
+            count += len(sentences)
     return out, chapters
+
+
+def _blocks(text: str) -> Iterator[list[str]]:
+    """The non-empty stripped lines of each paragraph, one paragraph at a time; a Markdown
+    heading is a paragraph of its own."""
+    start = 0
+    for end, after in itertools.chain(
+        ((m.start(), m.end()) for m in _PARAGRAPH_BREAK.finditer(text)), [(len(text), 0)]
+    ):
+        raw_lines = [line.strip() for line in text[start:end].split("\n") if line.strip()]
+        if len(raw_lines) > 1 and _MD_HEADING.match(raw_lines[0]):
+            yield raw_lines[:1]
+            yield raw_lines[1:]
+        elif raw_lines:
+            yield raw_lines
+        start = after
 
 
 def _cap_length(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> list[str]:

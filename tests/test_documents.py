@@ -44,7 +44,7 @@ def test_document_caps(tmp_path):
         read_document(big)
     many = tmp_path / "many.txt"
     many.write_text("Go. " * (MAX_SENTENCES + 1))
-    with pytest.raises(BadInput, match=f"the limit is {MAX_SENTENCES}"):
+    with pytest.raises(BadInput, match=f"more than {MAX_SENTENCES} sentences"):
         read_document(many)
 
 
@@ -125,3 +125,19 @@ def test_splitting_a_long_line_takes_linear_time():
     parts = _cap_length(line)
     elapsed = time.perf_counter() - started
     assert len(parts) == 20_000 and elapsed < 1.5, elapsed  # copying the rest for each part took ~3 s
+
+
+def test_splitting_stops_once_a_document_has_too_many_sentences(monkeypatch):
+    """A few MiB of one-word paragraphs are millions of sentences: refuse them without splitting all."""
+    import pytest
+    import sentencex
+    from narrate.jobs import documents
+    from narrate.jobs.errors import BadInput
+
+    calls = []
+    real_segment = sentencex.segment
+    monkeypatch.setattr(sentencex, "segment", lambda lang, text: calls.append(1) or real_segment(lang, text))
+    monkeypatch.setattr(documents, "MAX_SENTENCES", 100)
+    with pytest.raises(BadInput, match="more than 100 sentences"):
+        documents.parse_document(b"Word.\n\n" * 10_000, "t")
+    assert len(calls) <= 102
