@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import BadInput
+from .errors import BadInput, NarrateError
 from .ffmpeg import FfmpegError, run_ffmpeg
 from .inputs import read_input
 from .settings import MAX_VOICE_BYTES, MAX_VOICE_SECONDS, MIN_VOICE_SECONDS, SAMPLE_RATE
@@ -46,9 +46,18 @@ def decode_voice(raw: bytes, origin: str, ffmpeg: str) -> bytes:
     seeking. The copy holds exactly the bytes that were checked, in a directory only this user
     can enter, under a name without an extension (ffmpeg goes by the content, and recent ffmpeg
     builds then refuse playlists), and it is removed on every way out."""
-    with tempfile.TemporaryDirectory(prefix="narrate-voice-") as tmp:
-        copy = Path(tmp) / "voice"
-        copy.write_bytes(raw)
+    try:
+        tmp = tempfile.TemporaryDirectory(prefix="narrate-voice-")
+    except OSError as e:
+        raise NarrateError(f"cannot make a temporary directory for {origin}: {e.strerror or e}; set TMPDIR") from None
+    with tmp:
+        copy = Path(tmp.name) / "voice"
+        try:
+            copy.write_bytes(raw)
+        except OSError as e:
+            raise NarrateError(
+                f"cannot copy {origin} to {tmp.name}: {e.strerror or e}; free some space there or set TMPDIR"
+            ) from None
         try:
             return run_ffmpeg(
                 ffmpeg,

@@ -159,6 +159,13 @@ def test_no_temporary_copy_is_left_on_success_or_any_error(tmp_path, speech, pri
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
+    def disk_full(self, data):
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "write_bytes", disk_full)
+        with pytest.raises(NarrateError, match="cannot copy .* No space left on device; free some space"):
+            read_voice(m4a, FFMPEG)
     monkeypatch.setattr(voices, "run_ffmpeg", interrupted)
     with pytest.raises(KeyboardInterrupt):
         read_voice(m4a, FFMPEG)
