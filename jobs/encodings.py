@@ -66,6 +66,15 @@ def decode_text(raw: bytes, origin: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
         bad = f"bad byte 0x{raw[e.start]:02X} at offset {e.start}"
+        lossy = raw.decode("utf-8", "replace")
+        invalid, non_ascii = lossy.count("\ufffd"), len(_NON_ASCII.findall(lossy))
+        if invalid < 0.1 * (non_ascii - invalid):  # UTF-8 with a few stray bytes, e.g. pasted text
+            line = raw.count(b"\n", 0, e.start) + 1
+            raise BadInput(
+                f"{origin} is UTF-8 but for {invalid} invalid byte(s) (the first is a {bad}, line {line}); "
+                f"fix them, or drop them: `iconv -f UTF-8 -t UTF-8 -c {shlex.quote(origin)} > "
+                f"{shlex.quote(origin + '.utf8.txt')}`"
+            ) from None
         guess = guess_legacy_encoding(raw)
         if guess:
             raise BadInput(

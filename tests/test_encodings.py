@@ -74,3 +74,12 @@ def test_unknown_legacy_text_still_gets_a_conversion_hint():
 def test_binary_is_refused(raw, message):
     with pytest.raises(BadInput, match=message):
         parse_document(raw, "t")
+
+
+def test_utf8_with_a_few_stray_bytes_says_where_and_how_to_drop_them():
+    raw = ("Café crème, naïve résumé. " * 20 + "日本語。\n").encode() + b"Caf\xe9 au lait. " + "Über. ".encode()
+    with pytest.raises(BadInput) as e:
+        parse_document(raw, "t", origin="book.txt")
+    message = str(e.value)
+    assert "is UTF-8 but for 1 invalid byte(s) (the first is a bad byte 0xE9 at offset" in message, message
+    assert "line 2)" in message and "`iconv -f UTF-8 -t UTF-8 -c book.txt > book.txt.utf8.txt`" in message
