@@ -13,13 +13,14 @@ from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 
 from . import ownership, store
+from .budgets import frame_budget
 from .documents import Document, read_document
 from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front, resume
 from .outputs import relative_output
 from .settings import Settings, check_quant
-from .spec import JobSpec, frame_budget, job_timeout
+from .spec import JobSpec, job_timeout
 from .voices import Voice, read_voice
 
 JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs

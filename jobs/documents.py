@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cleaning import clean_text
+from .encodings import decode_text
 from .errors import BadInput
 from .inputs import read_input
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
@@ -20,11 +25,9 @@ _PLAIN_HEADING = re.compile(  # "Chapter 3", "CHAPTER IV. The Storm", "Part Two:
     r"^((?i:chapter|part|book)\s+(\d+|[IVXLCDM]+|[A-Z][a-z]+)[.:]?|(?i:prologue|epilogue|interlude|afterword))"
     r"(\s[^.!?]{0,70})?[.!?]?$"
 )
-# Characters that are invisible or reorder text; they only confuse the tokenizer.
-_INVISIBLE = dict.fromkeys(
-    map(ord, "\u200b\u200c\u200d\u2060\ufeff\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u00ad"),
-    None,
-)
+# Where an over-long sentence is best cut: after a clause mark (Latin ones followed by a space,
+# CJK full-width ones as they are), else at a space, else anywhere but inside a letter's marks.
+_CLAUSE_BREAK = re.compile(r"[,;:] |[，、；：。！？…]")
 
 
 @dataclass(frozen=True)
@@ -53,24 +56,23 @@ def read_document(path: Path) -> Document:
     """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason."""
     path = Path(path)
     raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
-    return parse_document(raw, title=path.stem, origin=str(path))
+    return parse_document(raw, title=title_from_name(path), origin=str(path))
+
+
+def title_from_name(path: Path) -> str:
+    """A book title from a file name, as text: bytes that are not UTF-8 (possible in Linux file
+    names; they could not be stored or written as metadata) become U+FFFD, control characters go."""
+    name = os.fsencode(path.stem).decode("utf-8", "replace")
+    return _SPACES.sub(" ", clean_text(name)).strip()[:200] or "document"
 
 
 def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:
-    if b"\x00" in raw:
-        raise BadInput(f"{origin} contains NUL bytes: it looks binary, not UTF-8 text")
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise BadInput(
-            f"{origin} is not valid UTF-8 text (bad byte at offset {e.start}); convert it to UTF-8 first"
-        ) from None
-    paragraphs, chapters = split_document(text)
+    text = decode_text(raw, origin)
+    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
-    n = sum(len(p) for p in paragraphs)
-    if n > MAX_SENTENCES:
-        raise BadInput(f"{origin} has {n} sentences; the limit is {MAX_SENTENCES} (split it into parts)")
+    if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
+        raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
     return Document(title=title, paragraphs=paragraphs, chapters=chapters)
 
 
@@ -78,23 +80,19 @@ def split_paragraphs(text: str) -> list[list[str]]:
     return split_document(text)[0]
 
 
-def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
+def split_document(text: str, max_sentences: int | None = None) -> tuple[list[list[str]], list[tuple[int, str]]]:
     """Blank lines separate paragraphs; sentencex splits each paragraph into sentences. A
-    paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter."""
+    paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
+    Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
+    would otherwise take seconds and gigabytes to refuse)."""
     from sentencex import segment  # compiled extension, loaded only when splitting
 
-    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = text.translate(_INVISIBLE)
     out: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
-    blocks: list[list[str]] = []
-    for block in _PARAGRAPH_BREAK.split(text):
-        raw_lines = [line.strip() for line in block.split("\n") if line.strip()]
-        if len(raw_lines) > 1 and _MD_HEADING.match(raw_lines[0]):  # a heading is its own paragraph
-            blocks += [raw_lines[:1], raw_lines[1:]]
-        elif raw_lines:
-            blocks.append(raw_lines)
-    for raw_lines in blocks:
+    count = 0
+    for raw_lines in _blocks(clean_text(text)):
+        if max_sentences is not None and count > max_sentences:
+            break
         heading = _MD_HEADING.match(raw_lines[0])
         if heading:
             title = heading.group(1).strip(" #")
@@ -115,20 +113,44 @@ def split_document(text: str) -> tuple[list[list[str]], list[tuple[int, str]]]:
             if title and _HAS_WORD.search(title):
                 chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
             out.append(sentences)
+            count += len(sentences)
     return out, chapters
 
 
+def _blocks(text: str) -> Iterator[list[str]]:
+    """The non-empty stripped lines of each paragraph, one paragraph at a time; a Markdown
+    heading is a paragraph of its own."""
+    start = 0
+    for end, after in itertools.chain(
+        ((m.start(), m.end()) for m in _PARAGRAPH_BREAK.finditer(text)), [(len(text), 0)]
+    ):
+        raw_lines = [line.strip() for line in text[start:end].split("\n") if line.strip()]
+        if len(raw_lines) > 1 and _MD_HEADING.match(raw_lines[0]):
+            yield raw_lines[:1]
+            yield raw_lines[1:]
+        elif raw_lines:
+            yield raw_lines
+        start = after
+
+
 def _cap_length(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> list[str]:
-    """Split an over-long sentence at the last comma/semicolon or space before the limit."""
+    """Split an over-long sentence into parts of at most `limit` characters: after the last
+    clause mark (", ", "; ", "，", "、", "。" ...) in the last two thirds of the window, else at its
+    last space, else (CJK or Thai without either, or one unbroken run) anywhere that does not
+    separate a letter from its combining marks. Linear in the sentence's length."""
     parts = []
-    while len(sentence) > limit:
-        window = sentence[:limit]
-        cut = max(window.rfind(", "), window.rfind("; "), window.rfind(": "))
-        cut = cut + 1 if cut > limit // 3 else window.rfind(" ")
+    start, end = 0, len(sentence)
+    while end - start > limit:
+        window = sentence[start : start + limit]
+        clause = max((m.end() for m in _CLAUSE_BREAK.finditer(window, limit // 3)), default=-1)
+        cut = clause if clause > 0 else window.rfind(" ")
         if cut <= 0:
-            cut = limit  # one unbroken run of characters: hard cut
-        parts.append(sentence[:cut].strip())
-        sentence = sentence[cut:].strip()
-    if sentence:
-        parts.append(sentence)
-    return [p for p in parts if p]
+            cut = limit
+            while cut > limit // 2 and unicodedata.category(sentence[start + cut])[0] == "M":
+                cut -= 1
+        parts.append(window[:cut].strip())
+        start += cut
+        while start < end and sentence[start].isspace():
+            start += 1
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if _HAS_WORD.search(p)]

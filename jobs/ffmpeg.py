@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+
+from .errors import NarrateError
+
+# "[out#0/s16le @ 0x55d2d162f200] Nothing was written..." -> "Nothing was written..."
+_CONTEXT_PREFIX = re.compile(r"^(\[[^\]]* @ 0x[0-9a-f]+\]\s*)+")
+
+
+class FfmpegError(RuntimeError):
+    """ffmpeg ran and failed; the message is its last error line, `log` all of its stderr."""
+
+    def __init__(self, message: str, log: str = "") -> None:
+        super().__init__(message)
+        self.log = log
+
+    @property
+    def first_line(self) -> str:
+        """ffmpeg's first error line, often the cause where the last one is the consequence."""
+        lines = self.log.splitlines()
+        return _CONTEXT_PREFIX.sub("", lines[0]) if lines else str(self)
 
 
 def ffmpeg_exe(configured: str | None = None) -> str:
@@ -13,15 +33,26 @@ def ffmpeg_exe(configured: str | None = None) -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None) -> bytes:
-    """Run ffmpeg quietly; return stdout. Raises RuntimeError with ffmpeg's last error line."""
-    proc = subprocess.run(
-        [exe, "-hide_banner", "-nostdin", "-v", "error", *args],
-        input=stdin,
-        capture_output=True,
-        check=False,
-    )
+def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: float | None = None) -> bytes:
+    """Run ffmpeg quietly; return stdout. Raises FfmpegError with ffmpeg's last error line (also
+    when it runs past `timeout` seconds: it is killed), NarrateError when it cannot be started."""
+    try:
+        proc = subprocess.run(
+            [exe, "-hide_banner", "-nostdin", "-v", "error", *args],
+            input=stdin,
+            capture_output=True,
+            check=False,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        raise FfmpegError(f"ffmpeg took longer than {timeout:.0f} s and was stopped") from None
+    except OSError as e:
+        raise NarrateError(
+            f"ffmpeg {exe} cannot be run ({e.strerror or e}); set NARRATE_FFMPEG to an ffmpeg binary or unset it"
+        ) from None
     if proc.returncode != 0:
-        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise RuntimeError(lines[-1] if lines else f"ffmpeg exited with {proc.returncode}")
+        log = proc.stderr.decode("utf-8", "replace").strip()
+        lines = log.splitlines()
+        last = _CONTEXT_PREFIX.sub("", lines[-1]) if lines else f"ffmpeg exited with {proc.returncode}"
+        raise FfmpegError(last, log)
     return proc.stdout

@@ -53,7 +53,14 @@ def relative_output(root: Path, requested: str | Path) -> str:
         )
     check_lengths(real)
     check_writable(real)
-    return real.relative_to(root).as_posix()
+    rel = real.relative_to(root).as_posix()
+    try:
+        rel.encode("utf-8")  # jobs are JSON text: a Linux file name's stray bytes could not be stored
+    except UnicodeEncodeError:
+        raise BadInput(
+            f"output {requested} has bytes in its name that are not UTF-8; choose another name (-o)"
+        ) from None
+    return rel
 
 
 def output_path(root: Path, rel: str) -> Path:

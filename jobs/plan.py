@@ -7,9 +7,10 @@ import zlib
 from dataclasses import dataclass
 from itertools import accumulate
 
+from .budgets import frame_budget
 from .checkpoints import CheckpointStore, checkpoint_key
 from .documents import Document
-from .spec import JobSpec, frame_budget
+from .spec import JobSpec
 from .synthesis import Sentence
 
 

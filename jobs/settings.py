@@ -116,7 +116,10 @@ class Settings:
     )  # fmt: skip
     max_frames: int = setting(
         "NARRATE_MAX_FRAMES", 2048, reads=CLIENT, parse=_int(1),
-        doc="Cap on codec frames per sentence (12.5 frames = 1 s); part of the job (`--max-frames`).",
+        doc="Cap on codec frames per sentence (12.5 frames = 1 s); part of the job (`--max-frames`). Each "
+        "sentence's budget is 2 s + 2.5x its estimated speaking time (by script: ~4.5 CJK characters, ~7 kana, "
+        "~6.5 Hangul syllables or ~15 Latin letters a second; digits and symbols read as words; pauses at "
+        "punctuation; see `jobs/budgets.py`), capped by this.",
     )  # fmt: skip
     seed: int = setting(
         "NARRATE_SEED", 0, reads=CLIENT, parse=_int(0),

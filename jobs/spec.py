@@ -5,11 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from math import ceil
 
-# Codec frames per character of text: speech runs at ~15 characters and 12.5 frames a second
-# (0.83 frames/char). The budget allows 2.5x that plus 2 s, then the global cap applies.
-FRAMES_PER_CHAR_BUDGET = 2.1
-FRAMES_BUDGET_BASE = 25
-
 
 @dataclass(frozen=True)
 class JobSpec:
@@ -34,11 +29,6 @@ class JobSpec:
         if unknown:
             raise ValueError(f"unknown job spec fields: {sorted(unknown)}")
         return cls(**data)
-
-
-def frame_budget(text: str, max_frames: int) -> int:
-    """Most codec frames a sentence may take before it counts as a runaway."""
-    return max(1, min(max_frames, FRAMES_BUDGET_BASE + ceil(len(text) * FRAMES_PER_CHAR_BUDGET)))
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:

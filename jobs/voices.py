@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import io
+import tempfile
 import wave
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from .errors import BadInput
-from .ffmpeg import run_ffmpeg
+from .errors import BadInput, NarrateError
+from .ffmpeg import FfmpegError, run_ffmpeg
 from .inputs import read_input
 from .settings import MAX_VOICE_BYTES, MAX_VOICE_SECONDS, MIN_VOICE_SECONDS, SAMPLE_RATE
 
 SILENCE_RMS = 1e-3  # of full scale; below this the sample carries no voice
+# A 60 s sample decodes in well under a second; a file that keeps ffmpeg busy this long is refused.
+DECODE_TIMEOUT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -35,16 +38,47 @@ def read_voice(path: Path, ffmpeg: str) -> Voice:
     return normalize_voice(raw, origin=f"voice file {path}", ffmpeg=ffmpeg)
 
 
-def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
+def decode_voice(raw: bytes, origin: str, ffmpeg: str) -> bytes:
+    """The first audio stream of `raw` as 24 kHz mono s16le PCM, at most MAX_VOICE_SECONDS + 1 s.
+
+    ffmpeg reads a private copy from a file, not from a pipe: MP4/MOV files (an .m4a written by
+    ffmpeg or by many recorders) keep their index at the end, which ffmpeg reaches only by
+    seeking. The copy holds exactly the bytes that were checked, in a directory only this user
+    can enter, under a name without an extension (ffmpeg goes by the content, and recent ffmpeg
+    builds then refuse playlists), and it is removed on every way out."""
     try:
-        pcm = run_ffmpeg(
-            ffmpeg,
-            ["-i", "pipe:0", "-t", str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE),
-             "-f", "s16le", "-acodec", "pcm_s16le", "pipe:1"],
-            stdin=raw,
-        )  # fmt: skip
-    except RuntimeError as e:
-        raise BadInput(f"{origin} is not audio ffmpeg can read ({e}); use wav, flac or mp3") from None
+        tmp = tempfile.TemporaryDirectory(prefix="narrate-voice-")
+    except OSError as e:
+        raise NarrateError(f"cannot make a temporary directory for {origin}: {e.strerror or e}; set TMPDIR") from None
+    with tmp:
+        copy = Path(tmp.name) / "voice"
+        try:
+            copy.write_bytes(raw)
+        except OSError as e:
+            raise NarrateError(
+                f"cannot copy {origin} to {tmp.name}: {e.strerror or e}; free some space there or set TMPDIR"
+            ) from None
+        try:
+            return run_ffmpeg(
+                ffmpeg,
+                ["-protocol_whitelist", "file", "-i", f"file:{copy}", "-map", "0:a:0", "-t",
+                 str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "s16le",
+                 "-acodec", "pcm_s16le", "pipe:1"],
+                timeout=DECODE_TIMEOUT_S,
+            )  # fmt: skip
+        except FfmpegError as e:
+            if "matches no streams" in e.log:
+                raise BadInput(f"{origin} has no audio stream (a video without sound, or an image?)") from None
+            if "Nothing was written" in e.log:  # it opened but nothing decoded: an absurd rate or channel layout
+                raise BadInput(
+                    f"{origin} has no audio ffmpeg can decode ({e.first_line}); export it again as mono or stereo wav"
+                ) from None
+            detail = e.first_line
+            raise BadInput(f"{origin} is not audio ffmpeg can read ({detail}); use wav, flac, mp3 or m4a") from None
+
+
+def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
+    pcm = decode_voice(raw, origin, ffmpeg)
     samples = np.frombuffer(pcm, dtype="<i2")
     seconds = samples.size / SAMPLE_RATE
     if samples.size == 0:
@@ -53,9 +87,10 @@ def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
         raise BadInput(f"{origin} is {seconds:.2f} s long; give at least {MIN_VOICE_SECONDS:.0f} s of speech")
     if seconds > MAX_VOICE_SECONDS:
         raise BadInput(f"{origin} is longer than {MAX_VOICE_SECONDS:.0f} s; trim it to 5-30 s of clean speech")
-    rms = float(np.sqrt(np.mean((samples.astype(np.float64) / 32768.0) ** 2)))
+    level = samples.astype(np.float64) / 32768.0
+    rms = float(np.std(level))  # about the mean: a constant level (DC, or NaN samples decoded) is no sound
     if rms < SILENCE_RMS:
-        raise BadInput(f"{origin} is silent (RMS {rms:.1e}); record some speech")
+        raise BadInput(f"{origin} is silent (RMS {rms:.1e} about a level of {np.mean(level):+.2f}); record some speech")
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:
         w.setnchannels(1)

@@ -39,7 +39,7 @@ def bad_cases(home, good):
         "missing document": (["submit", str(home / "nope.txt"), "--voice", v, "-o", o], "does not exist"),
         "empty document": (["submit", str(empty), "--voice", v, "-o", o], "no text to narrate"),
         "binary document": (["submit", str(binary), "--voice", v, "-o", o], "NUL bytes"),
-        "non-UTF-8 document": (["submit", str(latin1), "--voice", v, "-o", o], "not valid UTF-8"),
+        "non-UTF-8 document": (["submit", str(latin1), "--voice", v, "-o", o], "iconv -f LATIN1 -t UTF-8"),
         "punctuation only": (["submit", str(punct), "--voice", v, "-o", o], "no text to narrate"),
         "document is a dir": (["submit", str(home), "--voice", v, "-o", o], "is not a regular file"),
         "missing voice": (["submit", d, "--voice", str(home / "nope.wav"), "-o", o], "does not exist"),

@@ -1,0 +1,56 @@
+"""Cleaning decoded text for speech: line breaks made uniform, and what cannot be spoken removed
+(terminal escape sequences, control characters, invisible format characters, floods of
+combining marks) before the text is split into sentences."""
+
+from __future__ import annotations
+
+import re
+import sys
+import unicodedata
+from functools import cache
+
+# Combining marks one letter may carry: Vietnamese, Devanagari or pointed Hebrew need 2-4;
+# "Zalgo" text stacks hundreds, which only lengthens the tokens the model is given.
+MAX_COMBINING_MARKS = 8
+
+_LINE_BREAKS = str.maketrans({"\r": "\n", "\x85": "\n", "\u2028": "\n", "\u2029": "\n\n"})
+# CSI (colours, cursor moves), OSC (titles, links) and two-character escape sequences.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_SPACING_CONTROLS = re.compile(r"[\x0b\x0c\x1c-\x1f]+")  # vertical tab, form feed, separators: spaces
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]+")  # the others (bell, backspace, C1...): nothing
+
+
+def clean_text(text: str) -> str:
+    text = text.replace("\r\n", "\n").translate(_LINE_BREAKS)
+    text = _SPACING_CONTROLS.sub(" ", _CONTROLS.sub("", _ESCAPES.sub("", text)))
+    text = unicodedata.normalize("NFC", text)
+    format_chars, mark_runs = _tables()
+    return mark_runs.sub(_trim_marks, text.translate(format_chars))
+
+
+def _trim_marks(run: re.Match[str]) -> str:
+    out, marks = [], 0
+    for ch in run.group(0):
+        marks = marks + 1 if unicodedata.category(ch)[0] == "M" else 0
+        if marks <= MAX_COMBINING_MARKS:
+            out.append(ch)
+    return "".join(out)
+
+
+@cache
+def _tables() -> tuple[dict[int, None], re.Pattern[str]]:
+    """From Python's Unicode database, on first use (one pass, ~0.1 s): the format characters
+    (Cf: zero-width spaces and joiners, bidirectional controls, soft hyphens, byte-order marks,
+    tag characters) to delete, and a pattern for runs that may hold too many combining marks
+    (Mn, Me): BMP marks, or any character beyond the BMP (a class of single BMP characters is a
+    fast bitmap; astral ranges are not, so those runs are checked one character at a time)."""
+    format_chars: dict[int, None] = {}
+    marks = []
+    for code in range(sys.maxunicode + 1):
+        cat = unicodedata.category(chr(code))
+        if cat == "Cf":
+            format_chars[code] = None
+        elif cat in ("Mn", "Me") and code <= 0xFFFF:
+            marks.append(re.escape(chr(code)))
+    run = f"(?:[{''.join(marks)}]|[\U00010000-\U0010ffff]){{{MAX_COMBINING_MARKS + 1},}}"
+    return format_chars, re.compile(run)
