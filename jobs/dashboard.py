@@ -3,11 +3,13 @@
 rq-dashboard 0.9 needs three fixes to be usable here, applied at start: the JSON serializer
 (narrate never pickles), `Worker.all` with that serializer (without it the workers page returns
 HTTP 500 while a worker is busy with a JSON job), and safe exposure: it binds to 127.0.0.1 by
-default and refuses any other address without a username and password (basic auth).
+default and refuses any other address without a username and password (basic auth). Its pages
+show the Redis URL redacted by narrate (rq-dashboard's own masking misses some passwords).
 """
 
 from __future__ import annotations
 
+from .connection import redact
 from .errors import BadInput
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -31,6 +33,8 @@ def make_app(redis_url: str, username: str | None = None, password: str | None =
 
     web.Worker = JSONWorker
     web.config.serializer = JSONSerializer
+    # Its own masking stops at the first "@" and misses unix://...?password=: use narrate's.
+    web.escape_format_instance_list = lambda urls: [redact(u) for u in ([urls] if isinstance(urls, str) else urls)]
     app = make_flask_app(None, username, password, "")
     app.config["DEPRECATED_OPTIONS"] = []
     app.config["RQ_DASHBOARD_REDIS_URL"] = redis_url
