@@ -17,6 +17,7 @@ from rq.serializers import JSONSerializer
 
 from . import store
 from .documents import Document, read_document
+from .durability import durable_writes
 from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
 from .outputs import relative_output
@@ -75,7 +76,7 @@ def job_id_for(spec: JobSpec, queue_name: str) -> str:
     return "narrate-" + hashlib.sha256(blob).hexdigest()[:32]
 
 
-def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+def _submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
     """Enqueue one job, or find the identical one submitted before (atomically, even when two
     processes submit at once): queued/started -> that job; finished with its output in place ->
     that job; failed or stopped -> requeued (it resumes from its checkpoints)."""
@@ -111,6 +112,13 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         return Submitted(requeue(r, job), "resumed")
     return Submitted(job, "queued")
+
+
+def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
+    cannot persist: a full disk), see durability.py."""
+    with durable_writes(r):
+        return _submit(settings, r, req, queue_name)
 
 
 def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, budgets: list[int], settings: Settings) -> Job:

@@ -99,8 +99,10 @@ class Connection:
         if self.settings.redis_url is None:
             self.embedded = EmbeddedServer(self.settings.home)
             self.embedded.acquire()
+            # No health-check PING: over a local unix socket a dead server shows at once (and is
+            # retried), and a server that cannot persist refuses PING (MISCONF), which would fail
+            # every read, `narrate status` included.
             self.redis = self.embedded.client(
-                health_check_interval=30,
                 retry=_retry(self.patient),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )

@@ -82,10 +82,10 @@ def test_dashboard_pages_show_no_password(home):
     tcp = PrivateRedis()
     tcp.password = "pw1ab@pw2cd"  # rq-dashboard's own masking stops at the first "@"
     tcp.url = f"redis://:{tcp.password}@127.0.0.1:{tcp.port}/0"
-    tcp.start()
     embedded = EmbeddedServer(home)
-    embedded.acquire()
     try:
+        tcp.start()
+        embedded.acquire()
         for url in (tcp.url, f"{embedded.url}?db=0&password=pw1ab"):
             # rq-dashboard registers a global blueprint: one app per process
             proc = subprocess.run(
