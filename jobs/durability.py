@@ -25,29 +25,59 @@ class NotDurable(NarrateError):
 
 def wait_durable(r: redis.Redis, timeout_s: float = WAIT_S) -> None:
     """Return once every write the server has acknowledged so far is fsynced to its AOF; raise
-    NotDurable when that cannot happen (the AOF cannot be written) within `timeout_s`. Returns at
-    once on a server without an AOF (or one that does not let us ask: INFO or WAITAOF refused)."""
-    try:
-        if not int(r.info("persistence").get("aof_enabled", 0)):
-            return
-    except redis.ResponseError:  # INFO renamed or refused (some managed servers)
+    NotDurable when its AOF cannot be written, or is not fsynced within `timeout_s`. Returns at
+    once on a server without an AOF, or one that does not let us check (INFO, WAITAOF or the
+    probe key refused, a server older than 7.2). With `appendfsync no` the server leaves the
+    fsync to its OS: then only a failed write to the AOF is an error."""
+    info = _persistence(r)
+    if info is None or not int(info.get("aof_enabled", 0)):
         return
+    fsyncs = _fsync_policy(r) != "no"
+    read_timeout = r.connection_pool.connection_kwargs.get("socket_timeout")
+    if read_timeout:  # the reply must come before the client gives up reading
+        timeout_s = max(0.1, min(timeout_s, read_timeout - 0.5))
     # The AOF is written in order: once a write of ours is fsynced, so is everything before it.
     # WAITAOF counts the writes of its own connection, hence one pipeline (one connection).
     with r.pipeline(transaction=False) as p:
         p.incr(PROBE_KEY)
-        p.execute_command("WAITAOF", 1, 0, int(timeout_s * 1000))
+        if fsyncs:
+            p.execute_command("WAITAOF", 1, 0, int(timeout_s * 1000))
         try:
-            _, (local, _replicas) = p.execute()
+            results = p.execute()
+        except redis.TimeoutError:
+            results = [None, [0, 0]]
         except redis.ResponseError as e:
-            text, reason = str(e), _misconf(e)
+            reason = _misconf(e)
             if reason is not None:
                 raise NotDurable(not_durable_message(r, reason)) from None
-            if "unknown command" in text.lower() or "appendonly is disabled" in text:
-                return  # before Valkey/Redis 7.2, or the AOF was just turned off
+            text = str(e)
+            if isinstance(e, redis.exceptions.NoPermissionError) or "unknown command" in text.lower():
+                return  # an ACL that forbids it, or a server before Valkey/Redis 7.2
+            if "appendonly is disabled" in text:
+                return  # turned off meanwhile
             raise
-    if int(local) < 1:
+    if fsyncs and int(results[1][0]) >= 1:
+        return
+    info = _persistence(r) or {}
+    if info.get("aof_last_write_status", "ok") != "ok":
+        raise NotDurable(not_durable_message(r, "its last write to its append-only file failed"))
+    if fsyncs:
         raise NotDurable(not_durable_message(r, f"its append-only file was not synced within {timeout_s:.0f} s"))
+
+
+def _persistence(r: redis.Redis) -> dict | None:
+    try:
+        return r.info("persistence")
+    except redis.ResponseError:  # INFO renamed or refused (some managed servers)
+        return None
+
+
+def _fsync_policy(r: redis.Redis) -> str | None:
+    try:
+        value = r.config_get("appendfsync").get("appendfsync")
+    except redis.ResponseError:  # CONFIG renamed or refused (some managed servers)
+        return None
+    return value.decode() if isinstance(value, bytes) else value
 
 
 @contextlib.contextmanager

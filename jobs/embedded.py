@@ -224,7 +224,7 @@ class EmbeddedServer:
             if owner != os.getuid():
                 raise ServerUnavailable(
                     f"the embedded server's socket {self.socket} belongs to another user (uid {owner}): "
-                    "stop that server, or use a NARRATE_HOME of your own"
+                    "stop that user's server and delete the socket, or use a NARRATE_HOME of your own"
                 )
         state = self._await_answer(UNRESPONSIVE_S)
         if state == "up":

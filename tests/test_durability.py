@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 from conftest import exited, narrate
 from faults import PrivateRedis, book, fake_env, submit_book
 from narrate.jobs.durability import PROBE_KEY, wait_durable
@@ -94,7 +95,9 @@ def test_submit_on_a_full_disk_is_refused_and_nothing_acknowledged_is_lost(env, 
         subprocess.run(["umount", "-l", str(data)], check=False)
 
 
-def test_the_wait_asks_external_servers_only_when_they_have_an_aof(external_redis):
+def test_the_wait_on_external_servers(external_redis):
+    """Asked only of servers with an AOF; not waited for when the server leaves the fsync to its
+    OS (appendfsync no); skipped when an ACL forbids WAITAOF."""
     if external_redis.info("persistence").get("aof_enabled"):
         pytest.skip("the external test Redis has AOF on")
     external_redis.delete(PROBE_KEY)
@@ -107,5 +110,13 @@ def test_the_wait_asks_external_servers_only_when_they_have_an_aof(external_redi
         client.set("k", "v")
         wait_durable(client)
         assert client.exists(PROBE_KEY)
+        client.config_set("appendfsync", "no")  # the OS fsyncs when it likes: nothing to wait for
+        started = time.monotonic()
+        wait_durable(client)
+        assert time.monotonic() - started < 2
+        client.config_set("appendfsync", "everysec")
+        client.acl_setuser("narrow", enabled=True, passwords=["+pw"], commands=["+@all", "-waitaof"], keys=["*"])
+        narrow = redis.Redis(host="127.0.0.1", port=server.port, username="narrow", password="pw")
+        wait_durable(narrow)  # not allowed to ask: no claim either way, and no error
     finally:
         server.close()
