@@ -11,6 +11,7 @@ import click
 import redis
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
+from narrate.jobs.durability import durable_writes
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.settings import QUANTS, Settings
 
@@ -161,7 +162,7 @@ def resume(job_ids, queue_name) -> None:
     checkpoints."""
     settings = _settings()
     try:
-        with Connection(settings) as conn:
+        with Connection(settings) as conn, durable_writes(conn.redis):
             done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
     except (NarrateError, redis.RedisError) as e:
         raise _fail(e) from None

@@ -15,6 +15,7 @@ from rq.job import Job, JobStatus
 from . import ownership, store
 from .budgets import frame_budget
 from .documents import Document, read_document
+from .durability import durable_writes
 from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front, resume
@@ -72,7 +73,7 @@ def job_id_for(spec: JobSpec, queue_name: str) -> str:
     return "narrate-" + hashlib.sha256(blob).hexdigest()[:32]
 
 
-def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+def _submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
     """Enqueue one job, or find the identical one submitted before (atomically, even when two
     processes submit at once): queued/started -> that job; finished with its own output in place ->
     that job; failed or stopped -> requeued (it resumes from its checkpoints). The output path is
@@ -114,6 +115,13 @@ def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | N
     if job.get_status(refresh=False) in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         return Submitted(requeue_front(r, job, "resume"), "resumed", note)
     return Submitted(job, "queued", note)
+
+
+def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
+    cannot persist: a full disk), see durability.py."""
+    with durable_writes(r):
+        return _submit(settings, r, req, queue_name)
 
 
 def _finished(r: redis.Redis, job_id: str) -> Job | None:

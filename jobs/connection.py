@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import re
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -12,17 +12,62 @@ from .embedded import EmbeddedServer
 from .errors import ServerUnavailable
 from .settings import Settings
 
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+_PASSWORD_PARAM = re.compile(r"([?&]password=).*\Z", re.IGNORECASE | re.DOTALL)
+URL_FORMS = (
+    "redis://[user:password@]host[:port][/db], rediss://... (TLS) or unix://[user:password@]/path/to/socket[?db=N]"
+)
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None, str] | None:
+    """(scheme://, user part or None, rest) without parsing the way redis-py does: everything
+    between "://" and the last "@" is the user part, since a password may hold / # ? @ or :."""
+    m = _SCHEME.match(url)
+    if not m:
+        return None
+    scheme, rest = url[: m.end()], url[m.end() :]
+    if "@" not in rest:
+        return scheme, None, rest
+    userinfo, _, rest = rest.rpartition("@")
+    return scheme, userinfo, rest
+
 
 def redact(url: str) -> str:
-    """The URL with any password replaced by ***, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """The URL with anything that may be a password replaced by ***, for messages and logs: of
+    the user part only a user name before a ":" is kept, a password= query parameter hides the
+    rest of the URL, and a string that is not scheme://... is not shown at all."""
+    parts = _split_userinfo(url)
+    if parts is None:
+        return "(not shown: not a URL)"
+    scheme, userinfo, rest = parts
+    if userinfo is not None:
+        user, colon, _ = userinfo.partition(":")
+        rest = (f"{user}:***@" if colon else "***@") + rest
+    return scheme + _PASSWORD_PARAM.sub(r"\1***", rest)
+
+
+def check_url(url: str) -> None:
+    """Refuse a URL that redis-py would misread: a password holding / ? or # unencoded would be
+    taken for the host, port or path (and a piece of it could end up in an error message)."""
+    parts = _split_userinfo(url)
+    if parts is None or (parts[1] is not None and any(c in parts[1] for c in "/?#")):
+        raise ServerUnavailable(
+            f"NARRATE_REDIS_URL {redact(url)} is not a valid Redis URL: use {URL_FORMS}, "
+            "with / ? # @ : in the password percent-encoded (%2F %3F %23 %40 %3A)"
+        )
+
+
+def _reason(e: BaseException) -> str:
+    """Why a connection failed, from the OS error under redis-py's message (its message names
+    the host and port as redis-py parsed them, which is not printed)."""
+    seen: BaseException | None = e
+    while seen is not None:
+        if isinstance(seen, TimeoutError | redis.TimeoutError):
+            return "timed out"
+        if isinstance(seen, OSError) and seen.strerror:
+            return seen.strerror
+        seen = seen.__cause__ or seen.__context__
+    return "no answer"
 
 
 def _retry(patient: bool) -> Retry:
@@ -54,13 +99,16 @@ class Connection:
         if self.settings.redis_url is None:
             self.embedded = EmbeddedServer(self.settings.home)
             self.embedded.acquire()
+            # No health-check PING: over a local unix socket a dead server shows at once (and is
+            # retried), and a server that cannot persist refuses PING (MISCONF), which would fail
+            # every read, `narrate status` included.
             self.redis = self.embedded.client(
-                health_check_interval=30,
                 retry=_retry(self.patient),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )
             return self.redis
         url = self.settings.redis_url
+        check_url(url)
         try:
             client = redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30)
             client.ping()  # fail fast on the first contact, then retry through outages
@@ -71,14 +119,15 @@ class Connection:
                 retry=_retry(self.patient),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )
-        except ValueError as e:
-            raise ServerUnavailable(f"NARRATE_REDIS_URL {redact(url)} is not a valid Redis URL: {e}") from None
+        except (ValueError, TypeError):  # its text may quote a piece of the URL: not shown
+            raise ServerUnavailable(
+                f"NARRATE_REDIS_URL {redact(url)} is not a valid Redis URL: use {URL_FORMS}"
+            ) from None
         except redis.AuthenticationError:
             raise ServerUnavailable(f"Redis at {redact(url)} refused the password; check NARRATE_REDIS_URL") from None
         except (redis.ConnectionError, redis.TimeoutError, OSError) as e:
-            msg = str(e).replace(url, redact(url))
             raise ServerUnavailable(
-                f"Redis at {redact(url)} did not answer ({msg}); start it, fix NARRATE_REDIS_URL, "
+                f"Redis at {redact(url)} did not answer ({_reason(e)}); start it, fix NARRATE_REDIS_URL, "
                 "or unset it to use the embedded server"
             ) from None
         self.redis = client

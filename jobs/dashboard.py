@@ -4,7 +4,8 @@ rq-dashboard 0.9 needs these fixes to be usable here, applied at start: the JSON
 (narrate never pickles), `Worker.all` with that serializer (without it the workers page returns
 HTTP 500 while a worker is busy with a JSON job), and safe exposure: it binds to 127.0.0.1 by
 default and refuses any other address without a username and password (basic auth), and
-narrate's own hooks (dashboard_guard) keep other web pages from using or reading it.
+narrate's own hooks (dashboard_guard) keep other web pages from using or reading it. Its pages
+show the Redis URL redacted by narrate (rq-dashboard's own masking misses some passwords).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import dashboard_guard
+from .connection import redact
 from .errors import BadInput
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -44,6 +46,8 @@ def make_app(
 
     web.Worker = JSONWorker
     web.config.serializer = JSONSerializer
+    # Its own masking stops at the first "@" and misses unix://...?password=: use narrate's.
+    web.escape_format_instance_list = lambda urls: [redact(u) for u in ([urls] if isinstance(urls, str) else urls)]
     app = make_flask_app(None, None, None, "")  # its basic auth would cover the blueprint only
     dashboard_guard.install(app, allowed, username, password)
     app.config["DEPRECATED_OPTIONS"] = []

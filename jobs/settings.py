@@ -98,8 +98,8 @@ class Settings:
     )  # fmt: skip
     home: Path = setting(
         "NARRATE_HOME", reads=BOTH, parse=_path, factory=lambda: Path.home() / ".narrate", shown="`~/.narrate`",
-        doc="Data dir (mode 0700): the embedded server's socket, AOF and log, sentence checkpoints, and the "
-        "scratch space where a book is stitched and encoded (its uncompressed WAV, about 170 MB an hour of "
+        doc="Data dir (mode 0700, yours only): the embedded server's socket, AOF and log, sentence checkpoints, "
+        "and the scratch space where a book is stitched and encoded (its uncompressed WAV, about 170 MB an hour of "
         "audio, plus the encoded file, while it is written).",
     )  # fmt: skip
     output_dir: Path = setting(

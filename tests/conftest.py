@@ -63,10 +63,12 @@ def home():
     """A short-path NARRATE_HOME (unix socket paths are limited to 107 bytes)."""
     d = Path(tempfile.mkdtemp(prefix="nh-", dir="/tmp"))
     yield d
-    pidfile = d / "valkey.pid"
-    if pidfile.exists():  # never leave a test's embedded server behind
-        with contextlib.suppress(ValueError, OSError):
-            os.kill(int(pidfile.read_text().strip()), signal.SIGKILL)
+    from narrate.jobs.embedded import EmbeddedServer
+
+    pid = EmbeddedServer(d).server_pid()  # only a PID proven to be this home's server
+    if pid:  # never leave a test's embedded server behind
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     shutil.rmtree(d, ignore_errors=True)
 
 
@@ -172,3 +174,13 @@ def decoded_samples(path: Path) -> np.ndarray:
         capture_output=True, check=True,
     )  # fmt: skip
     return np.frombuffer(proc.stdout, dtype="<i2")
+
+
+def exited(pid: int) -> bool:
+    """The process is gone, or a zombie its parent has not reaped yet."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    proc = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True)
+    return proc.returncode != 0 or proc.stdout.strip().startswith("Z")

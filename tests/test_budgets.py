@@ -8,8 +8,8 @@ from math import ceil
 import pytest
 from narrate.jobs.budgets import FRAMES_PER_SECOND, frame_budget, speaking_seconds
 from narrate.jobs.documents import split_paragraphs
+from narrate.jobs.plan import frame_budget as plan_frame_budget
 from narrate.jobs.settings import MAX_SENTENCE_CHARS
-from narrate.jobs.spec import frame_budget as spec_frame_budget
 
 UNCAPPED = 10**9
 
@@ -60,10 +60,10 @@ def test_a_400_character_chinese_sentence_has_room_for_400_characters_at_4_5_a_s
     assert frame_budget("我" * 400, UNCAPPED) >= needed
 
 
-def test_the_cap_and_the_job_spec_use_the_same_rule():
+def test_the_cap_and_the_job_plan_use_the_same_rule():
     text = "我们今天在公园里散步。" * 40
     assert frame_budget(text, 100) == 100 and frame_budget("", 1) == 1
-    assert spec_frame_budget is frame_budget
+    assert plan_frame_budget is frame_budget
 
 
 def test_split_cjk_sentences_each_get_their_own_budget():
