@@ -72,7 +72,8 @@ def test_cli_bad_url_is_one_line_without_password(env, url):
 DASHBOARD_PAGE = """
 import sys
 from narrate.jobs.dashboard import make_app
-page = make_app(sys.argv[1]).test_client().get("/", follow_redirects=True)
+client = make_app(sys.argv[1]).test_client()
+page = client.get("/", follow_redirects=True, headers={"Host": "127.0.0.1:9181"})
 print(page.status_code, page.get_data(as_text=True))
 """
 

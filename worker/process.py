@@ -49,7 +49,7 @@ def run_worker(
     CheckpointStore(settings.home / "checkpoints").sweep_temp()
     scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
     with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
-        worker = make_worker(conn.redis, [queue_name or settings.queue], settings, rt.make_context)
+        worker = make_worker(conn.redis, [queue_name or settings.queue], settings, rt.make_context, rt.beat)
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
         recover_abandoned(conn.redis, worker.queues[0], rt.host_id, settings.max_attempts, crashed_from_inside)
         rt.beat("idle")

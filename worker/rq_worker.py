@@ -70,10 +70,12 @@ class NarrateWorker(SimpleWorker):
 
     job_class = NarrateJob
 
-    def __init__(self, *args, settings: Settings, make_context: ContextFactory, **kwargs):
+    def __init__(self, *args, settings: Settings, make_context: ContextFactory,
+                 beat: Callable[[str], None] = lambda _state: None, **kwargs):  # fmt: skip
         super().__init__(*args, **kwargs)
         self.settings = settings
         self.make_context = make_context
+        self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
         self.stop_event = threading.Event()
 
     def request_stop(self, signum, frame):
@@ -92,6 +94,7 @@ class NarrateWorker(SimpleWorker):
         finally:
             stop.set()
             beat.join(timeout=5)
+            self.beat("idle")  # waiting for the next job is not a hang
 
     def _heartbeats(self, job: Job, stop: threading.Event) -> None:
         """RQ's SimpleWorker sends none while a job runs; a long book needs them."""
@@ -122,7 +125,13 @@ def _stopped_early(job: Job) -> bool:
     return ctx is not None and ctx.stopped_early
 
 
-def make_worker(r: Redis, queue_names: list[str], settings: Settings, make_context: ContextFactory) -> NarrateWorker:
+def make_worker(
+    r: Redis,
+    queue_names: list[str],
+    settings: Settings,
+    make_context: ContextFactory,
+    beat: Callable[[str], None] = lambda _state: None,
+) -> NarrateWorker:
     queues = [Queue(n, connection=r, serializer=JSONSerializer, job_class=NarrateJob) for n in queue_names]
     return NarrateWorker(
         queues,
@@ -131,6 +140,7 @@ def make_worker(r: Redis, queue_names: list[str], settings: Settings, make_conte
         job_class=NarrateJob,
         settings=settings,
         make_context=make_context,
+        beat=beat,
     )
 
 
