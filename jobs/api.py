@@ -12,13 +12,13 @@ from rq import Queue, Retry
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 
-from . import ownership, store
+from . import lifecycle, ownership, store
 from .budgets import frame_budget
 from .documents import Document, read_document
 from .durability import durable_writes
 from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
-from .lifecycle import fetch, queue, requeue_front, resume
+from .lifecycle import fetch, queue, requeue_front
 from .outputs import relative_output
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
@@ -158,6 +158,12 @@ def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, timeout: int, s
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
     )
+
+
+def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
+    """lifecycle.resume, acknowledged only once the requeues are on the server's disk."""
+    with durable_writes(r):
+        return lifecycle.resume(r, job_ids, queue_name)
 
 
 def status(r: redis.Redis, job_id: str) -> dict:

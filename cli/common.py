@@ -1,0 +1,73 @@
+"""What the commands share: options, settings from flags and environment, one-line errors, waiting for a job."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+import redis
+from narrate.jobs import api
+from narrate.jobs.connection import Connection
+from narrate.jobs.errors import NarrateError
+from narrate.jobs.settings import QUANTS, Settings
+
+quant_option = click.option(
+    "--quant",
+    default=None,
+    metavar="|".join(QUANTS),
+    help="Quantization (default: NARRATE_QUANT, else by model).",
+)
+model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+seed_option = click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Sampling seed of the job (NARRATE_SEED, default 0)."
+)
+max_frames_option = click.option(
+    "--max-frames",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default 2048).",
+)
+overwrite_option = click.option(
+    "--overwrite", is_flag=True, help="Replace a file at the output path that narrate did not write."
+)
+voice_option = click.option(
+    "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
+)
+
+
+def settings_from_env(**overrides: object) -> Settings:
+    try:
+        return Settings.from_env(**overrides)
+    except (NarrateError, redis.RedisError) as e:
+        raise click.ClickException(str(e)) from None
+
+
+def fail(e: Exception) -> click.ClickException:
+    if isinstance(e, redis.RedisError):  # e.g. OOM (maxmemory) or MISCONF (its disk is full)
+        return click.ClickException(f"the Redis server refused: {str(e).splitlines()[0]}")
+    return click.ClickException(str(e))
+
+
+def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) -> dict:
+    last = None
+    while True:
+        st = api.status(conn.redis, job_id)
+        p = st["progress"]
+        line = f"{st['status']}: {p.get('done', 0)}/{p.get('total', 0)} sentences"
+        if not quiet and line != last:
+            click.echo(line, err=True)
+            last = line
+        if st["status"] in ("finished", "failed", "canceled", "stopped"):
+            return st
+        time.sleep(poll_s)
+
+
+def finish(st: dict, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(st))
+    elif st["status"] == "finished":
+        click.echo(st["output"])
+    if st["status"] != "finished":
+        raise click.ClickException(f"job {st['id']} {st['status']}: {st.get('error', '')}")

@@ -1,0 +1,55 @@
+"""Looking after jobs: `narrate status` and `narrate resume`."""
+
+from __future__ import annotations
+
+import json
+
+import click
+import redis
+from narrate.jobs import api
+from narrate.jobs.connection import Connection
+from narrate.jobs.errors import NarrateError
+
+from .common import fail, settings_from_env
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def status(job_id, as_json) -> None:
+    """Show a job's status, progress, output path or error."""
+    settings = settings_from_env()
+    try:
+        with Connection(settings) as conn:
+            st = api.status(conn.redis, job_id)
+    except (NarrateError, redis.RedisError) as e:
+        raise fail(e) from None
+    if as_json:
+        click.echo(json.dumps(st))
+        return
+    p = st["progress"]
+    click.echo(f"{st['id']}: {st['status']} ({p.get('done', 0)}/{p.get('total', 0)} sentences)")
+    if st.get("output"):
+        click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
+    if st.get("output_replaced_by"):
+        click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
+    if st.get("error"):
+        click.echo(f"error: {st['error']}")
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1)
+@click.option("--queue", "queue_name", default=None, help="Queue to look in (NARRATE_QUEUE).")
+def resume(job_ids, queue_name) -> None:
+    """Requeue failed or abandoned jobs (all of the queue's, or JOB_IDS); they resume from their
+    checkpoints."""
+    settings = settings_from_env()
+    try:
+        with Connection(settings) as conn:
+            done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
+    except (NarrateError, redis.RedisError) as e:
+        raise fail(e) from None
+    for job_id, what in done:
+        click.echo(f"{job_id}: {what}")
+    if not done:
+        click.echo("nothing to resume")

@@ -1,0 +1,105 @@
+"""Long-running services and tools: `narrate worker`, `narrate dashboard`, `narrate bench`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+import redis
+from narrate.jobs.connection import Connection
+from narrate.jobs.errors import NarrateError
+
+from .common import fail, settings_from_env
+
+
+@click.command()
+@click.option("--burst", is_flag=True, help="Exit when the queue is empty.")
+@click.option("--queue", "queue_name", default=None, help="Queue to take jobs from (NARRATE_QUEUE).")
+@click.option("--quiet", is_flag=True, help="Log warnings only.")
+def worker(burst, queue_name, quiet) -> None:
+    """Run a worker: takes jobs one at a time and keeps models loaded between them.
+
+    A supervisor runs the worker process, restarts it if it crashes and kills it if it hangs."""
+    from narrate.worker.supervisor import supervise
+
+    settings = settings_from_env()
+    sys.exit(supervise(settings, burst, queue_name, "WARNING" if quiet else "INFO"))
+
+
+@click.command()
+@click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=9181, show_default=True, help="Port to listen on.")
+def dashboard(bind, port) -> None:
+    """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback)."""
+    import signal
+
+    from narrate.jobs.dashboard import check_exposure, make_app, served_hosts
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
+    settings = settings_from_env()
+    user, password = settings.dashboard_username, settings.dashboard_password
+    try:
+        check_exposure(bind, user, password)
+        hosts = served_hosts(bind, port, settings.dashboard_hosts)
+        with Connection(settings) as conn:  # keeps the embedded server up while serving
+            app = make_app(settings.redis_url or conn.url, user, password, hosts)
+            click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url})", err=True)
+            if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
+                click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
+            app.run(host=bind, port=port)
+    except (NarrateError, redis.RedisError) as e:
+        raise fail(e) from None
+
+
+@click.command()
+@click.option(
+    "--model",
+    "checkpoint",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Local Qwen3-TTS Base checkpoint dir (default: a random-weight one, see --random).",
+)
+@click.option(
+    "--random",
+    "size",
+    type=click.Choice(["tiny", "0.6b", "1.7b"]),
+    default="tiny",
+    help="Shape of the random-weight checkpoint built when --model is not given.",
+)
+@click.option("--sentences", default=16, show_default=True, help="Sentences per variant.")
+@click.option("--frames", default=24, show_default=True, help="Codec frames per sentence (12.5 = 1 s).")
+@click.option("--batch-sizes", default="1,2,4,8,16", show_default=True, help="Batch sizes to run.")
+@click.option("--warmup-frames", default=4, show_default=True, help="Frames per sentence in the warm-up.")
+@click.option("--allow-eos", is_flag=True, help="Let sentences stop at EOS (default: exactly --frames).")
+@click.option(
+    "--json",
+    "out_json",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=Path("bench-results.json"),
+    show_default=True,
+    help="Where to write the JSON.",
+)
+def bench(checkpoint, size, sentences, frames, batch_sizes, warmup_frames, allow_eos, out_json) -> None:
+    """Benchmark plain mlx-audio against narrate's sequential and batched engine."""
+    from narrate.worker.bench import format_table, random_checkpoint, run_bench
+
+    if checkpoint is None:
+        checkpoint = random_checkpoint(settings_from_env().home, size, log=lambda m: click.echo(m, err=True))
+    sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
+    report = run_bench(
+        checkpoint,
+        sentences,
+        frames,
+        sizes,
+        warmup_frames,
+        allow_eos,
+        out_json,
+        log=lambda m: click.echo(m, err=True),
+    )
+    click.echo(format_table(report))
+    click.echo(
+        f"speaker-encoder runs: narrate {report['speaker_encoder_runs_narrate_total']} in all, "
+        f"plain {report['variants']['plain']['speaker_encoder_runs']} (measured run)"
+    )
+    click.echo(f"JSON: {out_json}")
