@@ -6,7 +6,7 @@ Public rq API is used everywhere else: registries' ``get_job_and_execution_ids``
 ``FailedJobRegistry.add``/``remove``, ``Job.set_status``, ``Worker.find_by_key``. What rq 2.12 has no
 public way to do:
 
-- put an existing job back at the *front* of its queue (``Queue._enqueue_job``);
+- put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);
 - read a job's callback names before rq imports them (``Job._success_callback_name`` etc.);
 - the worker hooks narrate's worker overrides or calls: ``maintain_heartbeats``,
   ``handle_job_failure``, ``cleanup_execution``, ``handle_exception`` (see narrate.worker.rq_worker).
@@ -73,6 +73,11 @@ def check_rq_internals() -> None:
 def enqueue_at_front(queue: Queue, job: Job, pipeline: Pipeline) -> None:
     """Put an existing job back at the front of its queue (no public API in rq 2.12)."""
     queue._enqueue_job(job, pipeline=pipeline, at_front=True)
+
+
+def enqueue_existing(queue: Queue, job: Job, pipeline: Pipeline) -> None:
+    """Put an existing job (e.g. a due scheduled one) at the end of its queue."""
+    queue._enqueue_job(job, pipeline=pipeline, at_front=False)
 
 
 def callback_names(job: Job) -> list[str]:
