@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 import redis
@@ -70,17 +71,21 @@ def _reason(e: BaseException) -> str:
     return "no answer"
 
 
-def _retry(patient: bool) -> Retry:
-    """Workers ride out a Redis outage of about two minutes; the CLI gives up within seconds."""
+PATIENT_CAP_S = 4.0  # longest wait between two tries of a patient (worker) connection
+
+
+def _retry(patient: bool, patience_s: int) -> Retry:
+    """Workers ride out a Redis outage of `patience_s` (NARRATE_REDIS_PATIENCE_S); the CLI gives up
+    within seconds. Waits grow 0.25, 0.5, 1, 2 s, then 4 s each."""
     if patient:
-        return Retry(ExponentialBackoff(cap=4.0, base=0.25), 40)
+        return Retry(ExponentialBackoff(cap=PATIENT_CAP_S, base=0.25), math.ceil(patience_s / PATIENT_CAP_S) + 4)
     return Retry(ExponentialBackoff(cap=0.5, base=0.1), 2)
 
 
 class Connection:
     """Context manager: ``with Connection(settings) as conn: conn.redis ...``.
 
-    ``patient=True`` (workers): commands are retried through a Redis outage of ~2 minutes."""
+    ``patient=True`` (workers): commands are retried through an outage of NARRATE_REDIS_PATIENCE_S."""
 
     def __init__(self, settings: Settings, patient: bool = False):
         self.settings = settings
@@ -103,7 +108,7 @@ class Connection:
             # retried), and a server that cannot persist refuses PING (MISCONF), which would fail
             # every read, `narrate status` included.
             self.redis = self.embedded.client(
-                retry=_retry(self.patient),
+                retry=_retry(self.patient, self.settings.redis_patience_s),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )
             return self.redis
@@ -116,7 +121,7 @@ class Connection:
                 url,
                 socket_connect_timeout=5,
                 health_check_interval=30,
-                retry=_retry(self.patient),
+                retry=_retry(self.patient, self.settings.redis_patience_s),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )
         except (ValueError, TypeError):  # its text may quote a piece of the URL: not shown
