@@ -54,6 +54,7 @@ def make_app(
     web.escape_format_instance_list = lambda urls: [redact(u) for u in ([urls] if isinstance(urls, str) else urls)]
     app = make_flask_app(None, None, None, "")  # its basic auth would cover the blueprint only
     dashboard_guard.install(app, allowed, username, password)
+    _keep_running_jobs(app)
     _add_progress_page(app)
     app.config["DEPRECATED_OPTIONS"] = []
     app.config["RQ_DASHBOARD_REDIS_URL"] = redis_url
@@ -73,6 +74,34 @@ def _current_job(job) -> dict | str:
     shown = job.description or job.id
     created = serialize_date(job.created_at)
     return dict(job_id=job.id, description=shown, created_at=created, call_string=str(escape(shown)))
+
+
+RUNNING_JOB_REFUSAL = (
+    "This job is running: deleting its record would not stop its worker, which would still write the "
+    "output. Stop it with `narrate cancel JOB_ID` (it stops after its batch in flight and keeps its checkpoints)."
+)
+
+
+def _keep_running_jobs(app) -> None:
+    """Refuse rq-dashboard's Delete of a running job, and emptying the started registry: rq would
+    drop the job's record while its worker keeps synthesizing and writes the output anyway."""
+    from flask import Response, current_app, request
+    from rq.job import JobStatus
+
+    from .lifecycle import fetch
+
+    @app.before_request
+    def refuse_deleting_running_jobs():
+        args = request.view_args or {}
+        if request.endpoint == "rq_dashboard.empty_queue" and args.get("registry_name") == "started":
+            return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain")
+        if request.endpoint != "rq_dashboard.delete_job_view":
+            return None
+        try:
+            running = fetch(current_app.redis_conn, args.get("job_id", "")).get_status() == JobStatus.STARTED
+        except Exception:  # noqa: BLE001 - unknown or unreadable: rq-dashboard answers as it does
+            return None
+        return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain") if running else None
 
 
 def _add_progress_page(app) -> None:

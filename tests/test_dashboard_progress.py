@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -17,8 +18,11 @@ from conftest import start_worker, stop_worker, wait_for_job, wait_until
 from dashboard_http import dashboard, fail_job, queue, request
 from faults import book, fake_env, job_meta, submit_book
 from markupsafe import escape
+from narrate.jobs.api import JOB_FUNCTION
+from narrate.jobs.dashboard import make_app
 from narrate.jobs.dashboard_page import when
 from narrate.jobs.overview import figures
+from rq import Queue
 from rq.job import Job
 from rq.results import Result
 from rq.serializers import JSONSerializer
@@ -145,3 +149,22 @@ def test_the_progress_page_escapes_names_and_runs_no_script(env, home, voice_wav
         assert due.astimezone().strftime("%Y-%m-%d %H:%M:%S") in cell(scheduled, "due")
         assert '<meta http-equiv="refresh"' in reply.text
         assert '<a href="/narrate" class="nav-link">Progress</a>' in request(port, "GET", "/0/view/workers").text
+
+
+def test_the_progress_page_stays_quick_with_ten_thousand_queued_jobs(env, external_redis):
+    """Each list is bounded: 10,000 queued jobs make a page of the first 50 and a count, quickly."""
+    q = queue(external_redis)
+    meta = {"progress": {"done": 0, "total": 5, "audio_seconds": 0.0}}
+    with external_redis.pipeline() as p:
+        q.enqueue_many(
+            [Queue.prepare_data(JOB_FUNCTION, ("{}",), job_id=f"j{i}", description=f"narrate doc{i}", meta=meta)
+             for i in range(10_000)],
+            pipeline=p,
+        )  # fmt: skip
+        p.execute()
+    client = make_app(env["NARRATE_REDIS_URL"]).test_client()
+    started = time.monotonic()
+    reply = client.get("/narrate", base_url="http://127.0.0.1:9181")
+    assert time.monotonic() - started < 1.0
+    assert reply.status_code == 200 and "10000 queued" in reply.text
+    assert reply.text.count("<tr data-job-id=") == 50 and "9950" in reply.text
