@@ -54,7 +54,8 @@ progress { width: 10rem; } .desc { max-width: 40rem; overflow-wrap: anywhere; } 
 <tbody>
 {% for row in q.rows[state] %}{% set f = row.figures %}
 <tr data-job-id="{{ row.id }}">
-<td><a href="{{ url_for('rq_dashboard.job_view', instance_number=0, job_id=row.id) }}">{{ row.id[:22] }}</a></td>
+<td><a href="{{ url_for('rq_dashboard.job_view', instance_number=0, job_id=row.id) }}"
+ title="{{ row.id }}">{{ row.id[:22] }}</a></td>
 <td class="desc">{{ row.description }}</td>
 {%- if state == "started" %}
 <td><progress max="100" value="{{ '%.1f'|format(f.percent or 0) }}"></progress>
