@@ -31,7 +31,8 @@ def worker(burst, queue_name, quiet) -> None:
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=9181, show_default=True, help="Port to listen on.")
 def dashboard(bind, port) -> None:
-    """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback)."""
+    """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback), with narrate's
+    progress page at /narrate (progress, realtime factor, ETA, due times)."""
     import signal
 
     from narrate.jobs.dashboard import check_exposure, make_app, served_hosts
@@ -44,7 +45,7 @@ def dashboard(bind, port) -> None:
         hosts = served_hosts(bind, port, settings.dashboard_hosts)
         with Connection(settings) as conn:  # keeps the embedded server up while serving
             app = make_app(settings.redis_url or conn.url, user, password, hosts)
-            click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url})", err=True)
+            click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url}); job progress: /narrate", err=True)
             if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
                 click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
             app.run(host=bind, port=port)

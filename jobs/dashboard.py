@@ -1,11 +1,14 @@
-"""`narrate dashboard`: rq-dashboard set up for narrate's queues.
+"""`narrate dashboard`: rq-dashboard set up for narrate's queues, plus narrate's progress page.
 
 rq-dashboard 0.9 needs these fixes to be usable here, applied at start: the JSON serializer
 (narrate never pickles), `Worker.all` with that serializer (without it the workers page returns
-HTTP 500 while a worker is busy with a JSON job), and safe exposure: it binds to 127.0.0.1 by
-default and refuses any other address without a username and password (basic auth), and
-narrate's own hooks (dashboard_guard) keep other web pages from using or reading it. Its pages
-show the Redis URL redacted by narrate (rq-dashboard's own masking misses some passwords).
+HTTP 500 while a worker is busy with a JSON job), the workers page naming a worker's current job
+by its description (rq-dashboard shows the call string, `narrate.jobs.task.narrate_job({...`),
+and safe exposure: it binds to 127.0.0.1 by default and refuses any other address without a
+username and password (basic auth), and narrate's own hooks (dashboard_guard) keep other web
+pages from using or reading it. Its pages show the Redis URL redacted by narrate (rq-dashboard's
+own masking misses some passwords). narrate's page (`/narrate`, jobs/dashboard_page.py) shows
+progress, realtime factor, ETA and due times; a link to it is added to rq-dashboard's navigation.
 """
 
 from __future__ import annotations
@@ -46,15 +49,73 @@ def make_app(
 
     web.Worker = JSONWorker
     web.config.serializer = JSONSerializer
+    web.serialize_current_job = _current_job
     # Its own masking stops at the first "@" and misses unix://...?password=: use narrate's.
     web.escape_format_instance_list = lambda urls: [redact(u) for u in ([urls] if isinstance(urls, str) else urls)]
     app = make_flask_app(None, None, None, "")  # its basic auth would cover the blueprint only
     dashboard_guard.install(app, allowed, username, password)
+    _keep_running_jobs(app)
+    _add_progress_page(app)
     app.config["DEPRECATED_OPTIONS"] = []
     app.config["RQ_DASHBOARD_REDIS_URL"] = redis_url
     app.config["RQ_DASHBOARD_DISABLE_DELETE"] = False
     web.setup_rq_connection(app)
     return app
+
+
+def _current_job(job) -> dict | str:
+    """A worker's current job for rq-dashboard's workers page, named by its description. The page
+    inserts `call_string` as HTML, so it is escaped here (a description holds a file name)."""
+    if job is None:
+        return "idle"
+    from markupsafe import escape
+    from rq_dashboard.web import serialize_date
+
+    shown = job.description or job.id
+    created = serialize_date(job.created_at)
+    return dict(job_id=job.id, description=shown, created_at=created, call_string=str(escape(shown)))
+
+
+RUNNING_JOB_REFUSAL = (
+    "This job is running: deleting its record would not stop its worker, which would still write the "
+    "output. Stop it with `narrate cancel JOB_ID` (it stops after its batch in flight and keeps its checkpoints)."
+)
+
+
+def _keep_running_jobs(app) -> None:
+    """Refuse rq-dashboard's Delete of a running job, and emptying the started registry: rq would
+    drop the job's record while its worker keeps synthesizing and writes the output anyway."""
+    from flask import Response, current_app, request
+    from rq.job import JobStatus
+
+    from .lifecycle import fetch
+
+    @app.before_request
+    def refuse_deleting_running_jobs():
+        args = request.view_args or {}
+        if request.endpoint == "rq_dashboard.empty_queue" and args.get("registry_name") == "started":
+            return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain")
+        if request.endpoint != "rq_dashboard.delete_job_view":
+            return None
+        try:
+            running = fetch(current_app.redis_conn, args.get("job_id", "")).get_status() == JobStatus.STARTED
+        except Exception:  # noqa: BLE001 - unknown or unreadable: rq-dashboard answers as it does
+            return None
+        return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain") if running else None
+
+
+def _add_progress_page(app) -> None:
+    """narrate's page, and a link to it in rq-dashboard's navigation bar (registered after the guard's
+    hooks, so it runs before the guard sets the page's headers)."""
+    from .dashboard_page import add_nav_link, make_blueprint
+
+    app.register_blueprint(make_blueprint())
+
+    @app.after_request
+    def link_progress_page(response):
+        if response.mimetype == "text/html" and not response.direct_passthrough:
+            response.set_data(add_nav_link(response.get_data(as_text=True)))
+        return response
 
 
 def check_exposure(bind: str, username: str | None, password: str | None) -> None:

@@ -23,12 +23,34 @@ CANDIDATES = (
 )
 
 
+SKIP_REASON = (
+    "no Chromium/Chrome installed (.ci/run installs Debian's chromium with apt-get when it runs as root; "
+    "NARRATE_TEST_CHROMIUM names another browser)"
+)
+
+
 def find_chromium() -> str | None:
     for name in [os.environ.get("NARRATE_TEST_CHROMIUM", ""), *CANDIDATES]:
         path = shutil.which(name) if name else None
         if path:
             return path
     return None
+
+
+HEADLESS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--no-default-browser-check", "--disable-extensions"]  # fmt: skip
+
+
+def dump_dom(exe: str, url: str, budget_ms: int = 3000, timeout: float = 90) -> str:
+    """The page's DOM as a person would see it once its scripts ran for `budget_ms` of virtual time
+    (`chromium --headless --virtual-time-budget=... --dump-dom URL`)."""
+    with tempfile.TemporaryDirectory(prefix="nrt-chrome-") as profile:
+        proc = subprocess.run(
+            [exe, *HEADLESS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}", "--dump-dom", url],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    assert proc.returncode == 0 and "<html" in proc.stdout, f"chromium --dump-dom {url}: {proc.stderr[-2000:]}"
+    return proc.stdout
 
 
 class Browser:
@@ -48,9 +70,7 @@ class Browser:
             os.dup2(to_r, 3)
             os.dup2(from_w, 4)
 
-        args = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                "--no-default-browser-check", "--disable-extensions", "--remote-debugging-pipe",
-                f"--user-data-dir={self._dir}"]  # fmt: skip
+        args = [exe, *HEADLESS, "--remote-debugging-pipe", f"--user-data-dir={self._dir}"]
         if host_rules:
             args.append(f"--host-resolver-rules={host_rules}")
         self.proc = subprocess.Popen(

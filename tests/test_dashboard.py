@@ -8,7 +8,9 @@ import json
 
 import pytest
 from conftest import start_worker, stop_worker, wait_for_job
+from dashboard_http import dashboard, request
 from faults import book, fake_env, submit_book, wait_synthesized
+from narrate.jobs import api
 from narrate.jobs.dashboard import check_exposure, make_app
 from narrate.jobs.errors import BadInput
 
@@ -39,3 +41,24 @@ def test_refuses_to_serve_off_loopback_without_a_password():
     with pytest.raises(BadInput, match="without a username and password"):
         check_exposure("0.0.0.0", None, None)
     check_exposure("0.0.0.0", "admin", "pw")
+
+
+def test_deleting_a_running_job_is_refused_while_its_worker_runs(env, home, voice_wav, external_redis):
+    """rq-dashboard's Delete (and emptying the started list) would drop the record of a running job
+    while its worker keeps synthesizing and then writes the output: refused, the job runs on."""
+    e = fake_env(env, home, delay_ms=100)
+    job_id = submit_book(e, home, voice_wav, book(60))
+    origin = {"Origin": "http://127.0.0.1:{port}"}
+    worker = start_worker(e)
+    try:
+        wait_synthesized(home, 2)
+        with dashboard(e) as port:
+            same_site = {k: v.format(port=port) for k, v in origin.items()}
+            reply = request(port, "POST", f"/job/{job_id}/delete", same_site)
+            assert reply.status == 409 and "narrate cancel" in reply.text, (reply.status, reply.text)
+            reply = request(port, "POST", "/queue/narrate/started/empty", same_site)
+            assert reply.status == 409, (reply.status, reply.text)
+        assert api.status(external_redis, job_id)["status"] == "started"
+        assert wait_for_job(job_id)["status"] == "finished"
+    finally:
+        stop_worker(worker)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import time
 
 import pytest
-from browser import Browser, find_chromium, serve_directory
+from browser import SKIP_REASON, Browser, find_chromium, serve_directory
 from dashboard_http import dashboard, fail_job, free_port, request, state
 from faults import book, fake_env, submit, submit_book
 
 CHROMIUM = find_chromium()
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium/Chrome installed")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
 
 
 def _until(check, timeout: float = 15) -> None:
