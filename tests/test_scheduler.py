@@ -1,0 +1,103 @@
+"""The scheduler loop in real processes: `narrate scheduler` and the `narrate worker` supervisor's
+thread run due ticks exactly once (two schedulers at once, missed ticks caught up once, a clock
+that went back), and move jobs submitted for later into their queue."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import UTC, datetime, timedelta
+
+from conftest import start_worker, stop_worker, wait_for_job, wait_until
+from narrate.jobs import cron
+from narrate.jobs.lifecycle import queue
+from schedtools import INTERVAL_S, add, listing, make_due, queued, sched_env, start_scheduler, state, wait_runs
+from schedtools import write_docs as docs_in
+
+N = 40
+
+
+def test_two_schedulers_run_a_due_tick_exactly_once(env, home, voice_wav, external_redis):
+    e = sched_env(env, home)
+    docs_in(home / "w", N)
+    add(e, "nightly", home / "w", voice_wav)
+    schedulers = [start_scheduler(e), start_scheduler(e)]
+    try:
+        wait_until(lambda: len(listing(e)["schedulers"]) == 2, 30, "two schedulers")
+        make_due(external_redis, "nightly", days=5)  # five missed ticks
+        st = wait_runs(external_redis, "nightly", 1)
+        time.sleep(10 * INTERVAL_S)
+        assert state(external_redis, "nightly")["runs"] == 1  # one catch-up tick, by one scheduler
+        tz = listing(e)["schedules"][0]["tz"]
+        assert st["last_tick"] == cron.previous_tick("0 2 * * *", tz, time.time())
+        jobs = queued(external_redis)
+        assert len(jobs) == N == len(set(jobs)) == len(st["last_run"]["submitted"])
+    finally:
+        logs = [stop_worker(s) for s in schedulers]
+    assert sum("manual" not in log and "tick: 40 submitted" in log for log in logs) == 1, logs
+    assert all(s.returncode == 0 for s in schedulers)
+
+
+def test_a_clock_that_went_back_does_not_cost_a_tick(env, home, voice_wav, external_redis):
+    """A last tick far ahead of the clock (run while a clock was days fast): the current period
+    counts as done and the next tick is the next 2 am, not that far-off time; a clock that jumps
+    forward (or a host that slept through ticks) gets one catch-up tick."""
+    e = sched_env(env, home)
+    docs_in(home / "w", 2)
+    add(e, "nightly", home / "w", voice_wav)
+    st = state(external_redis, "nightly")
+    ahead = time.time() + 3 * 86400
+    st["last_tick"] = ahead
+    external_redis.set("narrate:schedule:nightly:state", json.dumps(st))
+    scheduler = start_scheduler(e)
+    try:
+        back = wait_until(lambda: state(external_redis, "nightly").get("clock_went_back"), 30, "the rewind")
+        assert back["last_tick_was"] == ahead
+        now = time.time()
+        view = listing(e)["schedules"][0]
+        assert view["last_tick"] == cron.previous_tick("0 2 * * *", view["tz"], now)
+        assert view["next_run"] == cron.next_tick("0 2 * * *", view["tz"], now)
+        assert view["runs"] == 0 and queued(external_redis) == []
+        make_due(external_redis, "nightly", days=1.5)  # the clock jumped forward past a 2 am
+        wait_runs(external_redis, "nightly", 1)
+        time.sleep(10 * INTERVAL_S)
+        assert state(external_redis, "nightly")["runs"] == 1 and len(queued(external_redis)) == 2
+    finally:
+        stop_worker(scheduler)
+
+
+def test_the_scheduler_moves_jobs_scheduled_for_later(env, home, external_redis):
+    e = sched_env(env, home)
+    q = queue(external_redis, "narrate")
+    job = q.enqueue_at(datetime.now(UTC) + timedelta(seconds=1), "narrate.jobs.task.narrate_job", {"document": "x"})
+    assert queued(external_redis) == []
+    scheduler = start_scheduler(e)
+    try:
+        wait_until(lambda: queued(external_redis) == [job.id], 30, "the due job in its queue")
+    finally:
+        stop_worker(scheduler)
+
+
+def test_the_worker_supervisor_runs_the_scheduler(env, home, voice_wav, external_redis):
+    """`narrate worker` runs the scheduler in its supervisor (not in the MLX worker process): a due
+    tick is submitted and narrated with nothing else running."""
+    e = sched_env(env, home)
+    docs_in(home / "w", 3)
+    add(e, "nightly", home / "w", voice_wav, "-o", str(home / "out" / "night"))
+    worker = start_worker(e)
+    try:
+        live = wait_until(lambda: listing(e)["schedulers"], 30, "the worker's scheduler")
+        assert [pid for _host, pid in live] == [worker.pid]  # the supervisor itself
+        make_due(external_redis, "nightly")
+        st = wait_runs(external_redis, "nightly", 1)
+        for sub in st["last_run"]["submitted"]:
+            assert wait_for_job(sub["job"], timeout=60)["status"] == "finished"
+        assert sorted(p.name for p in (home / "out" / "night").iterdir()) == [
+            "doc0000.mp3",
+            "doc0001.mp3",
+            "doc0002.mp3",
+        ]
+    finally:
+        log = stop_worker(worker)
+    assert worker.returncode == 0, log
+    wait_until(lambda: listing(e)["schedulers"] == [], 10, "the scheduler to leave")
