@@ -66,7 +66,11 @@ class Scheduler:
 
     def step(self, stop: threading.Event | None = None) -> None:
         beat(self.r, self.settings)
-        moved = enqueue_due(self.r, self.queues)
+        try:
+            moved = enqueue_due(self.r, self.queues)
+        except Exception as e:  # noqa: BLE001 - the schedules still get their ticks
+            log.error("moving due jobs failed (%s: %s); trying again", type(e).__name__, e)
+            moved = []
         if moved:
             log.info("moved %d due job(s) into their queue: %s", len(moved), ", ".join(moved))
         for sched in schedules.all_schedules(self.r):
@@ -91,8 +95,8 @@ class Scheduler:
             while not stop.is_set():
                 try:
                     self.step(stop)
-                except redis.RedisError as e:
-                    log.warning("scheduler: %s; trying again", e)
+                except Exception as e:  # noqa: BLE001 - a server outage, say: the next pass tries again
+                    log.warning("scheduler: %s: %s; trying again", type(e).__name__, e)
                 stop.wait(self.settings.scheduler_interval_s)
         finally:
             try:
@@ -102,20 +106,26 @@ class Scheduler:
 
 
 def serve(settings: Settings, stop: threading.Event, queue_name: str | None = None) -> None:
-    """Run a scheduler until `stop` is set (its own process, or a thread of the worker supervisor)."""
+    """Run a scheduler until `stop` is set (its own process: a server that does not answer at the
+    start is an error)."""
     with Connection(settings, patient=True) as conn:
         Scheduler(settings, conn.redis, queue_name).serve(stop)
 
 
 def start_thread(settings: Settings, queue_name: str | None = None) -> tuple[threading.Thread, threading.Event]:
-    """The scheduler as a daemon thread (the worker supervisor's); set the event and join to stop it."""
+    """The scheduler as a daemon thread (the worker supervisor's); set the event and join to stop it.
+    It waits for a server that does not answer yet (the worker reports that itself)."""
     stop = threading.Event()
 
     def run() -> None:
-        try:
-            serve(settings, stop, queue_name)
-        except Exception:  # noqa: BLE001 - e.g. no server: the worker itself reports that
-            log.exception("the scheduler thread stopped")
+        wait = settings.scheduler_interval_s
+        while not stop.is_set():
+            try:
+                serve(settings, stop, queue_name)
+            except Exception as e:  # noqa: BLE001 - keep trying while the worker runs
+                log.warning("scheduler: %s: %s; trying again in %.0f s", type(e).__name__, e, wait)
+                stop.wait(wait)
+                wait = min(MAX_BACKOFF_S, wait * 2)
 
     thread = threading.Thread(target=run, name="narrate scheduler", daemon=True)
     thread.start()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import time
@@ -36,6 +37,7 @@ from .store import PREFIX
 from .voices import Voice, read_voice, voice_samples
 
 SCHEDULES = f"{PREFIX}schedules"
+log = logging.getLogger("narrate.scheduler")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 PROBE = "narrate-schedule-probe"  # a file name used only to check the output folder at add time
 PARTS = ("state", "docs", "skipped", "seen", "tick", "problem")  # the keys of one schedule
@@ -191,7 +193,14 @@ def get(r: redis.Redis, name: str) -> Schedule:
 
 
 def all_schedules(r: redis.Redis) -> list[Schedule]:
-    return sorted((Schedule.from_json(v) for v in r.hgetall(SCHEDULES).values()), key=lambda s: s.name)
+    """Every schedule, by name (a definition that cannot be read is logged and left out)."""
+    found = []
+    for name, raw in r.hgetall(SCHEDULES).items():
+        try:
+            found.append(Schedule.from_json(raw))
+        except (ValueError, TypeError) as e:
+            log.warning("schedule %s cannot be read (%s); remove it and add it again", printable(os.fsdecode(name)), e)
+    return sorted(found, key=lambda s: s.name)
 
 
 def remove(r: redis.Redis, name: str) -> Schedule:

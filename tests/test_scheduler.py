@@ -8,7 +8,7 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
-from conftest import start_worker, stop_worker, wait_for_job, wait_until
+from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from narrate.jobs import cron
 from narrate.jobs.lifecycle import queue
 from schedtools import INTERVAL_S, add, listing, make_due, queued, sched_env, start_scheduler, state, wait_runs
@@ -101,3 +101,33 @@ def test_the_worker_supervisor_runs_the_scheduler(env, home, voice_wav, external
         log = stop_worker(worker)
     assert worker.returncode == 0, log
     wait_until(lambda: listing(e)["schedulers"] == [], 10, "the scheduler to leave")
+
+
+def test_a_folder_this_host_cannot_see_leaves_the_tick_for_later(env, home, voice_wav, external_redis):
+    """The watched folder gone (not mounted on this host, say): the tick is not used up, the problem
+    shows in `schedule list` once, and the tick runs when the folder is back."""
+    e = sched_env(env, home)
+    docs_in(home / "w", 2)
+    add(e, "nightly", home / "w", voice_wav)
+    (home / "w").rename(home / "elsewhere")
+    make_due(external_redis, "nightly")
+    scheduler = start_scheduler(e)
+    try:
+        problem = wait_until(lambda: listing(e)["schedules"][0]["problem"], 30, "the problem")
+        assert "does not exist (on this host)" in problem["reason"]
+        time.sleep(5 * INTERVAL_S)
+        assert state(external_redis, "nightly")["runs"] == 0 and listing(e)["schedules"][0]["due_now"]
+        (home / "elsewhere").rename(home / "w")
+        st = wait_runs(external_redis, "nightly", 1)
+        assert len(st["last_run"]["submitted"]) == 2 and listing(e)["schedules"][0]["problem"] is None
+    finally:
+        log = stop_worker(scheduler)
+    assert log.count("does not exist (on this host)") == 1, log
+
+
+def test_the_scheduler_without_a_server_is_a_one_line_error(env, home):
+    e = sched_env(env, home, NARRATE_REDIS_URL="redis://127.0.0.1:1/0")
+    proc = narrate(e, "scheduler", timeout=60)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().startswith("Error: Redis at redis://127.0.0.1:1/0 did not answer")
+    assert len(proc.stderr.strip().splitlines()) == 1
