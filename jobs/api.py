@@ -26,7 +26,7 @@ from .voices import Voice, read_voice
 
 JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
 DAY_S = 24 * 3600
-__all__ = ["JOB_FUNCTION", "Request", "Submitted", "prepare", "prepare_read", "resume", "status", "submit"]
+__all__ = ["JOB_FUNCTION", "Request", "Submitted", "prepare", "resume", "status", "submit"]
 
 
 @dataclass(frozen=True)
@@ -55,25 +55,9 @@ def prepare(
     doc = read_document(Path(document))
     if output is None:
         output = Path.cwd() / f"{Path(document).stem}.mp3"
-    relative_output(settings.output_dir, output)  # before the voice is decoded
-    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
-    return prepare_read(settings, doc, v, output, model, quant, overwrite)
-
-
-def prepare_read(
-    settings: Settings,
-    document: Document,
-    voice: Voice,
-    output: str | Path,
-    model: str | None = None,
-    quant: str | None = None,
-    overwrite: bool = False,
-) -> Request:
-    """`prepare` for a document and voice already read and checked (a schedule tick reads each file
-    once, so what it hashed is what is narrated): the same checks of the options and the output."""
-    check_quant(quant)
     rel = relative_output(settings.output_dir, output)
-    return Request(document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite)
+    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
+    return Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite)
 
 
 @dataclass(frozen=True)
@@ -133,14 +117,9 @@ def _submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | 
     return Submitted(job, "queued", note)
 
 
-def submit(
-    settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None, wait_durable: bool = True
-) -> Submitted:
+def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
     """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
-    cannot persist: a full disk), see durability.py. ``wait_durable=False``: the caller submits many
-    inside one ``durability.durable_writes`` block and waits once for all of them."""
-    if not wait_durable:
-        return _submit(settings, r, req, queue_name)
+    cannot persist: a full disk), see durability.py."""
     with durable_writes(r):
         return _submit(settings, r, req, queue_name)
 
@@ -221,3 +200,28 @@ def _last_line(job: Job) -> str:
     text = (res.exc_string if res is not None else None) or job.exc_info or "failed"
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "failed"
+
+
+# For callers that read their inputs themselves and submit many at once (a schedule tick).
+
+
+def prepare_read(
+    settings: Settings,
+    document: Document,
+    voice: Voice,
+    output: str | Path,
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+) -> Request:
+    """`prepare` for a document and voice already read and checked (a schedule tick reads each file
+    once, so what it hashed is what is narrated): the same checks of the options and the output."""
+    check_quant(quant)
+    rel = relative_output(settings.output_dir, output)
+    return Request(document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite)
+
+
+def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """`submit` without its durability wait: the caller submits many inside one
+    ``durability.durable_writes`` block and is acknowledged once for all of them."""
+    return _submit(settings, r, req, queue_name)

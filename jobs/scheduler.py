@@ -32,8 +32,10 @@ MAX_BACKOFF_S = 300.0
 
 
 def queue_names(settings: Settings, queue_name: str | None = None) -> list[str]:
-    """The queues whose due jobs a scheduler moves: the one named (or NARRATE_QUEUE)."""
-    return [queue_name or settings.queue]
+    """The queues whose due jobs a scheduler moves: the one named (or NARRATE_QUEUE) and its
+    priority queues, NAME-high and NAME-low (an empty or missing one costs one read)."""
+    base = queue_name or settings.queue
+    return [f"{base}-high", base, f"{base}-low"]
 
 
 def beat(r: redis.Redis, settings: Settings) -> None:

@@ -120,11 +120,14 @@ def check_format_name(fmt: str) -> str:
 
 
 def _output_dir(settings: Settings, output_dir: Path | None, ext: str) -> str:
-    """The output folder relative to the output root, checked like an output file in it."""
-    folder = Path(output_dir).expanduser().absolute() if output_dir else settings.output_dir.expanduser().resolve()
-    if folder.exists() and not folder.is_dir():
-        raise BadInput(f"output folder {output_dir} is not a folder; give a folder (-o DIR)")
-    rel = relative_output(settings.output_dir, folder / f"{PROBE}{ext}")
+    """The output folder relative to the output root, checked like an output file in it (the same
+    rule as `submit -o`, see jobs/outputs.py)."""
+    root = settings.output_dir.expanduser().resolve()
+    folder = Path(output_dir).expanduser() if output_dir else root
+    try:
+        rel = relative_output(root, folder / f"{PROBE}{ext}")
+    except BadInput as e:  # said of the folder, not of the file name used to check it
+        raise BadInput(str(e).replace(f"{os.sep}{PROBE}{ext}", "").replace("output ", "output folder ", 1)) from None
     parent = PurePosixPath(rel).parent
     return "" if str(parent) == "." else parent.as_posix()
 
@@ -272,3 +275,23 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
         "running": holder(r, key(sched.name, "tick")),
         "clock_went_back": st.get("clock_went_back"),
     }
+
+
+def summary(r: redis.Redis) -> list[dict]:
+    """One flat row per schedule, for `narrate info`: name, cron, folder, next and last run."""
+    rows = []
+    now = time.time()
+    for sched in all_schedules(r):
+        st = state(r, sched.name)
+        last = st.get("last_run") or {}
+        nxt = cron.next_tick(sched.cron, sched.tz, max(now, st.get("last_tick", 0.0)))
+        rows.append({
+            "name": sched.name,
+            "cron": f"{sched.cron} ({sched.tz})",
+            "watch": sched.watch,
+            "next_run": cron.show(nxt, sched.tz),
+            "last_run": cron.show(last["started"], sched.tz) if last else "never",
+            "submitted": len(last.get("submitted", [])),
+            "skipped": r.hlen(key(sched.name, "skipped")),
+        })  # fmt: skip
+    return rows

@@ -277,7 +277,7 @@ class _Tick:
             self._skip(entry, str(e))
             return
         try:
-            sub = api.submit(s, self.r, req, sched.queue, wait_durable=False)
+            sub = api.submit_unacknowledged(s, self.r, req, sched.queue)
         except BadInput as e:
             pending = ownership.record(self.r, req.output).pending
             if done and pending == done.get("job"):  # its previous version is still to be narrated

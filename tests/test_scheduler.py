@@ -67,13 +67,18 @@ def test_a_clock_that_went_back_does_not_cost_a_tick(env, home, voice_wav, exter
 
 
 def test_the_scheduler_moves_jobs_scheduled_for_later(env, home, external_redis):
+    """Due jobs of NARRATE_QUEUE and of its priority queues (NAME-high, NAME-low) go into their queue."""
     e = sched_env(env, home)
-    q = queue(external_redis, "narrate")
-    job = q.enqueue_at(datetime.now(UTC) + timedelta(seconds=1), "narrate.jobs.task.narrate_job", {"document": "x"})
-    assert queued(external_redis) == []
+    due = datetime.now(UTC) + timedelta(seconds=1)
+    jobs = {
+        name: queue(external_redis, name).enqueue_at(due, "narrate.jobs.task.narrate_job", {"document": name}).id
+        for name in ("narrate", "narrate-high", "narrate-low")
+    }
+    assert all(queued(external_redis, name) == [] for name in jobs)
     scheduler = start_scheduler(e)
     try:
-        wait_until(lambda: queued(external_redis) == [job.id], 30, "the due job in its queue")
+        for name, job_id in jobs.items():
+            wait_until(lambda n=name, j=job_id: queued(external_redis, n) == [j], 30, f"the due job in {name}")
     finally:
         stop_worker(scheduler)
 

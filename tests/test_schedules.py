@@ -10,6 +10,7 @@ import time
 import pytest
 from conftest import narrate, wait_for_job
 from faults import book
+from narrate.jobs.schedules import summary
 from schedtools import add, cli, docs, listing, queued, run_tick, sched_env, write_docs
 
 
@@ -54,6 +55,8 @@ def test_a_tick_submits_new_and_changed_documents_once(env, home, voice_wav, ext
     text = narrate(e, "schedule", "list")
     assert text.returncode == 0 and "nightly: 0 2 * * *" in text.stdout and "next run:" in text.stdout
     assert f"submitted: {paths[1].name} -> " in text.stdout
+    [row] = summary(external_redis)  # what `narrate info` shows
+    assert row["name"] == "nightly" and row["submitted"] == 1 and row["skipped"] == 0 and row["last_run"] != "never"
     assert narrate(e, "schedule", "remove", "nightly").returncode == 0
     assert stored(external_redis) == [] and len(queued(external_redis)) == 1  # the jobs it submitted stay
 
@@ -88,7 +91,7 @@ def test_a_document_still_being_written_waits(env, home, voice_wav, external_red
 @pytest.mark.parametrize(
     "case",
     ["bad cron", "never", "no folder", "folder is a file", "unreadable folder", "no voice", "voice not audio",
-     "bad name", "bad format", "bad quant", "output outside root", "bad zone"],
+     "bad name", "bad format", "bad quant", "output outside root", "output is a file", "bad zone"],
 )  # fmt: skip
 def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, external_redis):
     e = sched_env(env, home)
@@ -118,6 +121,9 @@ def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, ext
         extra = ["--quant", "3bit"]
     elif case == "output outside root":
         extra = ["-o", "/tmp"]
+    elif case == "output is a file":
+        (home / "out" / "a-file").write_text("")
+        extra = ["-o", str(home / "out" / "a-file")]
     elif case == "bad zone":
         extra = ["--tz", "Mars/Olympus"]
     name = args.pop("name")
@@ -131,6 +137,7 @@ def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, ext
         "folder is a file": "is not a folder", "unreadable folder": "cannot be read", "no voice": "does not exist",
         "voice not audio": "is not audio", "bad name": "is not valid", "bad format": "unknown format",
         "bad quant": "unknown quantization", "output outside root": "outside the output root",
+        "output is a file": "is not a writable directory",
         "bad zone": "unknown time zone",
     }[case]  # fmt: skip
     assert expected in lines[0]
