@@ -72,9 +72,14 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     stopping = False
     child: subprocess.Popen | None = None
 
+    # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
+    sched = None if burst else scheduler.start_thread(settings, queue_name)
+
     def forward(signum, _frame):
         nonlocal stopping
         stopping = True
+        if sched is not None:
+            sched[1].set()  # no new tick; one in progress stops after its document
         if child is not None and child.poll() is None:
             child.send_signal(signum)
 
@@ -82,8 +87,6 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     signal.signal(signal.SIGINT, forward)
     backoff = 0.0
     previous_exit = ""
-    # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
-    sched = None if burst else scheduler.start_thread(settings, queue_name)
     try:
         while True:
             progress.unlink(missing_ok=True)
