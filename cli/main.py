@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .queue import resume, status
+from .schedule import schedule, scheduler
 from .services import bench, dashboard, worker
 from .submitting import run, submit
 
@@ -17,6 +18,8 @@ def main() -> None:
 
 for command in (submit, run, status, resume, worker, dashboard, bench):
     main.add_command(command)
+main.add_command(schedule)
+main.add_command(scheduler)
 
 
 if __name__ == "__main__":

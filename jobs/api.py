@@ -200,3 +200,28 @@ def _last_line(job: Job) -> str:
     text = (res.exc_string if res is not None else None) or job.exc_info or "failed"
     lines = [line for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else "failed"
+
+
+# For callers that read their inputs themselves and submit many at once (a schedule tick).
+
+
+def prepare_read(
+    settings: Settings,
+    document: Document,
+    voice: Voice,
+    output: str | Path,
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+) -> Request:
+    """`prepare` for a document and voice already read and checked (a schedule tick reads each file
+    once, so what it hashed is what is narrated): the same checks of the options and the output."""
+    check_quant(quant)
+    rel = relative_output(settings.output_dir, output)
+    return Request(document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite)
+
+
+def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """`submit` without its durability wait: the caller submits many inside one
+    ``durability.durable_writes`` block and is acknowledged once for all of them."""
+    return _submit(settings, r, req, queue_name)

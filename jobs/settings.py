@@ -54,6 +54,19 @@ def _int(minimum: int) -> Callable[[str, str], int]:
     return parse
 
 
+def _seconds(minimum: float) -> Callable[[str, str], float]:
+    def parse(name: str, raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise BadInput(f"{name}={raw!r} is not a number of seconds") from None
+        if not value >= minimum or value == float("inf"):
+            raise BadInput(f"{name}={raw!r} must be a finite number of seconds, at least {minimum}")
+        return value
+
+    return parse
+
+
 def _path(_name: str, raw: str) -> Path:
     return Path(raw).expanduser()
 
@@ -196,6 +209,18 @@ class Settings:
         doc="Comma-separated extra host names `narrate dashboard` answers (besides loopback and `--bind`): "
         "`name:port` exactly, or a bare `name` on the dashboard's port and bare (behind a proxy). Pages on "
         "these names may also post to it.",
+    )  # fmt: skip
+    scheduler_interval_s: float = setting(
+        "NARRATE_SCHEDULER_INTERVAL_S", 5.0, reads=BOTH, parse=_seconds(0.05), shown="`5`",
+        doc="How often the scheduler (in `narrate worker`'s supervisor, or `narrate scheduler`) moves due "
+        "`--at`/`--in` jobs into their queue and runs due schedule ticks. A tick holds a lease of 5 times this "
+        "in Redis, renewed while it runs: a scheduler killed mid-tick is replaced that much later.",
+    )  # fmt: skip
+    schedule_settle_s: float = setting(
+        "NARRATE_SCHEDULE_SETTLE_S", 5.0, reads=BOTH, parse=_seconds(0.0), shown="`5`",
+        doc="A watched document modified less than this many seconds ago is still being written: it waits for the "
+        "next tick (one dated in the future, by another host's clock, waits until ticks have seen it unchanged "
+        "this long).",
     )  # fmt: skip
     engine: str = setting(
         "NARRATE_ENGINE", "mlx", reads=WORKER, parse=_choice(ENGINES),

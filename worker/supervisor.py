@@ -14,6 +14,8 @@ saw the file change. A machine that sleeps (or a process group that is stopped) 
 supervisor's own polls stall too; after such a gap the stall window starts again, so a laptop
 waking up does not kill its worker as hung. A hang kill soon after a wake counts like an external
 kill (a tenth of a crash) for the job's poison-pill tally.
+
+The supervisor also runs the scheduler (narrate.jobs.scheduler) in a thread, unless ``--burst``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from narrate.jobs import scheduler
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.settings import Settings
 
@@ -69,9 +72,14 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     stopping = False
     child: subprocess.Popen | None = None
 
+    # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
+    sched = None if burst else scheduler.start_thread(settings, queue_name)
+
     def forward(signum, _frame):
         nonlocal stopping
         stopping = True
+        if sched is not None:
+            sched[1].set()  # no new tick; one in progress stops after its document
         if child is not None and child.poll() is None:
             child.send_signal(signum)
 
@@ -94,6 +102,9 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
             time.sleep(backoff)
     finally:
         progress.unlink(missing_ok=True)
+        if sched is not None:
+            sched[1].set()
+            sched[0].join(timeout=30)  # a tick in progress stops after its document (the lease is released)
 
 
 @dataclass
