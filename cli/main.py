@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .queue import resume, status
+from .queue_ops import cancel, info, list_jobs, watch
 from .services import bench, dashboard, worker
 from .submitting import run, submit
 
@@ -16,6 +17,8 @@ def main() -> None:
 
 
 for command in (submit, run, status, resume, worker, dashboard, bench):
+    main.add_command(command)
+for command in (list_jobs, cancel, watch, info):  # running the queue day to day
     main.add_command(command)
 
 

@@ -53,7 +53,10 @@ def run_in_process(
 
 
 def _clean_up(r: Redis, q: Queue, job_id: str | None) -> None:
-    unfinished = job_id is not None and api.status(r, job_id)["status"] not in ENDED
+    try:
+        unfinished = job_id is not None and api.status(r, job_id)["status"] not in ENDED
+    except JobNotFound:  # deleted meanwhile (rq-dashboard's Delete): its worker stopped it
+        unfinished = False
     q.delete(delete_jobs=unfinished)
     registries = (q.started_job_registry, q.finished_job_registry, q.failed_job_registry, q.deferred_job_registry,
                   q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip
