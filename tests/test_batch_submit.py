@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 
-from conftest import narrate, wait_for_job
+from conftest import narrate, start_worker, stop_worker, wait_for_job
 from faults import fake_env, synthesized
 from opskit import narrate_keys, one_error_line, submit_json, write_docs
 
@@ -105,3 +105,23 @@ def test_the_same_batch_submitted_twice_at_once_gives_one_job_each(env, home, vo
     assert external_redis.llen("rq:queue:narrate") == 3
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert len(synthesized(home)) == 9  # every sentence once
+
+
+def test_wait_follows_every_job_of_a_batch(env, home, voice_wav, external_redis):
+    """`--wait` prints each output (or error) and exits 0 only when every job finished."""
+    e = fake_env(env, home, NARRATE_FAKE_FAIL_ON="BROKEN", NARRATE_MAX_ATTEMPTS="1")
+    good, other = write_docs(home / "in", {"good.txt": 2, "other.txt": 2})
+    worker = start_worker(e)
+    try:
+        ok = narrate(e, "submit", str(good), str(other), "--voice", str(voice_wav), "-o", str(home / "out"), "--wait")
+        assert ok.returncode == 0, ok.stderr
+        assert ok.stdout.splitlines()[-2:] == [str(home / "out" / "good.mp3"), str(home / "out" / "other.mp3")]
+        bad = home / "in" / "bad.txt"
+        bad.write_text("This is BROKEN.")
+        mixed = narrate(e, "submit", str(bad), str(good), "--voice", str(voice_wav), "-o", str(home / "out" / "second"),
+                        "--wait")  # fmt: skip
+    finally:
+        stop_worker(worker)
+    assert mixed.returncode == 1 and mixed.stdout, (mixed.stdout, mixed.stderr)
+    assert mixed.stdout.splitlines()[-1] == str(home / "out" / "second" / "good.mp3"), (mixed.stdout, mixed.stderr)
+    assert "failed: SynthesisError" in mixed.stderr and "Error: 1 of 2 jobs did not finish" in mixed.stderr

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -155,3 +157,22 @@ def test_a_canceled_job_whose_worker_dies_stays_canceled(env, home, voice_wav, e
         log = stop_worker(worker)
     assert "requeued abandoned" not in log
     assert registries_holding(external_redis, job["id"]) == ["canceled"]
+
+
+def test_deleting_the_job_of_narrate_run_stops_it_without_output(env, home, voice_wav, external_redis):
+    """`narrate run` runs its own worker: a Delete in the dashboard stops it too (it used to write
+    the output and exit 0, leaving a job record that nobody had asked for)."""
+    e = fake_env(env, home, delay_ms=60)
+    [doc] = write_docs(home, {"run.txt": 40})
+    out = home / "out" / "run.mp3"
+    args = ["run", str(doc), "--voice", str(voice_wav), "-o", str(out)]
+    run = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args], env=e, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    wait_synthesized(home, 8)
+    [key] = external_redis.keys("rq:job:*")
+    _dashboard_delete(external_redis, key.decode().removeprefix("rq:job:"))
+    _, err = run.communicate(timeout=30)
+    assert run.returncode == 1, err
+    assert err.strip().splitlines()[-1].endswith("was deleted while it ran; no output was written"), err
+    assert not out.exists() and len(synthesized(home)) < 40
+    assert external_redis.keys("rq:job:*") == [] and external_redis.smembers("rq:queues") == set()

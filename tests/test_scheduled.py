@@ -21,7 +21,7 @@ def test_a_job_due_in_two_seconds_waits_then_runs(env, home, voice_wav, external
     t0 = datetime.now(UTC)
     [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "later.wav"), "--in", "2s")
     due = datetime.fromisoformat(job["scheduled_for"])
-    assert job["status"] == "scheduled" and 1 <= (due - t0).total_seconds() <= 3, job
+    assert job["status"] == "scheduled" and 2 <= (due - t0).total_seconds() <= 5, job  # whole seconds, rounded up
     st = json.loads(narrate(e, "status", job["id"], "--json").stdout)
     assert st["status"] == "scheduled" and st["scheduled_for"] == job["scheduled_for"]
     assert "due " in narrate(e, "status", job["id"]).stdout

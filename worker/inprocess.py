@@ -47,7 +47,10 @@ def run_in_process(
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
                 worker = make_worker(r, [q.name], settings, rt.make_context)
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status
-            return api.status(r, job_id)
+            try:
+                return api.status(r, job_id)
+            except JobNotFound:  # rq-dashboard's Delete: the job stopped after its batch in flight
+                raise JobNotFound(f"job {job_id} was deleted while it ran; no output was written") from None
         finally:
             _clean_up(r, q, job_id)
 
