@@ -21,7 +21,7 @@ from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.registry import CanceledJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
-from rq.utils import now, utcformat
+from rq.utils import current_timestamp, now, utcformat
 from rq.worker import Worker
 
 from . import store
@@ -159,10 +159,13 @@ def mark_canceled(r: redis.Redis, job: Job, pipeline: Pipeline) -> None:
     _leave_registries(r, job, pipeline)
     pipeline.lrem(q.key, 0, job.id)
     pipeline.zrem(ScheduledJobRegistry(queue=q).key, job.id)
+    keep_s = int(job.failure_ttl or 30 * DAY_S)
+    canceled = CanceledJobRegistry(queue=q)
     job.set_status(JobStatus.CANCELED, pipeline=pipeline)
     pipeline.hset(job.key, "ended_at", utcformat(now()))
-    CanceledJobRegistry(queue=q).add(job, pipeline=pipeline)
-    pipeline.expire(job.key, int(job.failure_ttl or 30 * DAY_S))
+    pipeline.zremrangebyscore(canceled.key, 0, current_timestamp())  # entries whose jobs expired (rq keeps them)
+    canceled.add(job, ttl=keep_s, pipeline=pipeline)  # scored by when the job expires
+    pipeline.expire(job.key, keep_s)
 
 
 def fail_for_good(r: redis.Redis, job: Job, error: str) -> None:

@@ -29,12 +29,14 @@ def test_cancel_queued_scheduled_twice_unknown_and_finished(env, home, voice_wav
     a, b, c = write_docs(home, {"a.txt": 2, "b.txt": 2, "c.txt": 2})
     [ja, jb] = submit_json(e, [a, b], voice_wav, "-o", str(home / "out"))
     [jc] = submit_json(e, [c], voice_wav, "-o", str(home / "out"), "--in", "1s")
+    external_redis.zadd("rq:canceled:narrate", {"narrate-long-expired": 1})  # rq never drops these itself
     out = narrate(e, "cancel", ja["id"], jc["id"])
     assert out.returncode == 0 and out.stdout.splitlines() == [f"{ja['id']}: canceled", f"{jc['id']}: canceled"]
     twice = narrate(e, "cancel", ja["id"])
     assert twice.returncode == 0 and twice.stdout.strip() == f"{ja['id']}: already canceled"
     assert registries_holding(external_redis, ja["id"]) == ["canceled"] == registries_holding(external_redis, jc["id"])
     assert 0 < external_redis.ttl(f"rq:job:{ja['id']}") <= 30 * 86400  # kept like a failed job, then gone
+    assert external_redis.zscore("rq:canceled:narrate", "narrate-long-expired") is None
     time.sleep(2.1)
     assert enqueue_due(external_redis, ["narrate"]) == []  # a canceled scheduled job never becomes due
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
