@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -65,7 +66,7 @@ def prepare_many(
     settings: Settings,
     documents: list[Path],
     voice: Path,
-    outputs: list[str | Path | None],
+    outputs: Sequence[str | Path | None],
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,

@@ -16,7 +16,7 @@ from .settings import Settings
 DEFAULT_FORMAT = ".mp3"
 
 
-def output_paths(documents: list[Path], output: str | Path | None, fmt: str | None) -> list[Path | None]:
+def output_paths(documents: list[Path], output: str | Path | None, fmt: str | None) -> list[Path]:
     """Where each document's audio goes; refuses two documents that would write the same file."""
     ext = check_format(f"x.{fmt.lower().lstrip('.')}") if fmt else None
     if not documents:
@@ -38,7 +38,7 @@ def output_paths(documents: list[Path], output: str | Path | None, fmt: str | No
         directory = out
     paths = [directory / f"{Path(d).stem}{ext or DEFAULT_FORMAT}" for d in documents]
     _refuse_collisions(documents, paths)
-    return paths  # type: ignore[return-value]
+    return paths
 
 
 def _refuse_collisions(documents: list[Path], paths: list[Path]) -> None:
