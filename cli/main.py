@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .queue import resume, status
+from .queue_ops import cancel, info, list_jobs, watch
 from .schedule import schedule, scheduler
 from .services import bench, dashboard, worker
 from .submitting import run, submit
@@ -16,10 +17,13 @@ def main() -> None:
     """Queue-native batch narration: documents and a voice sample in, audiobook files out."""
 
 
-for command in (submit, run, status, resume, worker, dashboard, bench):
+COMMANDS = (
+    submit, run, status, list_jobs, watch, cancel, resume, info,  # jobs
+    schedule, scheduler,  # recurring batches
+    worker, dashboard, bench,  # services and tools
+)  # fmt: skip
+for command in COMMANDS:
     main.add_command(command)
-main.add_command(schedule)
-main.add_command(scheduler)
 
 
 if __name__ == "__main__":

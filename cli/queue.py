@@ -16,8 +16,14 @@ from .common import fail, settings_from_env
 @click.command()
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def status(job_id, as_json) -> None:
+@click.option("--follow", is_flag=True, help="Redraw its progress until it ends (as `narrate watch`).")
+def status(job_id, as_json, follow) -> None:
     """Show a job's status, progress, output path or error."""
+    if follow:
+        from .queue_ops import follow as follow_job
+
+        follow_job(job_id)
+        return
     settings = settings_from_env()
     try:
         with Connection(settings) as conn:
@@ -29,6 +35,10 @@ def status(job_id, as_json) -> None:
         return
     p = st["progress"]
     click.echo(f"{st['id']}: {st['status']} ({p.get('done', 0)}/{p.get('total', 0)} sentences)")
+    if st["status"] in ("started", "scheduled"):
+        from .queue_ops import progress_line
+
+        click.echo(f"progress: {progress_line(st)}")
     if st.get("output"):
         click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
     if st.get("output_replaced_by"):

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import click
 import redis
-from narrate.jobs import api
+from narrate.jobs import api, batch, when
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.outputs import FORMATS
+from narrate.jobs.queues import PRIORITIES
 from narrate.jobs.settings import Settings
 
 from .common import (
@@ -28,52 +30,90 @@ from .common import (
 
 
 @click.command()
-@click.argument("document", type=click.Path(path_type=Path))
+@click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
 @voice_option
 @model_option
 @quant_option
 @seed_option
 @max_frames_option
-@click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file (one document: its extension picks the format), or directory (several documents, "
+    "or an existing directory): each output is named after its document.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(ext.lstrip(".") for ext in FORMATS), case_sensitive=False),
+    default=None,
+    help="Output format when -o is a directory or not given (default mp3).",
+)
+@click.option("--at", "at", default=None, metavar="TIME", help="Run at TIME: 2026-12-01T02:00 (local) or with +01:00.")
+@click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")
+@click.option("--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority.")
 @overwrite_option
-@click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def submit(document, voice, model, quant, seed, max_frames, output, overwrite, wait, as_json) -> None:
-    """Validate DOCUMENT and the voice, enqueue one narration job, print its id."""
+@click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
+def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, wait,
+           as_json) -> None:  # fmt: skip
+    """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
+
+    Every document, output and the voice are checked before anything is enqueued: one bad file
+    and nothing is."""
     settings = settings_from_env(seed=seed, max_frames=max_frames)
     try:
-        req = api.prepare(settings, document, voice, output=output, model=model, quant=quant, overwrite=overwrite)
+        due = when.due(at, delay)
+        reqs = batch.prepare_batch(settings, list(documents), voice, output, fmt, model, quant, overwrite)
         with Connection(settings) as conn:
-            sub = api.submit(settings, conn.redis, req)
-            if sub.note:
-                click.echo(f"note: {sub.note}", err=True)
-            if sub.duplicate and not as_json:
-                note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed"}
-                click.echo(f"identical job {sub.job.id} {note[sub.duplicate]}", err=True)
+            subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
+            for sub, req in zip(subs, reqs, strict=True):
+                _report(sub, req, settings, priority, as_json)
             if not wait:
-                _print_submitted(sub, req, settings, as_json)
                 return
-            if not as_json:
-                click.echo(sub.job.id)
-            final = wait_for(conn, sub.job.id, quiet=as_json)
+            finals = [wait_for(conn, sub.job.id, quiet=as_json) for sub in subs]
     except (NarrateError, redis.RedisError) as e:
         raise fail(e) from None
-    finish(final, as_json)
+    if len(finals) == 1:
+        finish(finals[0], as_json)
+        return
+    for st in finals:
+        if as_json:
+            click.echo(json.dumps(st))
+        elif st["status"] == "finished":
+            click.echo(st["output"])
+        else:
+            click.echo(f"job {st['id']} {st['status']}: {st.get('error', '')}", err=True)
+    bad = [st for st in finals if st["status"] != "finished"]
+    if bad:
+        raise click.ClickException(f"{len(bad)} of {len(finals)} jobs did not finish")
 
 
-def _print_submitted(sub: api.Submitted, req: api.Request, settings: Settings, as_json: bool) -> None:
+def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: str, as_json: bool) -> None:
     job_id = sub.job.id
-    if as_json:
-        info = {
-            "id": job_id,
-            "status": "finished" if sub.duplicate == "done" else "queued",
-            "duplicate": sub.duplicate,
-            "sentences": len(req.document.sentences),
-            "output": str(settings.output_dir.expanduser().resolve() / req.output),
-        }
-        click.echo(json.dumps(info))
-    else:
+    if sub.note:
+        click.echo(f"note: {sub.note}", err=True)
+    if sub.duplicate and not as_json:
+        note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed",
+                "scheduled": "already scheduled", "rescheduled": "scheduled again"}  # fmt: skip
+        due = f" for {when.describe(sub.due)}" if sub.due else ""
+        click.echo(f"identical job {job_id} {note[sub.duplicate]}{due}", err=True)
+    if not as_json:
         click.echo(job_id)
+        return
+    status = "finished" if sub.duplicate == "done" else "scheduled" if sub.due else "queued"
+    info = {
+        "id": job_id,
+        "status": status,
+        "duplicate": sub.duplicate,
+        "document": req.source,
+        "sentences": len(req.document.sentences),
+        "output": str(settings.output_dir.expanduser().resolve() / req.output),
+        "priority": priority,
+        "scheduled_for": sub.due.isoformat() if sub.due else None,
+    }
+    click.echo(json.dumps(info))
 
 
 @click.command()

@@ -4,29 +4,36 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
 from rq import Queue, Retry
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry
 
 from . import lifecycle, ownership, store
 from .budgets import frame_budget
 from .documents import Document, read_document
 from .durability import durable_writes
-from .errors import JobNotFound
+from .errors import JobNotFound, NarrateError
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front
 from .outputs import relative_output
+from .queues import priority_of, queue_for
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
 from .voices import Voice, read_voice
 
 JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
 DAY_S = 24 * 3600
-__all__ = ["JOB_FUNCTION", "Request", "Submitted", "prepare", "resume", "status", "submit"]
+__all__ = [
+    "JOB_FUNCTION", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
+    "resume", "status", "submit", "submit_many",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class Request:
     model: str | None
     quant: str | None
     overwrite: bool = False  # replace a file at the output path that narrate did not write
+    source: str = ""  # the document's file name as given (shown by `narrate list`)
 
 
 def prepare(
@@ -51,20 +59,51 @@ def prepare(
     overwrite: bool = False,
 ) -> Request:
     """Validate every input before anything is stored or enqueued (raises BadInput)."""
+    return prepare_many(settings, [document], voice, [output], model, quant, overwrite)[0]
+
+
+def prepare_many(
+    settings: Settings,
+    documents: list[Path],
+    voice: Path,
+    outputs: Sequence[str | Path | None],
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+) -> list[Request]:
+    """`prepare` for several documents with one voice (read once): each document and output is
+    checked before any request is made, so one bad file refuses them all, naming it."""
     check_quant(quant)
-    doc = read_document(Path(document))
-    if output is None:
-        output = Path.cwd() / f"{Path(document).stem}.mp3"
-    rel = relative_output(settings.output_dir, output)
+    docs = [read_document(Path(d)) for d in documents]
+    rels = [
+        relative_output(settings.output_dir, out if out is not None else Path.cwd() / f"{Path(d).stem}.mp3")
+        for d, out in zip(documents, outputs, strict=True)
+    ]
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
-    return Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite)
+    return [
+        Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite, source=Path(d).name)
+        for d, doc, rel in zip(documents, docs, rels, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
 class Submitted:
     job: Job
-    duplicate: str | None = None  # None, or what the identical earlier submission was: queued, done, resumed
+    duplicate: str | None = None  # None, or what the identical earlier submission was: queued, scheduled,
+    # done, resumed (failed or canceled: requeued now) or rescheduled (failed or canceled: scheduled again)
     note: str | None = None  # e.g. "replaces book.m4b written by job X"
+    due: datetime | None = None  # when it runs, for a scheduled job
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a request becomes, computed without a server: the job's spec, id and timeout."""
+
+    spec: JobSpec
+    job_id: str
+    final: Path  # the output as this host sees the output root
+    timeout: int
+    keep_s: int  # how long the stored document and voice are kept
 
 
 def job_id_for(spec: JobSpec, queue_name: str) -> str:
@@ -73,21 +112,15 @@ def job_id_for(spec: JobSpec, queue_name: str) -> str:
     return "narrate-" + hashlib.sha256(blob).hexdigest()[:32]
 
 
-def _submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
-    """Enqueue one job, or find the identical one submitted before (atomically, even when two
-    processes submit at once): queued/started -> that job; finished with its own output in place ->
-    that job; failed or stopped -> requeued (it resumes from its checkpoints). The output path is
-    claimed first (jobs.ownership): another pending job's path, or a file narrate did not write, is
-    refused."""
-    queue_name = queue_name or settings.queue
-    sentences = req.document.sentences
-    budgets = [frame_budget(s, settings.max_frames) for s in sentences]
+def plan(settings: Settings, req: Request, queue_name: str | None = None, at: datetime | None = None) -> Planned:
+    """The job a request makes, without touching a server. Its id depends on the document, voice,
+    settings, output and base queue (not on its priority or due time: the same book submitted
+    again, sooner or later, is the same job)."""
+    budgets = [frame_budget(s, settings.max_frames) for s in req.document.sentences]
     timeout = job_timeout(budgets, settings.runaway_retries)
-    keep_s = settings.keep_days * DAY_S + timeout  # refreshed when the job starts and when it ends
-    doc_id = store.put_document(r, req.document, keep_s)
-    store.put_voice(r, req.voice.sha256, req.voice.wav, keep_s)
+    wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
     spec = JobSpec(
-        document=doc_id,
+        document=store.document_id(req.document),
         voice=req.voice.sha256,
         output=req.output,
         model=req.model,
@@ -98,30 +131,91 @@ def _submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | 
         paragraph_pause_ms=settings.paragraph_pause_ms,
         overwrite=req.overwrite,
     )
-    job_id = job_id_for(spec, queue_name)
-    final = settings.output_dir.expanduser().resolve() / spec.output  # as this host sees the output root
-    q = queue(r, queue_name)
-    earlier = _finished(r, job_id)
+    final = settings.output_dir.expanduser().resolve() / spec.output
+    keep_s = settings.keep_days * DAY_S + timeout + wait_s  # refreshed when the job starts and when it ends
+    return Planned(spec, job_id_for(spec, queue_name or settings.queue), final, timeout, keep_s)
+
+
+def check_output(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> None:
+    """Would `submit` accept this request's output path now? (raises BadInput; stores nothing)."""
+    p = plan(settings, req, queue_name)
+    ownership.check(r, p.spec.output, p.job_id, p.final, req.overwrite)
+
+
+def _submit(
+    settings: Settings,
+    r: redis.Redis,
+    req: Request,
+    queue_name: str | None = None,
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> Submitted:
+    """Enqueue one job (or schedule it for `at`), or find the identical one submitted before
+    (atomically, even when two processes submit at once): queued/scheduled/started -> that job;
+    finished with its own output in place -> that job; failed, stopped or canceled -> requeued
+    (or scheduled again for `at`; it resumes from its checkpoints). The output path is claimed
+    first (jobs.ownership): another pending job's path, or a file narrate did not write, is refused."""
+    p = plan(settings, req, queue_name, at)
+    store.put_document(r, req.document, p.keep_s)
+    store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
+    q = queue(r, queue_for(queue_name or settings.queue, priority))
+    earlier = _finished(r, p.job_id)
     if earlier is not None:
-        if _own_output_in_place(r, earlier, final):
+        if _own_output_in_place(r, earlier, p.final):
             return Submitted(earlier, "done")
         earlier.delete()  # its output is gone or is not its own any more: narrate it again
-    note = ownership.claim(r, spec.output, job_id, final, req.overwrite)
+    note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite)
     try:
-        return Submitted(_enqueue(q, job_id, spec, req, timeout, settings), note=note)
+        return Submitted(_enqueue(q, p, req, settings, at), note=note, due=at)
     except DuplicateJobError:
         pass
-    job = fetch(r, job_id)
-    if job.get_status(refresh=False) in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-        return Submitted(requeue_front(r, job, "resume"), "resumed", note)
+    job = fetch(r, p.job_id)
+    state = job.get_status(refresh=False)
+    if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        if at is not None:
+            return Submitted(lifecycle.reschedule(r, job, at, into=q.name), "rescheduled", note, at)
+        return Submitted(requeue_front(r, job, "resume", into=q.name), "resumed", note)
+    if state == JobStatus.SCHEDULED:
+        return Submitted(job, "scheduled", note, due_time(r, job))
     return Submitted(job, "queued", note)
 
 
-def submit(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+def submit(
+    settings: Settings,
+    r: redis.Redis,
+    req: Request,
+    queue_name: str | None = None,
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> Submitted:
     """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
     cannot persist: a full disk), see durability.py."""
     with durable_writes(r):
-        return _submit(settings, r, req, queue_name)
+        return _submit(settings, r, req, queue_name, priority, at)
+
+
+def submit_many(
+    settings: Settings,
+    r: redis.Redis,
+    requests: list[Request],
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> list[Submitted]:
+    """Submit every request, acknowledged once all are on the server's disk. Every output path is
+    checked against the server first (another pending job's path, a file narrate did not write),
+    so a refused one leaves nothing enqueued."""
+    for req in requests:
+        check_output(settings, r, req)
+    done: list[Submitted] = []
+    with durable_writes(r):
+        for req in requests:
+            try:
+                done.append(_submit(settings, r, req, None, priority, at))
+            except NarrateError as e:  # another submit took an output since the check: say what went in
+                if not done:
+                    raise
+                raise type(e)(f"{e} (submitted before it: {', '.join(s.job.id for s in done)})") from None
+    return done
 
 
 def _finished(r: redis.Redis, job_id: str) -> Job | None:
@@ -141,23 +235,35 @@ def _own_output_in_place(r: redis.Redis, job: Job, final: Path) -> bool:
     return ownership.sha256_file(final) == want
 
 
-def _enqueue(q: Queue, job_id: str, spec: JobSpec, req: Request, timeout: int, settings: Settings) -> Job:
-    sentences = req.document.sentences
-    return q.enqueue(
+def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None) -> Job:
+    """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists)."""
+    n = len(req.document.sentences)
+    job = q.create_job(
         JOB_FUNCTION,
-        spec.to_json(),
-        job_id=job_id,
-        unique=True,
-        job_timeout=timeout,
+        args=(p.spec.to_json(),),
+        job_id=p.job_id,
+        timeout=p.timeout,
         result_ttl=settings.keep_days * DAY_S,
         failure_ttl=settings.keep_days * DAY_S,
-        description=f"narrate {req.document.title} ({len(sentences)} sentences) -> {req.output}",
+        description=f"narrate {req.document.title} ({n} sentences) -> {req.output}",
         meta={
-            "progress": {"done": 0, "total": len(sentences), "audio_seconds": 0.0},
+            "progress": {"done": 0, "total": n, "audio_seconds": 0.0, "realtime_factor": None, "eta_seconds": None},
             "max_retries": settings.max_attempts - 1,
+            "document": req.source or req.document.title,
+            "output": req.output,
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
+        status=JobStatus.SCHEDULED if at is not None else JobStatus.QUEUED,
     )
+    if at is not None:
+        return q.schedule_job(job, at, unique=True)  # atomic: id check, job, registry entry
+    return q.enqueue_job(job, unique=True)
+
+
+def due_time(r: redis.Redis, job: Job) -> datetime | None:
+    """When a scheduled job is due (None if it is not in its queue's scheduled registry)."""
+    score = r.zscore(ScheduledJobRegistry(job.origin, connection=r).key, job.id)
+    return datetime.fromtimestamp(score, UTC) if score is not None else None
 
 
 def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
@@ -176,10 +282,17 @@ def status(r: redis.Redis, job_id: str) -> dict:
         "status": state.value if state is not None else "unknown",
         "progress": meta.get("progress", {"done": 0, "total": 0, "audio_seconds": 0.0}),
         "description": job.description,
+        "priority": priority_of(job.origin),
+        "document": meta.get("document"),
         "enqueued_at": job.enqueued_at.isoformat() if job.enqueued_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "ended_at": job.ended_at.isoformat() if job.ended_at else None,
     }
+    if state == JobStatus.SCHEDULED:
+        due = due_time(r, job)
+        out["scheduled_for"] = due.isoformat() if due else None
+    if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
+        out["cancel_requested"] = True  # it stops after its batch in flight
     if state is not None and state.value == "finished":
         result = job.return_value(refresh=True) or {}
         out.update(

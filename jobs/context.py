@@ -1,6 +1,10 @@
 """What the worker hands a running job: the job itself, its settings, how to get an engine, the
 stop flag, the liveness beat and an optional progress listener. The job function reads nothing
-else of the worker, so jobs/ never imports narrate.worker and no state is process-wide."""
+else of the worker, so jobs/ never imports narrate.worker and no state is process-wide.
+
+Between batches the job asks whether to end: the worker is stopping (a warm stop: the job is
+requeued), or the job was canceled (``narrate cancel``, rq's ``job.cancel()``, rq's stop-job
+command) or deleted (rq-dashboard's Delete): then it ends for good, keeping its checkpoints."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from dataclasses import dataclass, field
 
 from rq.job import Job
 
+from .lifecycle import cancel_reason
 from .settings import Settings
 from .synthesis import Engine
 
@@ -18,6 +23,10 @@ ProgressListener = Callable[[int, int, float], None]  # (done, total, audio seco
 
 class StopRequested(Exception):
     """The worker was asked to stop: the job ends between batches and the worker requeues it."""
+
+
+class JobCanceled(StopRequested):
+    """The job was canceled or deleted: it ends between batches and is not requeued."""
 
 
 @dataclass
@@ -30,9 +39,20 @@ class JobContext:
     beat: Callable[[], None] = lambda: None  # call on every bit of progress (the hang watchdog reads it)
     on_progress: ProgressListener | None = None  # e.g. the progress bar of `narrate run`
     stopped_early: bool = False  # set by the job when it honoured `stop`: the worker requeues it
+    cancel: threading.Event = field(default_factory=threading.Event)  # set by the worker (rq's stop-job command)
+    canceled: str | None = None  # set by the job when it ended for good: "canceled" or "deleted"
 
     def check_stop(self, done: int, total: int) -> None:
-        """Between batches: end the job here if the worker was asked to stop."""
+        """Between batches: end the job here if it was canceled or deleted (for good), or if the
+        worker was asked to stop (the job is requeued)."""
+        self.check_canceled(done, total)
         if self.stop.is_set():
             self.stopped_early = True
             raise StopRequested(f"stopped after {done} of {total} sentences")
+
+    def check_canceled(self, done: int, total: int) -> None:
+        """End the job for good if it was canceled or deleted (one Redis round trip)."""
+        reason = "canceled" if self.cancel.is_set() else cancel_reason(self.job.connection, self.job.id)
+        if reason is not None:
+            self.canceled = reason
+            raise JobCanceled(f"{reason} after {done} of {total} sentences")

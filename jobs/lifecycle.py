@@ -2,8 +2,10 @@
 front of its queue (for three reasons, through one function), when a started job counts as
 abandoned, how crashes are counted (poison pills), and ``resume``.
 
-States are rq's (queued, started, finished, failed, stopped, canceled). What narrate adds lives in
-``job.meta`` (schema: ``JobMeta``).
+States are rq's (queued, scheduled, started, finished, failed, stopped, canceled). What narrate adds
+lives in ``job.meta`` (schema: ``JobMeta``), and a cancel request of a running job in the job hash's
+own field ``narrate_cancel`` (``job.meta`` is rewritten whole by the worker that runs the job, so
+nobody else may write it while the job runs).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from rq.registry import FailedJobRegistry, StartedJobRegistry
+from rq.registry import CanceledJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
 from rq.serializers import JSONSerializer
+from rq.utils import current_timestamp, now, utcformat
 from rq.worker import Worker
 
 from . import store
 from .errors import JobNotFound
+from .queues import queue_names
 from .rq_compat import enqueue_at_front, started_executions, started_job_ids
 
 log = logging.getLogger("narrate.jobs")
@@ -30,12 +34,16 @@ log = logging.getLogger("narrate.jobs")
 ABANDONED_AFTER_BEATS = 3  # a started job whose worker missed this many heartbeats is abandoned
 ABANDONED_GRACE_S = 30  # plus this, for a slow Redis or a busy machine
 EXTERNAL_KILL_WEIGHT = 0.1  # a SIGKILL from outside says little about the job: a tenth of a crash
+CANCEL_FIELD = "narrate_cancel"  # job hash field: who asked a running job to stop for good
+DAY_S = 24 * 3600
 
 
 class Progress(TypedDict, total=False):
     done: int  # sentences with a checkpoint
     total: int  # sentences in the document
-    audio_seconds: float  # audio synthesized so far (this attempt and the checkpoints before it)
+    audio_seconds: float  # audio synthesized so far by this attempt
+    realtime_factor: float | None  # audio seconds / synthesis wall seconds of this attempt
+    eta_seconds: float | None  # estimated seconds until every sentence is synthesized (this attempt's pace)
 
 
 class JobMeta(TypedDict, total=False):
@@ -50,6 +58,9 @@ class JobMeta(TypedDict, total=False):
     crashes: float  # [recovery] crashes in a row on the same batch (external SIGKILLs: 0.1)
     crash_in_flight: list[int]  # [recovery] the batch those crashes happened on
     error: str  # [job, recovery] one-line reason of the last failure
+    document: str  # [submit] the document's file name, as submitted
+    output: str  # [submit] the output path relative to the output root
+    model: str  # [job] the model the running (or last) attempt loaded, and its quantization
 
 
 def fetch(r: redis.Redis, job_id: str) -> Job:
@@ -67,33 +78,94 @@ def queue(r: redis.Redis, name: str) -> Queue:
 Why = Literal["resume", "warm_stop", "crash"]
 
 
-def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None = None) -> Job:
-    """Put a job back at the front of its queue; it resumes from its checkpoints.
+def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None = None, into: str | None = None) -> Job:
+    """Put a job back at the front of its queue (or of queue `into`); it resumes from its checkpoints.
 
     Attempt accounting by reason: ``resume`` (a person asked) starts afresh (attempts 0, rq retries
-    restored, error cleared); ``warm_stop`` (the worker was asked to stop) gives the attempt back;
-    ``crash`` (recovery after the worker died) keeps the count and the crash tally the caller set."""
-    meta: JobMeta = job.meta  # type: ignore[assignment]
+    restored, error and cancel request cleared); ``warm_stop`` (the worker was asked to stop) gives
+    the attempt back; ``crash`` (recovery after the worker died) keeps the count and the crash tally
+    the caller set."""
     if why == "resume":
-        meta.pop("error", None)
-        meta["attempts"] = 0
-        meta.pop("crashes", None)
-        meta.pop("crash_in_flight", None)
-        job.retries_left = int(meta.get("max_retries", 0))
+        _fresh_start(job)
     elif why == "warm_stop":
-        meta["attempts"] = max(0, int(meta.get("attempts", 1)) - 1)
-    q = queue(r, job.origin)
-    started = StartedJobRegistry(queue=q)
-    members = started_executions(started, job.id)
+        job.meta["attempts"] = max(0, int(job.meta.get("attempts", 1)) - 1)
     p = pipeline if pipeline is not None else r.pipeline()
     job.save_meta()
-    FailedJobRegistry(queue=q).remove(job, pipeline=p)
-    if members:
-        p.zrem(started.key, *members)
-    enqueue_at_front(q, job, p)
+    _leave_registries(r, job, p)
+    if why == "resume":
+        p.hdel(job.key, CANCEL_FIELD)
+    enqueue_at_front(queue(r, into or job.origin), job, p)
     if pipeline is None:
         p.execute()
     return job
+
+
+def reschedule(r: redis.Redis, job: Job, at: datetime, into: str | None = None) -> Job:
+    """A failed, stopped or canceled job, scheduled again for `at` (a person asked: a fresh start)."""
+    _fresh_start(job)
+    q = queue(r, into or job.origin)
+    job.save_meta()
+    with r.pipeline() as p:
+        _leave_registries(r, job, p)
+        p.hdel(job.key, CANCEL_FIELD)
+        job.origin = q.name
+        job.set_status(JobStatus.SCHEDULED, pipeline=p)
+        job.save(pipeline=p)
+        p.zadd(ScheduledJobRegistry(queue=q).key, {job.id: int(at.timestamp())})
+        p.execute()
+    return job
+
+
+def _fresh_start(job: Job) -> None:
+    meta: JobMeta = job.meta  # type: ignore[assignment]
+    meta.pop("error", None)
+    meta["attempts"] = 0
+    meta.pop("crashes", None)
+    meta.pop("crash_in_flight", None)
+    job.retries_left = int(meta.get("max_retries", 0))
+
+
+def _leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
+    """Take the job out of its queue's failed, canceled and started registries (before it moves)."""
+    q = queue(r, job.origin)
+    started = StartedJobRegistry(queue=q)
+    members = started_executions(started, job.id)
+    FailedJobRegistry(queue=q).remove(job, pipeline=p)
+    p.zrem(CanceledJobRegistry(queue=q).key, job.id)
+    if members:
+        p.zrem(started.key, *members)
+
+
+def cancel_reason(r: redis.Redis, job_id: str) -> str | None:
+    """Should this running job stop for good? "deleted" (its record is gone: rq-dashboard's
+    Delete), "canceled" (``narrate cancel``, rq's ``job.cancel()``/``cancel_job`` or its stop-job
+    command), or None. One round trip; a Redis error counts as no (the next batch asks again)."""
+    try:
+        status, asked = r.hmget(Job.key_for(job_id), ["status", CANCEL_FIELD])
+    except redis.RedisError as e:
+        log.warning("could not check whether job %s was canceled: %s", job_id, e)
+        return None
+    if status is None:
+        return "deleted"
+    if asked is not None or status.decode() == JobStatus.CANCELED.value:
+        return "canceled"
+    return None
+
+
+def mark_canceled(r: redis.Redis, job: Job, pipeline: Pipeline) -> None:
+    """Record the job as canceled: out of its queue and every registry, into the canceled registry,
+    kept as long as a failed job (its checkpoints stay: ``narrate resume`` continues it)."""
+    q = queue(r, job.origin)
+    _leave_registries(r, job, pipeline)
+    pipeline.lrem(q.key, 0, job.id)
+    pipeline.zrem(ScheduledJobRegistry(queue=q).key, job.id)
+    keep_s = int(job.failure_ttl or 30 * DAY_S)
+    canceled = CanceledJobRegistry(queue=q)
+    job.set_status(JobStatus.CANCELED, pipeline=pipeline)
+    pipeline.hset(job.key, "ended_at", utcformat(now()))
+    pipeline.zremrangebyscore(canceled.key, 0, current_timestamp())  # entries whose jobs expired (rq keeps them)
+    canceled.add(job, ttl=keep_s, pipeline=pipeline)  # scored by when the job expires
+    pipeline.expire(job.key, keep_s)
 
 
 def fail_for_good(r: redis.Redis, job: Job, error: str) -> None:
@@ -138,10 +210,13 @@ def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
 
 def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
     """Requeue the given jobs (or, with none given, every failed job and every started job whose
-    worker is gone, of the queue). Returns (job id, what happened) pairs."""
-    q = queue(r, queue_name)
+    worker is gone, of the queue's three priorities; a started job that was canceled before its
+    worker died is recorded as canceled instead). Returns (job id, what happened) pairs."""
+    asked = bool(job_ids)
     if not job_ids:
-        job_ids = FailedJobRegistry(queue=q).get_job_ids() + started_job_ids(StartedJobRegistry(queue=q))
+        for name in queue_names(queue_name):
+            q = queue(r, name)
+            job_ids += FailedJobRegistry(queue=q).get_job_ids() + started_job_ids(StartedJobRegistry(queue=q))
     out = []
     for job_id in dict.fromkeys(job_ids):
         job = fetch(r, job_id)
@@ -152,7 +227,12 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
             continue
         if state == JobStatus.STARTED:
             gone, why = abandoned(r, job)
-            if gone:
+            if gone and not asked and cancel_reason(r, job_id):  # canceled, then its worker died
+                with r.pipeline() as p:
+                    mark_canceled(r, job, p)
+                    p.execute()
+                out.append((job_id, "canceled (it was canceled and its worker is gone)"))
+            elif gone:
                 requeue_front(r, job, "resume")
                 out.append((job_id, "requeued (its worker is gone)"))
             else:
@@ -182,6 +262,11 @@ def recover_abandoned(
             continue  # gone: rq's own cleanup drops the entry
         meta: JobMeta = job.meta  # type: ignore[assignment]
         if meta.get("host") != host_id or job.get_status(refresh=False) != JobStatus.STARTED:
+            continue
+        if cancel_reason(r, job_id):  # canceled while running, then its worker died: it stays canceled
+            with r.pipeline() as p:
+                mark_canceled(r, job, p)
+                p.execute()
             continue
         in_flight = meta.get("in_flight")
         same = in_flight is not None and meta.get("crash_in_flight") == in_flight

@@ -73,19 +73,24 @@ def claim(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -
         while True:
             try:
                 p.watch(k)
-                rec = record(r, rel)
-                if rec.pending not in (None, job_id) and _pending(r, rec.pending):
-                    raise BadInput(
-                        f"output {final} is already the target of pending job {rec.pending}; choose another "
-                        f"output (-o), or wait for that job (narrate status {rec.pending})"
-                    )
-                note = _existing(final, rec, job_id, overwrite)
+                note = check(r, rel, job_id, final, overwrite)
                 p.multi()
                 p.hset(k, "pending", job_id)
                 p.execute()
                 return note
             except redis.WatchError:
                 continue
+
+
+def check(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -> str | None:
+    """The rules of `claim`, without claiming (a batch checks every output before it submits any)."""
+    rec = record(r, rel)
+    if rec.pending not in (None, job_id) and _pending(r, rec.pending):
+        raise BadInput(
+            f"output {final} is already the target of pending job {rec.pending}; choose another "
+            f"output (-o), or wait for that job (narrate status {rec.pending})"
+        )
+    return _existing(final, rec, job_id, overwrite)
 
 
 def _existing(final: Path, rec: Record, job_id: str, overwrite: bool) -> str | None:

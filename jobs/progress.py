@@ -1,5 +1,7 @@
-"""Progress of the running job: saved to job.meta["progress"] (what `status` and rq-dashboard
-show), at most every half second, and passed to the context's listener."""
+"""Progress of the running job: saved to job.meta["progress"] (what `status`, `list`, `watch` and
+rq-dashboard show), at most every half second, and passed to the context's listener. Besides the
+counts it holds this attempt's pace: ``realtime_factor`` (audio seconds per synthesis wall second)
+and ``eta_seconds`` (the sentences left at the pace of those synthesized so far)."""
 
 from __future__ import annotations
 
@@ -31,24 +33,50 @@ class Progress:
         self.total = total
         self.done = done
         self.audio_seconds = 0.0
+        self.synthesized = 0  # sentences synthesized by this attempt (done also counts checkpoints)
+        self._started: float | None = None  # monotonic start of this attempt's synthesis
+        self._last = 0.0  # monotonic time the last sentence was synthesized
         self._listener = listener
         self._save = save
         self._saved_at = 0.0
 
+    def start_synthesis(self) -> None:
+        self._started = time.monotonic()
+
     def sentence_done(self, audio_seconds: float) -> None:
         self.done += 1
+        self.synthesized += 1
         self.audio_seconds += audio_seconds
-        now = time.monotonic()
+        now = self._last = time.monotonic()
         if self.done == self.total or now - self._saved_at >= SAVE_INTERVAL_S:
             self.save()
             self._saved_at = now
         if self._listener is not None:
             self._listener(self.done, self.total, self.audio_seconds)
 
+    def pace(self) -> tuple[float | None, float | None]:
+        """(realtime factor, ETA in seconds) of this attempt so far; None where unknown yet."""
+        if self.done >= self.total:
+            return self._factor(), 0.0
+        if self._started is None or self.synthesized == 0:
+            return None, None
+        wall = time.monotonic() - self._started
+        return self._factor(), round((self.total - self.done) * wall / self.synthesized, 1)
+
+    def _factor(self) -> float | None:
+        """Audio seconds per wall second, up to the last sentence synthesized (stitching not counted)."""
+        if self._started is None or self.audio_seconds <= 0:
+            return None
+        wall = self._last - self._started
+        return round(self.audio_seconds / wall, 3) if wall > 0 else None
+
     def save(self) -> None:
+        factor, eta = self.pace()
         self.job.meta["progress"] = {
             "done": self.done,
             "total": self.total,
             "audio_seconds": round(self.audio_seconds, 3),
+            "realtime_factor": factor,
+            "eta_seconds": eta,
         }
         self._save(self.job)

@@ -9,7 +9,9 @@ public way to do:
 - put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);
 - read a job's callback names before rq imports them (``Job._success_callback_name`` etc.);
 - the worker hooks narrate's worker overrides or calls: ``maintain_heartbeats``,
-  ``handle_job_failure``, ``cleanup_execution``, ``handle_exception`` (see narrate.worker.rq_worker).
+  ``handle_job_failure``, ``cleanup_execution``, ``handle_exception``, ``handle_payload`` (rq's
+  worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
+  narrate.worker.rq_worker).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import inspect
 from redis import Redis
 from redis.client import Pipeline
 from rq import Queue
+from rq.command import parse_payload
 from rq.executions import Execution
 from rq.job import Job
 from rq.registry import StartedJobRegistry
@@ -34,6 +37,8 @@ REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "BaseWorker.cleanup_execution": ("job", "pipeline"),
     "BaseWorker.handle_exception": ("job",),
     "BaseWorker.request_stop": ("signum", "frame"),
+    "BaseWorker.handle_payload": ("message",),
+    "BaseWorker.register_birth": (),
     "Job.func": (),
     "StartedJobRegistry.get_job_and_execution_ids": ("cleanup",),
     "StartedJobRegistry.remove_executions": ("job", "pipeline"),
@@ -78,6 +83,11 @@ def enqueue_at_front(queue: Queue, job: Job, pipeline: Pipeline) -> None:
 def enqueue_existing(queue: Queue, job: Job, pipeline: Pipeline) -> None:
     """Put an existing job (e.g. a due scheduled one) at the end of its queue."""
     queue._enqueue_job(job, pipeline=pipeline, at_front=False)
+
+
+def parse_command(message: dict) -> dict:
+    """A worker command (stop-job, shutdown, kill-horse) as rq's pubsub delivers it."""
+    return parse_payload(message)
 
 
 def callback_names(job: Job) -> list[str]:

@@ -158,7 +158,8 @@ class Settings:
     )  # fmt: skip
     queue: str = setting(
         "NARRATE_QUEUE", "narrate", reads=BOTH,
-        doc="Queue that `submit` uses and `worker` takes from (`--queue`).",
+        doc="Queue that `submit` uses and `worker` takes from (`--queue`), with `NAME-high` and `NAME-low` for "
+        "`--priority`.",
     )  # fmt: skip
     lock_path: Path = setting(
         "NARRATE_LOCK_PATH", reads=WORKER, parse=_path, shown="`$TMPDIR/narrate-host.lock`",

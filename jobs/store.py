@@ -46,8 +46,17 @@ def keep(r: redis.Redis, doc_id: str, voice_sha: str, keep_s: int) -> None:
         p.execute()
 
 
+def _document_blob(doc: Document) -> bytes:
+    return json.dumps(doc.to_json(), ensure_ascii=False, sort_keys=True).encode()
+
+
+def document_id(doc: Document) -> str:
+    """The id a document is stored under (its content hash), known before it is stored."""
+    return hashlib.sha256(_document_blob(doc)).hexdigest()
+
+
 def put_document(r: redis.Redis, doc: Document, keep_s: int) -> str:
-    blob = json.dumps(doc.to_json(), ensure_ascii=False, sort_keys=True).encode()
+    blob = _document_blob(doc)
     doc_id = hashlib.sha256(blob).hexdigest()
     _put(r, document_key(doc_id), zlib.compress(blob), keep_s)
     return doc_id
@@ -56,7 +65,7 @@ def put_document(r: redis.Redis, doc: Document, keep_s: int) -> str:
 def get_document(r: redis.Redis, doc_id: str) -> Document:
     blob = r.get(document_key(doc_id))
     if blob is None:
-        raise LookupError(f"document {doc_id} is not in the store")
+        raise LookupError(f"document {doc_id} is no longer stored (it expired or was removed); submit it again")
     return Document.from_json(json.loads(zlib.decompress(blob)))
 
 

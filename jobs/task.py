@@ -4,7 +4,9 @@ plan (jobs.plan) -> synthesize what has no checkpoint -> stitch from the checkpo
 Crash safety: every finished sentence is checkpointed (jobs.checkpoints) before it counts as done,
 so a retried, requeued or resubmitted job synthesizes only what is missing; the output is stitched
 from the checkpoints, encoded to a temp file and renamed. The worker calls ``narrate_job`` with a
-JobContext (jobs.context); a stop request ends the job between batches and the worker requeues it.
+JobContext (jobs.context); a stop request ends the job between batches and the worker requeues it;
+a cancel (or a deleted job record) ends it between batches for good, and is checked once more right
+before the output is put in place, so a canceled job writes no output.
 """
 
 from __future__ import annotations
@@ -58,11 +60,13 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
     t0 = time.monotonic()
     engine = ctx.engine_for(spec.model, spec.quant)
     t_loaded = time.monotonic()
+    job.meta["model"] = f"{engine.source} ({engine.quant})"
     plan = make_plan(doc, spec, engine.model_key, engine.quant)
     checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
     todo = plan.missing(checkpoints)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress)
     progress.save()
+    ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
     cache, encoder_runs, first_audio = "unused", 0, None
     if todo:
         voice = engine.voice(job.connection, spec.voice)
@@ -131,12 +135,15 @@ def _synthesize(
     """Run the engine over the missing sentences, checkpointing each as it completes. Returns the
     monotonic time of the first audio."""
     job = ctx.job
+    progress.start_synthesis()
 
     def on_batch(indices: list[int]) -> None:
         """Called between batches: every earlier sentence is checkpointed by now."""
-        if ctx.stop.is_set():
-            progress.save()
-        ctx.check_stop(progress.done, progress.total)
+        try:
+            ctx.check_stop(progress.done, progress.total)
+        except StopRequested:
+            progress.save()  # what is checkpointed, for `status` and `resume`
+            raise
         job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
         save_meta(job)
         ctx.beat()
@@ -198,6 +205,7 @@ def _stitch(
                 runaways.append(s.index)
             if cp.attempts > 1:
                 retried.append(s.index)
+        ctx.check_canceled(len(plan.sentences), len(plan.sentences))  # the last moment: no output once canceled
         ownership.check_before_write(ctx.job.connection, spec.output, ctx.job.id, final, spec.overwrite)
         book.finish()
         sha = ownership.sha256_file(final)

@@ -47,13 +47,19 @@ def run_in_process(
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
                 worker = make_worker(r, [q.name], settings, rt.make_context)
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status
-            return api.status(r, job_id)
+            try:
+                return api.status(r, job_id)
+            except JobNotFound:  # rq-dashboard's Delete: the job stopped after its batch in flight
+                raise JobNotFound(f"job {job_id} was deleted while it ran; no output was written") from None
         finally:
             _clean_up(r, q, job_id)
 
 
 def _clean_up(r: Redis, q: Queue, job_id: str | None) -> None:
-    unfinished = job_id is not None and api.status(r, job_id)["status"] not in ENDED
+    try:
+        unfinished = job_id is not None and api.status(r, job_id)["status"] not in ENDED
+    except JobNotFound:  # deleted meanwhile (rq-dashboard's Delete): its worker stopped it
+        unfinished = False
     q.delete(delete_jobs=unfinished)
     registries = (q.started_job_registry, q.finished_job_registry, q.failed_job_registry, q.deferred_job_registry,
                   q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip

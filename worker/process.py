@@ -20,6 +20,7 @@ from narrate.jobs.checkpoints import CheckpointStore
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.lifecycle import recover_abandoned
+from narrate.jobs.queues import queue_names
 from narrate.jobs.rq_compat import check_rq_internals
 from narrate.jobs.settings import Settings
 
@@ -39,7 +40,8 @@ def run_worker(
     progress_file: Path | None = None,
     previous_exit: str = "",
 ) -> bool:
-    """Run a worker until stopped (or, with burst, until its queue is empty)."""
+    """Run a worker until stopped (or, with burst, until its queues are empty). It takes the queue's
+    high, normal and low priority queues, in that order."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     check_rq_internals()
     rt = WorkerRuntime(settings, progress_file=progress_file)
@@ -49,9 +51,11 @@ def run_worker(
     CheckpointStore(settings.home / "checkpoints").sweep_temp()
     scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
     with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
-        worker = make_worker(conn.redis, [queue_name or settings.queue], settings, rt.make_context, rt.beat)
+        names = queue_names(queue_name or settings.queue)
+        worker = make_worker(conn.redis, names, settings, rt.make_context, rt.beat)
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
-        recover_abandoned(conn.redis, worker.queues[0], rt.host_id, settings.max_attempts, crashed_from_inside)
+        for q in worker.queues:
+            recover_abandoned(conn.redis, q, rt.host_id, settings.max_attempts, crashed_from_inside)
         rt.beat("idle")
         return worker.work(burst=burst, logging_level=log_level, with_scheduler=False)
 

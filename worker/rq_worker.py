@@ -1,7 +1,12 @@
 """narrate's RQ worker: non-forking (models stay warm across jobs), JSON serializer, runs only
 narrate's job function (handing it a JobContext), refuses callbacks, beats while a job runs, and
-turns a warm stop into a requeue at the front of the queue. Every rq internal it touches is named
-in narrate.jobs.rq_compat and checked at start."""
+turns a warm stop into a requeue at the front of the queue, and a canceled or deleted job into a
+job that ended for good (canceled, or gone without a trace). Every rq internal it touches is named
+in narrate.jobs.rq_compat and checked at start.
+
+rq's stop-job command (``send_stop_job_command``) would, on a plain SimpleWorker, mark the job to be
+recorded as "stopped" and kill a work horse that a SimpleWorker does not have: the job ran on to
+its end. Here it cancels the job like ``narrate cancel``: it stops after its batch in flight."""
 
 from __future__ import annotations
 
@@ -13,10 +18,10 @@ from collections.abc import Callable
 from narrate.jobs import task
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.context import JobContext, StopRequested
-from narrate.jobs.lifecycle import requeue_front
-from narrate.jobs.rq_compat import callback_names
+from narrate.jobs.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
+from narrate.jobs.rq_compat import callback_names, parse_command
 from narrate.jobs.settings import Settings
-from redis import Redis
+from redis import Redis, RedisError
 from rq import Queue, SimpleWorker
 from rq.job import Job
 from rq.serializers import JSONSerializer
@@ -77,6 +82,28 @@ class NarrateWorker(SimpleWorker):
         self.make_context = make_context
         self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
         self.stop_event = threading.Event()
+        self.context: JobContext | None = None  # of the job running now
+
+    def register_birth(self, *args, **kwargs):
+        super().register_birth(*args, **kwargs)
+        self.connection.hset(self.key, "narrate_model", self.settings.model)  # `narrate info` shows it
+
+    def handle_payload(self, message):
+        """rq's worker commands: stop-job cancels the running job (see the module docstring)."""
+        payload = parse_command(message)
+        if payload.get("command") != "stop-job":
+            return super().handle_payload(message)
+        ctx, job_id = self.context, payload.get("job_id")
+        if ctx is None or ctx.job.id != job_id:
+            log.info("stop-job command for %s ignored: not running it", job_id)
+            return None
+        ctx.cancel.set()  # honoured between batches, like `narrate cancel`
+        try:
+            self.connection.hset(ctx.job.key, CANCEL_FIELD, "stop-job command")
+        except RedisError as e:
+            log.warning("could not record the stop-job command for %s: %s", job_id, e)
+        log.info("job %s will stop after its batch in flight (stop-job command)", job_id)
+        return None
 
     def request_stop(self, signum, frame):
         self.stop_event.set()  # the running job stops after its batch in flight
@@ -86,6 +113,7 @@ class NarrateWorker(SimpleWorker):
         ctx = self.make_context(job)
         ctx.stop = self.stop_event
         job.context = ctx  # type: ignore[attr-defined]
+        self.context = ctx
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeats, args=(job, stop), daemon=True)
         beat.start()
@@ -94,7 +122,19 @@ class NarrateWorker(SimpleWorker):
         finally:
             stop.set()
             beat.join(timeout=5)
+            self.context = None
+            if ctx.canceled == "deleted":
+                self._forget(job)
             self.beat("idle")  # waiting for the next job is not a hang
+
+    def _forget(self, job: Job) -> None:
+        """A deleted job stays deleted: rq's end-of-job bookkeeping and our last progress save may
+        have written a few fields of its hash again (a record without a status is only debris)."""
+        try:
+            if self.connection.hget(job.key, "status") is None:
+                self.connection.delete(job.key)
+        except RedisError as e:
+            log.warning("could not remove what is left of deleted job %s: %s", job.id, e)
 
     def _heartbeats(self, job: Job, stop: threading.Event) -> None:
         """RQ's SimpleWorker sends none while a job runs; a long book needs them."""
@@ -105,12 +145,23 @@ class NarrateWorker(SimpleWorker):
                 log.warning("heartbeat failed: %s", e)
 
     def handle_exception(self, job: Job, *exc_info):
-        if _stopped_early(job):  # a normal warm stop: one line, no traceback
+        if _stopped_early(job) or _canceled(job):  # a normal warm stop or a cancel: one line, no traceback
             log.info("job %s stopped after its batch in flight: %s", job.id, exc_info[1])
             return
         super().handle_exception(job, *exc_info)
 
     def handle_job_failure(self, job: Job, queue: Queue, started_job_registry=None, exc_string=""):
+        reason = _canceled(job)
+        if reason is not None:  # canceled or deleted: it ended for good, checkpoints kept
+            with self.connection.pipeline() as pipeline:
+                self.cleanup_execution(job, pipeline=pipeline)
+                if reason == "deleted":
+                    pipeline.delete(job.key)
+                else:
+                    mark_canceled(self.connection, job, pipeline)
+                pipeline.execute()
+            log.info("job %s %s", job.id, reason)
+            return None
         if not _stopped_early(job):
             return super().handle_job_failure(job, queue, started_job_registry, exc_string)
         with self.connection.pipeline() as pipeline:  # a warm stop: front of the queue, attempt given back
@@ -123,6 +174,11 @@ class NarrateWorker(SimpleWorker):
 def _stopped_early(job: Job) -> bool:
     ctx = getattr(job, "context", None)
     return ctx is not None and ctx.stopped_early
+
+
+def _canceled(job: Job) -> str | None:
+    ctx = getattr(job, "context", None)
+    return ctx.canceled if ctx is not None else None
 
 
 def make_worker(

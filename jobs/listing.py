@@ -1,0 +1,110 @@
+"""``narrate list``: every job of a queue's three priorities, newest first, in two round trips
+whatever the number of jobs (one pipeline reads the queues and registries, one reads the fields
+of every job it found). A registry entry whose job expired or was deleted is skipped."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+from rq.job import Job
+from rq.registry import (
+    BaseRegistry,
+    CanceledJobRegistry,
+    FailedJobRegistry,
+    FinishedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
+from rq.serializers import JSONSerializer
+
+from .lifecycle import queue
+from .queues import priority_of, queue_names
+
+STATES = ("queued", "scheduled", "started", "finished", "failed", "canceled")
+_ALSO = {"failed": ("failed", "stopped")}  # a stopped job (rq's own stop) is listed with the failed ones
+REGISTRIES: dict[str, type[BaseRegistry]] = {
+    "scheduled": ScheduledJobRegistry,
+    "started": StartedJobRegistry,
+    "finished": FinishedJobRegistry,
+    "failed": FailedJobRegistry,
+    "canceled": CanceledJobRegistry,
+}
+_FIELDS = ("status", "created_at", "origin", "description", "meta")
+
+
+def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | None = None) -> list[dict]:
+    """One dict per job (JSON-able), newest first; `status` keeps only the jobs in that state."""
+    wanted = (status,) if status else STATES
+    due_at = {}
+    ids: dict[str, None] = {}
+    sources, results = _gather(r, base_queue, wanted)
+    for (state, registry), entries in zip(sources, results, strict=True):
+        for entry in entries:
+            if state == "queued":
+                ids[entry.decode()] = None
+            elif state == "scheduled":
+                job_id = registry.parse_job_id(entry[0])
+                ids[job_id] = None
+                due_at[job_id] = entry[1]
+            else:
+                ids[registry.parse_job_id(entry)] = None
+    with r.pipeline(transaction=False) as p:
+        for job_id in ids:
+            p.hmget(Job.key_for(job_id), _FIELDS)
+        found = p.execute()
+    root = output_root.expanduser().resolve()
+    keep = _ALSO.get(status, (status,)) if status else None
+    rows = []
+    for job_id, values in zip(ids, found, strict=True):
+        fields = dict(zip(_FIELDS, values, strict=True))
+        if fields["status"] is None:
+            continue  # expired or deleted: a stale registry entry
+        state = fields["status"].decode()
+        if keep is not None and state not in keep:
+            continue
+        rows.append(_row(job_id, state, fields, due_at.get(job_id), root))
+    rows.sort(key=lambda row: (row["created_at"] or "", row["id"]), reverse=True)
+    return rows
+
+
+def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[list, list]:
+    """Every queue list and registry of the wanted states, in one pipeline."""
+    sources = []
+    with r.pipeline(transaction=False) as p:
+        for name in queue_names(base_queue):
+            q = queue(r, name)
+            for state in wanted:
+                if state == "queued":
+                    p.lrange(q.key, 0, -1)
+                    sources.append((state, None))
+                    continue
+                registry = REGISTRIES[state](queue=q)
+                p.zrange(registry.key, 0, -1, withscores=state == "scheduled")
+                sources.append((state, registry))
+        return sources, p.execute()
+
+
+def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -> dict:
+    meta = JSONSerializer.loads(fields["meta"]) if fields["meta"] else {}
+    progress = meta.get("progress") or {}
+    done, total = int(progress.get("done", 0)), int(progress.get("total", 0))
+    origin = fields["origin"].decode() if fields["origin"] else ""
+    description = fields["description"].decode() if fields["description"] else ""
+    return {
+        "id": job_id,
+        "document": meta.get("document") or description,
+        "status": state,
+        "priority": priority_of(origin),
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total, 1) if total else 0.0,
+        "audio_seconds": progress.get("audio_seconds"),
+        "realtime_factor": progress.get("realtime_factor") if state == "started" else None,
+        "eta_seconds": progress.get("eta_seconds") if state == "started" else None,
+        "output": str(root / meta["output"]) if meta.get("output") else None,
+        "created_at": fields["created_at"].decode() if fields["created_at"] else None,
+        "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
+        "error": meta.get("error") if state in ("failed", "stopped") else None,
+    }
