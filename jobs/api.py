@@ -326,12 +326,15 @@ def prepare_read(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    source: str = "",
 ) -> Request:
     """`prepare` for a document and voice already read and checked (a schedule tick reads each file
     once, so what it hashed is what is narrated): the same checks of the options and the output."""
     check_quant(quant)
     rel = relative_output(settings.output_dir, output)
-    return Request(document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite)
+    return Request(
+        document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite, source=source
+    )
 
 
 def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:

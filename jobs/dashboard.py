@@ -76,32 +76,40 @@ def _current_job(job) -> dict | str:
     return dict(job_id=job.id, description=shown, created_at=created, call_string=str(escape(shown)))
 
 
-RUNNING_JOB_REFUSAL = (
-    "This job is running: deleting its record would not stop its worker, which would still write the "
-    "output. Stop it with `narrate cancel JOB_ID` (it stops after its batch in flight and keeps its checkpoints)."
-)
-
-
 def _keep_running_jobs(app) -> None:
-    """Refuse rq-dashboard's Delete of a running job, and emptying the started registry: rq would
-    drop the job's record while its worker keeps synthesizing and writes the output anyway."""
-    from flask import Response, current_app, request
+    """rq-dashboard's Delete of a running job (and emptying the started registry) would drop the
+    job's record while its worker keeps synthesizing and writes the output anyway: cancel such a
+    job instead, as `narrate cancel` does (it stops after its batch in flight, keeps its checkpoints
+    and its record, status canceled)."""
+    from flask import current_app, jsonify, request
     from rq.job import JobStatus
+    from rq.registry import StartedJobRegistry
 
-    from .lifecycle import fetch
+    from .cancel import cancel
+    from .errors import NarrateError
+    from .lifecycle import fetch, queue
+
+    def cancel_running(r, job_id: str) -> bool:
+        try:
+            if fetch(r, job_id).get_status() != JobStatus.STARTED:
+                return False
+            cancel(r, job_id, asked_by="dashboard")
+        except NarrateError:
+            return False
+        return True
 
     @app.before_request
-    def refuse_deleting_running_jobs():
+    def cancel_instead_of_deleting_running_jobs():
         args = request.view_args or {}
+        r = current_app.redis_conn
         if request.endpoint == "rq_dashboard.empty_queue" and args.get("registry_name") == "started":
-            return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain")
-        if request.endpoint != "rq_dashboard.delete_job_view":
-            return None
-        try:
-            running = fetch(current_app.redis_conn, args.get("job_id", "")).get_status() == JobStatus.STARTED
-        except Exception:  # noqa: BLE001 - unknown or unreadable: rq-dashboard answers as it does
-            return None
-        return Response(RUNNING_JOB_REFUSAL + "\n", 409, mimetype="text/plain") if running else None
+            registry = StartedJobRegistry(queue=queue(r, args.get("queue_name", "")))
+            for job_id in registry.get_job_ids(cleanup=False):
+                cancel_running(r, job_id)
+            return jsonify(status="OK")
+        if request.endpoint == "rq_dashboard.delete_job_view" and cancel_running(r, args.get("job_id", "")):
+            return jsonify(status="OK")
+        return None
 
 
 def _add_progress_page(app) -> None:

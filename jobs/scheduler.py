@@ -19,7 +19,7 @@ import time
 
 import redis
 
-from . import schedules
+from . import queues, schedules
 from .connection import Connection
 from .due import enqueue_due
 from .settings import Settings
@@ -34,8 +34,7 @@ MAX_BACKOFF_S = 300.0
 def queue_names(settings: Settings, queue_name: str | None = None) -> list[str]:
     """The queues whose due jobs a scheduler moves: the one named (or NARRATE_QUEUE) and its
     priority queues, NAME-high and NAME-low (an empty or missing one costs one read)."""
-    base = queue_name or settings.queue
-    return [f"{base}-high", base, f"{base}-low"]
+    return queues.queue_names(queue_name or settings.queue)
 
 
 def beat(r: redis.Redis, settings: Settings) -> None:

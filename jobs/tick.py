@@ -272,7 +272,7 @@ class _Tick:
         try:
             doc = parse_document(raw, title_from_name(Path(entry.name)), origin=entry.shown)
             req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), sched.model,
-                                   sched.quant)  # fmt: skip
+                                   sched.quant, source=entry.name)  # fmt: skip
         except BadInput as e:
             self._skip(entry, str(e))
             return
