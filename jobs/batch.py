@@ -25,12 +25,12 @@ def output_paths(documents: list[Path], output: str | Path | None, fmt: str | No
         directory = Path.cwd()
     else:
         out = Path(output).expanduser()
-        is_dir = out.is_dir() or str(output).endswith(("/", os.sep))
+        is_dir = os.path.isdir(out) or str(output).endswith(("/", os.sep))  # False for a name too long
         if len(documents) == 1 and not is_dir:
             if ext and out.suffix.lower() != ext:
                 raise BadInput(f"-o {output} and --format {fmt} disagree; give one of them, or make them match")
             return [out]
-        if not is_dir and (out.exists() or out.suffix.lower() in FORMATS):
+        if not is_dir and (os.path.lexists(out) or out.suffix.lower() in FORMATS):
             raise BadInput(
                 f"with {len(documents)} documents -o is a directory (each output is named after its document), "
                 f"but {output} is {'a file' if out.exists() else 'a file name'}; give a directory"
