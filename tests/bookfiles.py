@@ -96,3 +96,58 @@ def write_zip(path: Path, files: dict[str, str | bytes]) -> Path:
             zf.writestr(name, data)
     path.write_bytes(buf.getvalue())
     return path
+
+
+def make_text_pdf(path: Path) -> Path:
+    """Three pages of text with a running header ("The Lighthouse Keeper"), page numbers in the
+    footer and a word hyphenated at a line end; a bookmark per chapter."""
+    from fpdf import FPDF
+
+    class Book(FPDF):
+        def header(self):
+            self.set_font("Helvetica", size=9)
+            self.cell(0, 8, "The Lighthouse Keeper", align="C")
+            self.ln(12)
+
+        def footer(self):
+            self.set_y(-15)
+            self.set_font("Helvetica", size=9)
+            self.cell(0, 8, str(self.page_no()), align="C")
+
+    pdf = Book()
+    pdf.set_font("Helvetica", size=12)
+    pages = [
+        ("Chapter One", ["The keeper climbed the stairs every evening to light the great",
+                         "lamp. He counted each step of the climb and the narra-",
+                         "tion of his day went on in his head until he reached the top.",
+                         "Then he rested."]),
+        ("Chapter Two", ["A storm came in from the west and the sea rose higher than",
+                         "anyone in the village could remember.", "Ships waited."]),
+        ("Chapter Three", ["Morning came at last and the water was calm again under",
+                           "a pale sky.", "The end."]),
+    ]  # fmt: skip
+    for title, lines in pages:
+        pdf.add_page()
+        pdf.start_section(title)
+        for line in lines:
+            pdf.cell(0, 7, line)
+            pdf.ln(7)
+    pdf.output(str(path))
+    return path
+
+
+def make_image_pdf(path: Path) -> Path:
+    """A scanned-like PDF: each page only an image, no text layer."""
+    from fpdf import FPDF
+    from PIL import Image
+
+    img = Image.new("L", (200, 260), 255)
+    for x in range(20, 180):
+        for y in (40, 60, 80):
+            img.putpixel((x, y), 0)
+    pdf = FPDF()
+    for _ in range(2):
+        pdf.add_page()
+        pdf.image(img, x=10, y=10, w=190)
+    pdf.output(str(path))
+    return path
