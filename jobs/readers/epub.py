@@ -38,6 +38,8 @@ def parse_epub(raw: bytes, origin: str, fallback_title: str, max_bytes: int, inc
             book = epub.read_epub(io.BytesIO(raw), {"ignore_ncx": True})
     except (epub.EpubException, KeyError, ValueError, AttributeError, IndexError, TypeError, etree.LxmlError) as e:
         why = str(getattr(e, "msg", None) or e).strip().splitlines()[:1] or [type(e).__name__]
+        if why[0] == "Can not find container file":  # ebooklib's words for a missing package document
+            why = ["the package document (.opf) that container.xml names is missing"]
         raise BadInput(f"{origin} is not a valid EPUB ({why[0]}); export it again") from None
     meta = _meta(book)
     titles, anchors = _toc(book.toc)
