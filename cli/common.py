@@ -11,6 +11,7 @@ import redis
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.settings import QUANTS, Settings
 
 quant_option = click.option(
@@ -35,6 +36,26 @@ overwrite_option = click.option(
 voice_option = click.option(
     "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )
+
+
+def reading_options(f):
+    """--input-format and --include-front-matter, passed to the command as `reading` (ReadOptions)."""
+    f = click.option(
+        "--include-front-matter",
+        is_flag=True,
+        help="EPUB: also read the cover, contents and copyright pages (skipped by default).",
+    )(f)
+    f = click.option(
+        "--input-format",
+        type=click.Choice(INPUT_FORMATS, case_sensitive=False),
+        default=None,
+        help="Read the documents as this format (default: by extension; unknown extensions are text).",
+    )(f)
+    return f
+
+
+def reading_from(input_format: str | None, include_front_matter: bool) -> ReadOptions:
+    return ReadOptions(input_format.lower() if input_format else None, include_front_matter)
 
 
 def settings_from_env(**overrides: object) -> Settings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .chapters import chapters
 from .queue import resume, status
 from .queue_ops import cancel, info, list_jobs, watch
 from .schedule import schedule, scheduler
@@ -18,7 +19,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, status, list_jobs, watch, cancel, resume, info,  # jobs
+    submit, run, chapters, status, list_jobs, watch, cancel, resume, info,  # jobs
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools
 )  # fmt: skip

@@ -22,6 +22,8 @@ from .common import (
     model_option,
     overwrite_option,
     quant_option,
+    reading_from,
+    reading_options,
     seed_option,
     settings_from_env,
     voice_option,
@@ -56,8 +58,9 @@ from .common import (
 @overwrite_option
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
+@reading_options
 def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, wait,
-           as_json) -> None:  # fmt: skip
+           as_json, input_format, include_front_matter) -> None:  # fmt: skip
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
@@ -65,7 +68,8 @@ def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, de
     settings = settings_from_env(seed=seed, max_frames=max_frames)
     try:
         due = when.due(at, delay)
-        reqs = batch.prepare_batch(settings, list(documents), voice, output, fmt, model, quant, overwrite)
+        reading = reading_from(input_format, include_front_matter)
+        reqs = batch.prepare_batch(settings, list(documents), voice, output, fmt, model, quant, overwrite, reading)
         with Connection(settings) as conn:
             subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
             for sub, req in zip(subs, reqs, strict=True):
@@ -126,7 +130,9 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
 @click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
 @overwrite_option
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_json) -> None:
+@reading_options
+def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_json, input_format,
+        include_front_matter) -> None:  # fmt: skip
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
 
@@ -137,7 +143,8 @@ def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_j
     out = out.expanduser().absolute()
     settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames)
     try:
-        req = api.prepare(settings, document, voice, output=out, model=model, quant=quant, overwrite=overwrite)
+        reading = reading_from(input_format, include_front_matter)
+        req = api.prepare(settings, document, voice, out, model, quant, overwrite, reading)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

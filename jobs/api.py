@@ -17,13 +17,14 @@ from rq.registry import ScheduledJobRegistry
 
 from . import lifecycle, ownership, store
 from .budgets import frame_budget
-from .documents import Document, read_document
+from .documents import Document
 from .durability import durable_writes
 from .errors import JobNotFound, NarrateError
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front
 from .outputs import relative_output
 from .queues import priority_of, queue_for
+from .readers import DEFAULT_READING, ReadOptions, read_any
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
 from .voices import Voice, read_voice
@@ -57,9 +58,10 @@ def prepare(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    reading: ReadOptions = DEFAULT_READING,
 ) -> Request:
     """Validate every input before anything is stored or enqueued (raises BadInput)."""
-    return prepare_many(settings, [document], voice, [output], model, quant, overwrite)[0]
+    return prepare_many(settings, [document], voice, [output], model, quant, overwrite, reading)[0]
 
 
 def prepare_many(
@@ -70,11 +72,13 @@ def prepare_many(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    reading: ReadOptions = DEFAULT_READING,
 ) -> list[Request]:
     """`prepare` for several documents with one voice (read once): each document and output is
-    checked before any request is made, so one bad file refuses them all, naming it."""
+    checked before any request is made, so one bad file refuses them all, naming it. `reading`:
+    the input format (else each file's extension) and EPUB front matter."""
     check_quant(quant)
-    docs = [read_document(Path(d)) for d in documents]
+    docs = [read_any(Path(d), reading) for d in documents]
     rels = [
         relative_output(settings.output_dir, out if out is not None else Path.cwd() / f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)

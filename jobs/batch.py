@@ -11,6 +11,7 @@ from pathlib import Path
 from . import api
 from .errors import BadInput
 from .outputs import FORMATS, check_format
+from .readers import DEFAULT_READING, ReadOptions
 from .settings import Settings
 
 DEFAULT_FORMAT = ".mp3"
@@ -66,7 +67,8 @@ def prepare_batch(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    reading: ReadOptions = DEFAULT_READING,
 ) -> list[api.Request]:
     """Check every document, output and the voice (raises BadInput naming the first bad one)."""
     outs = output_paths([Path(d) for d in documents], output, fmt)
-    return api.prepare_many(settings, [Path(d) for d in documents], voice, outs, model, quant, overwrite)
+    return api.prepare_many(settings, [Path(d) for d in documents], voice, outs, model, quant, overwrite, reading)

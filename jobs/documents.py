@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import os
 import re
@@ -33,6 +34,26 @@ _CLAUSE_BREAK = re.compile(r"[,;:] |[，、；：。！？…]")
 
 
 @dataclass(frozen=True)
+class BookMeta:
+    """What a book says about itself (EPUB/HTML metadata), for the output's tags: all optional."""
+
+    title: str = ""
+    author: str = ""
+    language: str = ""
+    cover: bytes = b""  # the cover image's bytes, as stored in the book
+    cover_mime: str = ""  # e.g. image/jpeg
+
+    def to_json(self) -> dict:
+        data = {"title": self.title, "author": self.author, "language": self.language, "cover_mime": self.cover_mime}
+        return data | {"cover": base64.b64encode(self.cover).decode()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> BookMeta:
+        text = {k: str(data.get(k, "")) for k in ("title", "author", "language", "cover_mime")}
+        return cls(cover=base64.b64decode(data.get("cover", "")), **text)
+
+
+@dataclass(frozen=True)
 class Document:
     """A document split for narration: paragraphs of sentences, in reading order, and chapters
     as (index of their first paragraph, title), from Markdown headings or "Chapter ..." lines."""
@@ -40,18 +61,21 @@ class Document:
     title: str
     paragraphs: list[list[str]]
     chapters: list[tuple[int, str]] = field(default_factory=list)
+    meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML); None for text and Markdown
 
     @property
     def sentences(self) -> list[str]:
         return [s for p in self.paragraphs for s in p]
 
     def to_json(self) -> dict:
-        return {"title": self.title, "paragraphs": self.paragraphs, "chapters": self.chapters}
+        data = {"title": self.title, "paragraphs": self.paragraphs, "chapters": self.chapters}
+        return data | ({"meta": self.meta.to_json()} if self.meta else {})  # text documents keep their ids
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
         chapters = [(int(i), str(t)) for i, t in data.get("chapters", [])]
-        return cls(title=data["title"], paragraphs=[list(p) for p in data["paragraphs"]], chapters=chapters)
+        meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
+        return cls(title=data["title"], paragraphs=[list(p) for p in data["paragraphs"]], chapters=chapters, meta=meta)
 
 
 def read_document(path: Path) -> Document:
@@ -87,8 +111,6 @@ def split_document(text: str, max_sentences: int | None = None) -> tuple[list[li
     paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
     Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
     would otherwise take seconds and gigabytes to refuse)."""
-    from sentencex import segment  # compiled extension, loaded only when splitting
-
     out: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     count = 0
@@ -106,17 +128,25 @@ def split_document(text: str, max_sentences: int | None = None) -> tuple[list[li
         para = _SPACES.sub(" ", " ".join(line for line in lines if line)).strip()
         if not para:
             continue
-        sentences = []
-        for s in segment("en", para):
-            s = s.strip()
-            if _HAS_WORD.search(s):
-                sentences.extend(_cap_length(s))
+        sentences = sentences_of(para)
         if sentences:
             if title and _HAS_WORD.search(title):
                 chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
             out.append(sentences)
             count += len(sentences)
     return out, chapters
+
+
+def sentences_of(para: str) -> list[str]:
+    """One paragraph's sentences (sentencex), each at most MAX_SENTENCE_CHARS, none without a word."""
+    from sentencex import segment  # compiled extension, loaded only when splitting
+
+    out = []
+    for s in segment("en", para):
+        s = s.strip()
+        if _HAS_WORD.search(s):
+            out.extend(_cap_length(s))
+    return out
 
 
 def _blocks(text: str) -> Iterator[list[str]]:

@@ -1,0 +1,39 @@
+"""`narrate chapters DOC`: what would be read, chapter by chapter, before anything is queued."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from narrate.jobs.errors import NarrateError
+from narrate.jobs.readers import read_any
+from narrate.jobs.readers.summary import clock, summarize
+
+from .common import fail, reading_from, reading_options
+
+
+@click.command()
+@click.argument("document", type=click.Path(path_type=Path))
+@reading_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the book and its chapters.")
+def chapters(document, input_format, include_front_matter, as_json) -> None:
+    """Show DOCUMENT's chapters as they would be read: title, sentences, estimated duration and
+    first words. Reads the file only: no server, nothing queued."""
+    try:
+        doc = read_any(document, reading_from(input_format, include_front_matter))
+    except NarrateError as e:
+        raise fail(e) from None
+    items = summarize(doc)
+    total = sum(c.seconds for c in items)
+    if as_json:
+        meta = doc.meta
+        book = {"title": doc.title, "author": meta.author if meta else "", "language": meta.language if meta else ""}
+        book |= {"sentences": len(doc.sentences), "seconds": round(total, 1), "has_cover": bool(meta and meta.cover)}
+        click.echo(json.dumps(book | {"chapters": [c.to_json() for c in items]}, ensure_ascii=False))
+        return
+    author = f" by {doc.meta.author}" if doc.meta and doc.meta.author else ""
+    click.echo(f"{doc.title}{author}: {len(items)} chapters, {len(doc.sentences)} sentences, about {clock(total)}")
+    for n, c in enumerate(items, 1):
+        click.echo(f"{n:>3}. {c.title}  ({c.sentences} sentences, {clock(c.seconds)})")
+        click.echo(f"     {c.first_words}")

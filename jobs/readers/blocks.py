@@ -1,0 +1,55 @@
+"""Blocks of text from a structured document (EPUB, HTML, PDF) made into a Document: each
+block a paragraph of sentences; a block may start a chapter."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from ..cleaning import clean_text
+from ..documents import BookMeta, Document, sentences_of
+from ..errors import BadInput
+from ..settings import MAX_SENTENCES
+
+_SPACES = re.compile(r"\s+")
+_HAS_WORD = re.compile(r"\w")
+
+
+@dataclass(frozen=True)
+class Block:
+    text: str
+    heading: int = 0  # 1-6 for <h1>-<h6>, else 0
+    chapter: str | None = None  # a chapter with this title starts here (at the next block with words)
+
+
+def one_line(text: str) -> str:
+    return _SPACES.sub(" ", clean_text(text)).strip()
+
+
+def build_document(
+    blocks: Iterable[Block], title: str, origin: str, meta: BookMeta | None = None, nothing: str = ""
+) -> Document:
+    """The Document of these blocks; BadInput if none has a word (`nothing` says what to do then)
+    or there are more than MAX_SENTENCES sentences."""
+    paragraphs: list[list[str]] = []
+    chapters: list[tuple[int, str]] = []
+    pending: str | None = None
+    count = 0
+    for block in blocks:
+        if block.chapter is not None and _HAS_WORD.search(block.chapter):
+            pending = one_line(block.chapter)[:200]
+        text = one_line(block.text)
+        sentences = sentences_of(text) if _HAS_WORD.search(text) else []
+        if not sentences:
+            continue
+        if pending:
+            chapters.append((len(paragraphs), pending))
+            pending = None
+        paragraphs.append(sentences)
+        count += len(sentences)
+        if count > MAX_SENTENCES:
+            raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
+    if not paragraphs:
+        raise BadInput(f"{origin} has no text to narrate{nothing}")
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, meta=meta)

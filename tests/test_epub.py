@@ -1,0 +1,76 @@
+"""EPUB input: spine order, chapter titles from the navigation document or NCX, front matter
+skipped, footnote markers and images dropped, metadata read; and on to an audiobook's chapters."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from bookfiles import COVER, make_epub2, make_epub3
+from conftest import narrate, wait_for_job
+from faults import fake_env, submit
+from narrate.jobs.readers import ReadOptions, read_any
+
+
+def test_epub3_chapters_titled_from_the_navigation_in_spine_order(tmp_path):
+    doc = read_any(make_epub3(tmp_path / "book.epub"))
+    titles = [t for _, t in doc.chapters]
+    assert titles == ["Arrival", "The Storm", "Dawn"]  # the TOC's titles, not the headings
+    firsts = [doc.paragraphs[i][0] for i, _ in doc.chapters]
+    assert firsts == ["Chapter One", "Chapter Two", "Chapter Three"]
+    text = " ".join(doc.sentences)
+    assert "Contents" not in text and "Copyright" not in text and "ISBN" not in text  # front matter skipped
+    assert "The keeper climbed the stairs." in doc.sentences  # the footnote marker "1" is gone...
+    assert "ninety-nine" not in text  # ...and so is the note's body
+    assert "picture" not in text  # images (and their alt text) are dropped
+    assert doc.title == "The Lighthouse Keeper"  # from the metadata, not the file name
+    assert (doc.meta.author, doc.meta.language) == ("Ada Lovelace", "en")
+    assert doc.meta.cover == COVER and doc.meta.cover_mime == "image/jpeg"
+
+
+def test_front_matter_kept_when_asked(tmp_path):
+    doc = read_any(make_epub3(tmp_path / "book.epub"), ReadOptions(include_front_matter=True))
+    text = " ".join(doc.sentences)
+    assert "All rights reserved." in text and "Contents" in text
+    assert [t for _, t in doc.chapters][-3:] == ["Arrival", "The Storm", "Dawn"]
+
+
+def test_epub2_with_only_an_ncx(tmp_path):
+    doc = read_any(make_epub2(tmp_path / "old.epub"))
+    assert doc.chapters == [(0, "The Fox"), (1, "The Crow")]
+    assert doc.paragraphs == [["A fox was hungry.", "It saw grapes."], ["A crow had cheese."]]
+    assert (doc.title, doc.meta.author, doc.meta.language, doc.meta.cover) == ("Old Tales", "Anon", "fr", b"")
+
+
+def test_document_with_metadata_survives_the_store_format(tmp_path):
+    from narrate.jobs.documents import Document
+
+    doc = read_any(make_epub3(tmp_path / "book.epub"))
+    back = Document.from_json(json.loads(json.dumps(doc.to_json())))
+    assert back == doc and back.meta.cover == COVER
+
+
+def test_input_format_overrides_the_extension(env, tmp_path):
+    disguised = make_epub2(tmp_path / "old.bin")
+    proc = narrate(env, "chapters", str(disguised), "--input-format", "epub", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert [c["title"] for c in json.loads(proc.stdout)["chapters"]] == ["The Fox", "The Crow"]
+
+
+def test_epub_chapters_reach_the_m4b(env, home, voice_wav):
+    """Submit an EPUB, run the fake-engine worker, read the m4b's chapter titles and title back."""
+    import imageio_ffmpeg
+
+    e = fake_env(env, home)
+    book = make_epub3(home / "keeper.epub")
+    out = home / "out" / "keeper.m4b"
+    job_id = submit(e, book, voice_wav, out)
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished", st
+    meta = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(out), "-f", "ffmetadata", "-"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    titles = [line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("title=")]
+    assert titles == ["The Lighthouse Keeper", "Arrival", "The Storm", "Dawn"]  # the book's, then its chapters
