@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,8 +21,11 @@ from .documents import Document, read_document
 from .durability import durable_writes
 from .errors import JobNotFound, NarrateError
 from .ffmpeg import ffmpeg_exe
+from .languages import check_language
+from .lexicon import read_lexicon
 from .lifecycle import fetch, queue, requeue_front
 from .outputs import relative_output
+from .plan import spoken_paragraphs
 from .queues import priority_of, queue_for
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
@@ -47,6 +50,7 @@ class Request:
     quant: str | None
     overwrite: bool = False  # replace a file at the output path that narrate did not write
     source: str = ""  # the document's file name as given (shown by `narrate list`)
+    lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.lexicon)
 
 
 def prepare(
@@ -57,9 +61,15 @@ def prepare(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> Request:
-    """Validate every input before anything is stored or enqueued (raises BadInput)."""
-    return prepare_many(settings, [document], voice, [output], model, quant, overwrite)[0]
+    """Validate every input before anything is stored or enqueued (raises BadInput).
+    `language`: a `--language` value (None or "auto": detected); `lexicon`: a `--lexicon` file."""
+    return prepare_many(
+        settings, [document], voice, [output], model, quant, overwrite, language=language, lexicon=lexicon
+    )[0]
 
 
 def prepare_many(
@@ -70,18 +80,23 @@ def prepare_many(
     model: str | None = None,
     quant: str | None = None,
     overwrite: bool = False,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> list[Request]:
     """`prepare` for several documents with one voice (read once): each document and output is
     checked before any request is made, so one bad file refuses them all, naming it."""
     check_quant(quant)
-    docs = [read_document(Path(d)) for d in documents]
+    check_language(language)
+    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
+    docs = [read_document(Path(d), language) for d in documents]
     rels = [
         relative_output(settings.output_dir, out if out is not None else Path.cwd() / f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)
     ]
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     return [
-        Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite, source=Path(d).name)
+        Request(doc, v, rel, model, quant, overwrite, source=Path(d).name, lexicon=entries)
         for d, doc, rel in zip(documents, docs, rels, strict=True)
     ]
 
@@ -116,7 +131,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     """The job a request makes, without touching a server. Its id depends on the document, voice,
     settings, output and base queue (not on its priority or due time: the same book submitted
     again, sooner or later, is the same job)."""
-    budgets = [frame_budget(s, settings.max_frames) for s in req.document.sentences]
+    spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
+    budgets = [frame_budget(s, settings.max_frames) for s in spoken]
     timeout = job_timeout(budgets, settings.runaway_retries)
     wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
     spec = JobSpec(
@@ -130,6 +146,7 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         sentence_pause_ms=settings.sentence_pause_ms,
         paragraph_pause_ms=settings.paragraph_pause_ms,
         overwrite=req.overwrite,
+        lexicon=req.lexicon,
     )
     final = settings.output_dir.expanduser().resolve() / spec.output
     keep_s = settings.keep_days * DAY_S + timeout + wait_s  # refreshed when the job starts and when it ends

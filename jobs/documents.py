@@ -14,6 +14,8 @@ from .cleaning import clean_text
 from .encodings import decode_text
 from .errors import BadInput
 from .inputs import read_input
+from .languages import DEFAULT as DEFAULT_LANGUAGE
+from .languages import resolve_language
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
 
 # File name endings of the documents read_document is meant for (a watched folder takes these).
@@ -40,25 +42,30 @@ class Document:
     title: str
     paragraphs: list[list[str]]
     chapters: list[tuple[int, str]] = field(default_factory=list)
+    language: str = DEFAULT_LANGUAGE  # ISO 639-1 code (jobs.languages): splitting, normalization, synthesis
 
     @property
     def sentences(self) -> list[str]:
         return [s for p in self.paragraphs for s in p]
 
     def to_json(self) -> dict:
-        return {"title": self.title, "paragraphs": self.paragraphs, "chapters": self.chapters}
+        return {
+            "title": self.title, "paragraphs": self.paragraphs, "chapters": self.chapters, "language": self.language
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
         chapters = [(int(i), str(t)) for i, t in data.get("chapters", [])]
-        return cls(title=data["title"], paragraphs=[list(p) for p in data["paragraphs"]], chapters=chapters)
+        language = str(data.get("language", DEFAULT_LANGUAGE))
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language)
 
 
-def read_document(path: Path) -> Document:
-    """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason."""
+def read_document(path: Path, language: str | None = None) -> Document:
+    """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason.
+    `language`: a `--language` value (None or "auto": detected)."""
     path = Path(path)
     raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
-    return parse_document(raw, title=title_from_name(path), origin=str(path))
+    return parse_document(raw, title=title_from_name(path), origin=str(path), language=language)
 
 
 def title_from_name(path: Path) -> str:
@@ -68,21 +75,27 @@ def title_from_name(path: Path) -> str:
     return _SPACES.sub(" ", clean_text(name)).strip()[:200] or "document"
 
 
-def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:
+def parse_document(
+    raw: bytes, title: str, origin: str = "document", language: str | None = None, metadata_language: str | None = None
+) -> Document:
+    """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected)."""
     text = decode_text(raw, origin)
-    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES)
+    lang = resolve_language(language, text, metadata_language)
+    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES, language=lang)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
     if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
         raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters)
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang)
 
 
 def split_paragraphs(text: str) -> list[list[str]]:
     return split_document(text)[0]
 
 
-def split_document(text: str, max_sentences: int | None = None) -> tuple[list[list[str]], list[tuple[int, str]]]:
+def split_document(
+    text: str, max_sentences: int | None = None, language: str = DEFAULT_LANGUAGE
+) -> tuple[list[list[str]], list[tuple[int, str]]]:
     """Blank lines separate paragraphs; sentencex splits each paragraph into sentences. A
     paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
     Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
@@ -107,7 +120,7 @@ def split_document(text: str, max_sentences: int | None = None) -> tuple[list[li
         if not para:
             continue
         sentences = []
-        for s in segment("en", para):
+        for s in segment(language, para):
             s = s.strip()
             if _HAS_WORD.search(s):
                 sentences.extend(_cap_length(s))
