@@ -150,7 +150,7 @@ def test_language_names_and_errors():
     assert check_language("pt_BR") == "pt"
     assert check_language("zh-CN") == "zh"
     assert check_language(None) == "auto"
-    with pytest.raises(BadInput, match="unknown language 'klingon': use auto or one of zh \(Chinese\), en"):
+    with pytest.raises(BadInput, match=r"unknown language 'klingon': use auto or one of zh \(Chinese\), en"):
         check_language("klingon")
     assert resolve_language("auto", "Der Hund schläft im Garten und die Katze auch.", metadata="fr") == "fr"
     assert resolve_language("en", "Der Hund schläft im Garten und die Katze auch.") == "en"
