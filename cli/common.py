@@ -33,6 +33,18 @@ max_frames_option = click.option(
 overwrite_option = click.option(
     "--overwrite", is_flag=True, help="Replace a file at the output path that narrate did not write."
 )
+language_option = click.option(
+    "--language",
+    default="auto",
+    show_default=True,
+    help="The document's language: en, zh, ja, ko, de, fr, ru, pt, es, it (or its name); auto detects it.",
+)
+lexicon_option = click.option(
+    "--lexicon",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Pronunciations: a file of 'word = spoken form' lines (whole words, case-sensitive; # comments).",
+)
 voice_option = click.option(
     "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
 )

@@ -18,6 +18,8 @@ from narrate.jobs.settings import Settings
 from .common import (
     fail,
     finish,
+    language_option,
+    lexicon_option,
     max_frames_option,
     model_option,
     overwrite_option,
@@ -56,11 +58,13 @@ from .common import (
 @click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")
 @click.option("--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority.")
 @overwrite_option
+@language_option
+@lexicon_option
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
 @reading_options
-def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, wait,
-           as_json, input_format, include_front_matter) -> None:  # fmt: skip
+def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, language,
+           lexicon, wait, as_json, input_format, include_front_matter) -> None:  # fmt: skip
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
@@ -69,7 +73,10 @@ def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, de
     try:
         due = when.due(at, delay)
         reading = reading_from(input_format, include_front_matter)
-        reqs = batch.prepare_batch(settings, list(documents), voice, output, fmt, model, quant, overwrite, reading)
+        reqs = batch.prepare_batch(
+            settings, list(documents), voice, output, fmt, model, quant, overwrite, reading,
+            language=language, lexicon=lexicon,
+        )  # fmt: skip
         with Connection(settings) as conn:
             subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
             for sub, req in zip(subs, reqs, strict=True):
@@ -129,9 +136,11 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
 @max_frames_option
 @click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
 @overwrite_option
+@language_option
+@lexicon_option
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 @reading_options
-def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_json, input_format,
+def run(document, voice, model, quant, seed, max_frames, output, overwrite, language, lexicon, as_json, input_format,
         include_front_matter) -> None:  # fmt: skip
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
@@ -144,7 +153,9 @@ def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_j
     settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames)
     try:
         reading = reading_from(input_format, include_front_matter)
-        req = api.prepare(settings, document, voice, out, model, quant, overwrite, reading)
+        req = api.prepare(
+            settings, document, voice, out, model, quant, overwrite, reading, language=language, lexicon=lexicon
+        )
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,8 +22,11 @@ from .documents import Document
 from .durability import durable_writes
 from .errors import JobNotFound, NarrateError
 from .ffmpeg import ffmpeg_exe
+from .languages import check_language
+from .lexicon import read_lexicon
 from .lifecycle import fetch, queue, requeue_front
 from .outputs import relative_output
+from .plan import spoken_paragraphs
 from .queues import priority_of, queue_for
 from .readers import DEFAULT_READING, ReadOptions, read_any
 from .settings import Settings, check_quant
@@ -48,6 +52,7 @@ class Request:
     quant: str | None
     overwrite: bool = False  # replace a file at the output path that narrate did not write
     source: str = ""  # the document's file name as given (shown by `narrate list`)
+    lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.lexicon)
 
 
 def prepare(
@@ -59,9 +64,16 @@ def prepare(
     quant: str | None = None,
     overwrite: bool = False,
     reading: ReadOptions = DEFAULT_READING,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> Request:
-    """Validate every input before anything is stored or enqueued (raises BadInput)."""
-    return prepare_many(settings, [document], voice, [output], model, quant, overwrite, reading)[0]
+    """Validate every input before anything is stored or enqueued (raises BadInput).
+    `language`: a `--language` value (None or "auto": the book's metadata, else detected); `lexicon`:
+    a `--lexicon` file."""
+    return prepare_many(
+        settings, [document], voice, [output], model, quant, overwrite, reading, language=language, lexicon=lexicon
+    )[0]
 
 
 def prepare_many(
@@ -73,11 +85,17 @@ def prepare_many(
     quant: str | None = None,
     overwrite: bool = False,
     reading: ReadOptions = DEFAULT_READING,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> list[Request]:
     """`prepare` for several documents with one voice (read once): each document and output is
     checked before any request is made, so one bad file refuses them all, naming it. `reading`:
     the input format (else each file's extension) and EPUB front matter."""
     check_quant(quant)
+    check_language(language)
+    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
+    reading = dataclasses.replace(reading, language=language)
     docs = [read_any(Path(d), reading) for d in documents]
     rels = [
         relative_output(settings.output_dir, out if out is not None else Path.cwd() / f"{Path(d).stem}.mp3")
@@ -85,7 +103,7 @@ def prepare_many(
     ]
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     return [
-        Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite, source=Path(d).name)
+        Request(doc, v, rel, model, quant, overwrite, source=Path(d).name, lexicon=entries)
         for d, doc, rel in zip(documents, docs, rels, strict=True)
     ]
 
@@ -120,7 +138,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     """The job a request makes, without touching a server. Its id depends on the document, voice,
     settings, output and base queue (not on its priority or due time: the same book submitted
     again, sooner or later, is the same job)."""
-    budgets = [frame_budget(s, settings.max_frames) for s in req.document.sentences]
+    spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
+    budgets = [frame_budget(s, settings.max_frames) for s in spoken]
     timeout = job_timeout(budgets, settings.runaway_retries)
     wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
     spec = JobSpec(
@@ -134,6 +153,7 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         sentence_pause_ms=settings.sentence_pause_ms,
         paragraph_pause_ms=settings.paragraph_pause_ms,
         overwrite=req.overwrite,
+        lexicon=req.lexicon,
     )
     final = settings.output_dir.expanduser().resolve() / spec.output
     keep_s = settings.keep_days * DAY_S + timeout + wait_s  # refreshed when the job starts and when it ends

@@ -68,7 +68,13 @@ def prepare_batch(
     quant: str | None = None,
     overwrite: bool = False,
     reading: ReadOptions = DEFAULT_READING,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> list[api.Request]:
     """Check every document, output and the voice (raises BadInput naming the first bad one)."""
     outs = output_paths([Path(d) for d in documents], output, fmt)
-    return api.prepare_many(settings, [Path(d) for d in documents], voice, outs, model, quant, overwrite, reading)
+    paths = [Path(d) for d in documents]
+    return api.prepare_many(
+        settings, paths, voice, outs, model, quant, overwrite, reading, language=language, lexicon=lexicon
+    )

@@ -15,6 +15,8 @@ from .cleaning import clean_text
 from .encodings import decode_text
 from .errors import BadInput
 from .inputs import read_input
+from .languages import DEFAULT as DEFAULT_LANGUAGE
+from .languages import resolve_language
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
 
 # File name endings of the documents read_document is meant for (a watched folder takes these).
@@ -61,6 +63,7 @@ class Document:
     title: str
     paragraphs: list[list[str]]
     chapters: list[tuple[int, str]] = field(default_factory=list)
+    language: str = DEFAULT_LANGUAGE  # ISO 639-1 code (jobs.languages): splitting, normalization, synthesis
     meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML); None for text and Markdown
 
     @property
@@ -68,21 +71,28 @@ class Document:
         return [s for p in self.paragraphs for s in p]
 
     def to_json(self) -> dict:
-        data = {"title": self.title, "paragraphs": self.paragraphs, "chapters": self.chapters}
-        return data | ({"meta": self.meta.to_json()} if self.meta else {})  # text documents keep their ids
+        data = {
+            "title": self.title,
+            "paragraphs": self.paragraphs,
+            "chapters": self.chapters,
+            "language": self.language,
+        }
+        return data | ({"meta": self.meta.to_json()} if self.meta else {})
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
         chapters = [(int(i), str(t)) for i, t in data.get("chapters", [])]
+        language = str(data.get("language", DEFAULT_LANGUAGE))
         meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
-        return cls(title=data["title"], paragraphs=[list(p) for p in data["paragraphs"]], chapters=chapters, meta=meta)
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta)
 
 
-def read_document(path: Path) -> Document:
-    """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason."""
+def read_document(path: Path, language: str | None = None) -> Document:
+    """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason.
+    `language`: a `--language` value (None or "auto": detected)."""
     path = Path(path)
     raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
-    return parse_document(raw, title=title_from_name(path), origin=str(path))
+    return parse_document(raw, title=title_from_name(path), origin=str(path), language=language)
 
 
 def title_from_name(path: Path) -> str:
@@ -92,21 +102,27 @@ def title_from_name(path: Path) -> str:
     return _SPACES.sub(" ", clean_text(name)).strip()[:200] or "document"
 
 
-def parse_document(raw: bytes, title: str, origin: str = "document") -> Document:
+def parse_document(
+    raw: bytes, title: str, origin: str = "document", language: str | None = None, metadata_language: str | None = None
+) -> Document:
+    """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected)."""
     text = decode_text(raw, origin)
-    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES)
+    lang = resolve_language(language, text, metadata_language)
+    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES, language=lang)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
     if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
         raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters)
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang)
 
 
 def split_paragraphs(text: str) -> list[list[str]]:
     return split_document(text)[0]
 
 
-def split_document(text: str, max_sentences: int | None = None) -> tuple[list[list[str]], list[tuple[int, str]]]:
+def split_document(
+    text: str, max_sentences: int | None = None, language: str = DEFAULT_LANGUAGE
+) -> tuple[list[list[str]], list[tuple[int, str]]]:
     """Blank lines separate paragraphs; sentencex splits each paragraph into sentences. A
     paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
     Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
@@ -128,7 +144,7 @@ def split_document(text: str, max_sentences: int | None = None) -> tuple[list[li
         para = _SPACES.sub(" ", " ".join(line for line in lines if line)).strip()
         if not para:
             continue
-        sentences = sentences_of(para)
+        sentences = sentences_of(para, language)
         if sentences:
             if title and _HAS_WORD.search(title):
                 chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
@@ -137,12 +153,12 @@ def split_document(text: str, max_sentences: int | None = None) -> tuple[list[li
     return out, chapters
 
 
-def sentences_of(para: str) -> list[str]:
+def sentences_of(para: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
     """One paragraph's sentences (sentencex), each at most MAX_SENTENCE_CHARS, none without a word."""
     from sentencex import segment  # compiled extension, loaded only when splitting
 
     out = []
-    for s in segment("en", para):
+    for s in segment(language, para):
         s = s.strip()
         if _HAS_WORD.search(s):
             out.extend(_cap_length(s))

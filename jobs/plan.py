@@ -10,6 +10,8 @@ from itertools import accumulate
 from .budgets import frame_budget
 from .checkpoints import CheckpointStore, checkpoint_key
 from .documents import Document
+from .languages import tts_name
+from .normalize import Normalizer
 from .spec import JobSpec
 from .synthesis import Sentence
 
@@ -21,10 +23,11 @@ def sentence_seed(job_seed: int, text: str) -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    sentences: list[Sentence]
+    sentences: list[Sentence]  # what is spoken: the normalized text (jobs.normalize)
     paragraph_end: frozenset[int]  # indices of the last sentence of each paragraph
     chapter_at: dict[int, str]  # index of a chapter's first sentence -> its title
     keys: list[str]  # checkpoint key of each sentence
+    originals: list[str]  # each sentence as the document writes it (subtitles, manifests)
 
     def missing(self, checkpoints: CheckpointStore) -> list[Sentence]:
         """Sentences without a complete, intact checkpoint (body checksum verified): what this attempt
@@ -37,16 +40,32 @@ class Plan:
         return spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
 
 
+def spoken_paragraphs(doc: Document, lexicon: list[list[str]] | None = None) -> list[list[str]]:
+    """The document's paragraphs as they are spoken: the lexicon, then normalization in the
+    document's language; a chapter's heading paragraph is normalized as a heading."""
+    normalize = Normalizer(doc.language, lexicon)
+    headings = {p for p, _ in doc.chapters}
+    return [[normalize(s, heading=p in headings) for s in para] for p, para in enumerate(doc.paragraphs)]
+
+
 def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
+    """Sentences, seeds, budgets and checkpoint keys all come from the spoken (normalized) text,
+    so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed."""
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
-    for para in doc.paragraphs:
+    language = tts_name(doc.language)
+    for para in spoken_paragraphs(doc, spec.lexicon):
         for text in para:
-            sentences.append(
-                Sentence(len(sentences), text, sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames))
-            )
+            seed, budget = sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
+            sentences.append(Sentence(len(sentences), text, seed, budget, language))
         paragraph_end.add(len(sentences) - 1)
     first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
     chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
-    keys = [checkpoint_key(s.text, spec.voice, model_key, quant, s.seed, s.budget) for s in sentences]
-    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys)
+    keys = [checkpoint_key(_keyed_text(s), spec.voice, model_key, quant, s.seed, s.budget) for s in sentences]
+    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, doc.sentences)
+
+
+def _keyed_text(s: Sentence) -> str:
+    """What a checkpoint's audio depends on besides the settings: the spoken text and, unless it
+    is "auto" (keys of earlier versions stay valid), the language the model was told."""
+    return s.text if s.language == "auto" else f"{s.language}\n{s.text}"

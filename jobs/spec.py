@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from math import ceil
 
 
@@ -18,9 +18,13 @@ class JobSpec:
     sentence_pause_ms: int = 250
     paragraph_pause_ms: int = 750
     overwrite: bool = False  # may replace a file at the output path that narrate did not write
+    lexicon: list[list[str]] = field(default_factory=list)  # [[word, spoken form], ...] (jobs.lexicon)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if not data["lexicon"]:
+            del data["lexicon"]  # the same spec (and job id) as before lexicons existed
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> JobSpec:

@@ -20,6 +20,7 @@ class Sentence:
     text: str
     seed: int  # sampling seed (see jobs.plan.sentence_seed)
     budget: int  # most codec frames this sentence may take
+    language: str = "auto"  # what Qwen3-TTS calls the language (jobs.languages.tts_name): english, german...
 
 
 @dataclass(frozen=True)

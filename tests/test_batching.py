@@ -4,6 +4,7 @@ and a change in any mlx-audio internal narrate uses fails loudly."""
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 
@@ -161,6 +162,28 @@ def test_batches_group_by_length_within_reading_order_windows():
         assert max(s.index for s in g) // 16 == min(s.index for s in g) // 16
     first_window = [s for g in groups[:4] for s in g]
     assert [len(s.text) for s in first_window] == sorted(len(s.text) for s in first_window)
+
+
+def test_the_sentences_language_reaches_the_model(loaded, embedding, monkeypatch):
+    """Each batch holds one language and tells the model that language (codec language tag)."""
+    model_cls = type(loaded.model)
+    real = model_cls._prepare_batch_inputs
+    seen: list[tuple[list[str], str]] = []
+
+    @functools.wraps(real)  # the internals check reads its signature
+    def spy(self, texts, language="auto", **kw):
+        seen.append((list(texts), language))
+        return real(self, texts, language=language, **kw)
+
+    monkeypatch.setattr(model_cls, "_prepare_batch_inputs", spy)
+    ss = [Sentence(i, t, 5 + i, 3, "german" if i % 2 else "english") for i, t in enumerate(TEXTS[:4])]
+    out = collect(MlxEngine(loaded, runaway_retries=0), ss, embedding, 4)
+    assert sorted(out) == [0, 1, 2, 3]
+    assert len(seen) == 2
+    assert {lang: sorted(t) for t, lang in seen} == {
+        "english": sorted([TEXTS[0], TEXTS[2]]),
+        "german": sorted([TEXTS[1], TEXTS[3]]),
+    }
 
 
 def test_fake_engine_implements_the_protocol_without_mlx():

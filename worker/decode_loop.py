@@ -68,15 +68,18 @@ def decode_piece(model, row: Row, end: int) -> np.ndarray:
     return np.array(wav.astype(mx.float32))
 
 
-def generate_batch(model, texts: Sequence[str], rows: list[Row], placeholder: mx.array) -> Iterator[Chunk]:
+def generate_batch(
+    model, texts: Sequence[str], rows: list[Row], placeholder: mx.array, language: str = "auto"
+) -> Iterator[Chunk]:
     """Synthesize one batch (the voice must be injected by the caller). Yields audio per row;
-    each row ends with a ``final`` chunk (``runaway`` when it used its budget without EOS)."""
+    each row ends with a ``final`` chunk (``runaway`` when it used its budget without EOS).
+    `language`: Qwen3-TTS's name for the batch's language (english, german...) or auto."""
     talker, sub = options(model.generate_config)
     config = model.config.talker_config
     eos = config.codec_eos_token_id
     n = len(rows)
     with xvector_rows(model, placeholder):
-        batch = model._prepare_batch_inputs(list(texts), language="auto", return_metadata=True)
+        batch = model._prepare_batch_inputs(list(texts), language=language, return_metadata=True)
     input_embeds = batch.input_embeds
     trailing = batch.trailing_text_hidden
     pad_embed = batch.tts_pad_embed

@@ -14,6 +14,7 @@ encoder never runs here) and a per-sentence frame budget:
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -63,12 +64,15 @@ def auto_batch_size(max_frames: int, talker_config: Any) -> int:
 
 
 def batches(sentences: Sequence[Sentence], size: int) -> list[list[Sentence]]:
-    """Batches of similar length, reordered only within reading-order windows."""
+    """Batches of similar length and one language (the model is told it once a batch),
+    reordered only within reading-order windows."""
     out = []
     window = size * WINDOW_BATCHES
     for start in range(0, len(sentences), window):
-        group = sorted(sentences[start : start + window], key=lambda s: (len(s.text), s.index))
-        out.extend(group[i : i + size] for i in range(0, len(group), size))
+        group = sorted(sentences[start : start + window], key=lambda s: (s.language, len(s.text), s.index))
+        for _, same in itertools.groupby(group, key=lambda s: s.language):
+            one = list(same)
+            out.extend(one[i : i + size] for i in range(0, len(one), size))
     return out
 
 
@@ -133,7 +137,7 @@ class MlxEngine:
         retry: list[Sentence] = []
         held: dict[int, list[Chunk]] = {}
         can_retry = attempt < self.runaway_retries
-        for c in generate_batch(model, [s.text for s in group], rows, placeholder_reference()):
+        for c in generate_batch(model, [s.text for s in group], rows, placeholder_reference(), group[0].language):
             chunk = dataclasses.replace(c, attempts=attempt + 1)
             if not can_retry:
                 yield chunk
@@ -158,6 +162,7 @@ class MlxEngine:
                 pending: Chunk | None = None
                 for r in model.generate(
                     text=s.text,
+                    lang_code=s.language,
                     ref_audio=placeholder_reference(),
                     max_tokens=s.budget,
                     stream=True,

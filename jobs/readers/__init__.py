@@ -23,6 +23,7 @@ SUFFIXES = tuple(_BY_SUFFIX)
 class ReadOptions:
     input_format: str | None = None  # one of INPUT_FORMATS; None: by the file's extension
     include_front_matter: bool = False  # EPUB: keep cover, contents and copyright pages
+    language: str | None = None  # a --language value; None/"auto": the book's metadata, else detected
 
 
 DEFAULT_READING = ReadOptions()
@@ -48,13 +49,13 @@ def parse_bytes(raw: bytes, fmt: str, title: str, origin: str, options: ReadOpti
     if fmt == "epub":
         from .epub import parse_epub
 
-        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, options.include_front_matter)
+        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, options.include_front_matter, options.language)
     if fmt == "html":
         from .html import parse_html_document
 
-        return parse_html_document(raw, origin, title)
+        return parse_html_document(raw, origin, title, options.language)
     if fmt == "pdf":
         from .pdf import parse_pdf
 
-        return parse_pdf(raw, origin, title)
-    return parse_document(raw, title=title, origin=origin)
+        return parse_pdf(raw, origin, title, options.language)
+    return parse_document(raw, title=title, origin=origin, language=options.language)

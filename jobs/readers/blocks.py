@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ..cleaning import clean_text
 from ..documents import BookMeta, Document, sentences_of
 from ..errors import BadInput
+from ..languages import resolve_language
 from ..settings import MAX_SENTENCES
 
 _SPACES = re.compile(r"\s+")
@@ -28,10 +29,19 @@ def one_line(text: str) -> str:
 
 
 def build_document(
-    blocks: Iterable[Block], title: str, origin: str, meta: BookMeta | None = None, nothing: str = ""
+    blocks: Iterable[Block],
+    title: str,
+    origin: str,
+    meta: BookMeta | None = None,
+    nothing: str = "",
+    language: str | None = None,
 ) -> Document:
     """The Document of these blocks; BadInput if none has a word (`nothing` says what to do then)
-    or there are more than MAX_SENTENCES sentences."""
+    or there are more than MAX_SENTENCES sentences. `language`: a --language value (None/"auto":
+    the book's metadata language, else detected from its text)."""
+    blocks = list(blocks)
+    sample = " ".join(b.text for b in blocks[:400])
+    lang = resolve_language(language, sample, meta.language if meta else None)
     paragraphs: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     pending: str | None = None
@@ -40,7 +50,7 @@ def build_document(
         if block.chapter is not None and _HAS_WORD.search(block.chapter):
             pending = one_line(block.chapter)[:200]
         text = one_line(block.text)
-        sentences = sentences_of(text) if _HAS_WORD.search(text) else []
+        sentences = sentences_of(text, lang) if _HAS_WORD.search(text) else []
         if not sentences:
             continue
         if pending:
@@ -52,4 +62,4 @@ def build_document(
             raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate{nothing}")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters, meta=meta)
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, meta=meta)

@@ -30,7 +30,14 @@ _SKIP_TITLES = re.compile(r"^\s*(cover|copyright|(table of )?contents|colophon|i
 _COPYRIGHT = re.compile(r"©|\(c\)\s*\d{4}|all rights reserved|\bISBN\b", re.IGNORECASE)
 
 
-def parse_epub(raw: bytes, origin: str, fallback_title: str, max_bytes: int, include_front_matter: bool) -> Document:
+def parse_epub(
+    raw: bytes,
+    origin: str,
+    fallback_title: str,
+    max_bytes: int,
+    include_front_matter: bool,
+    language: str | None = None,
+) -> Document:
     check_epub_zip(raw, origin, max_bytes)
     try:
         with warnings.catch_warnings():
@@ -67,6 +74,7 @@ def parse_epub(raw: bytes, origin: str, fallback_title: str, max_bytes: int, inc
         origin,
         meta,
         " (all of it is cover, contents or copyright pages, or images)",
+        language,
     )
 
 

@@ -15,7 +15,7 @@ PAGE_CHROME = frozenset({"nav", "header", "footer", "menu"})
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-def parse_html_document(raw: bytes, origin: str, fallback_title: str) -> Document:
+def parse_html_document(raw: bytes, origin: str, fallback_title: str, language: str | None = None) -> Document:
     root = parse_html(_decode(raw, origin), origin)
     blocks = page_of(root, drop=PAGE_CHROME).blocks
     level = _chapter_level([b.heading for b in blocks if b.heading])
@@ -24,7 +24,7 @@ def parse_html_document(raw: bytes, origin: str, fallback_title: str) -> Documen
     author = root.xpath("string(//meta[translate(@name,'AUTHOR','author')='author']/@content)")
     meta = BookMeta(title=title[:200], author=one_line(author)[:200], language=(root.get("lang") or "").strip()[:35])
     nothing = " (no paragraphs or headings outside scripts, styles and navigation)"
-    return build_document(marked, title[:200] or fallback_title, origin, meta, nothing)
+    return build_document(marked, title[:200] or fallback_title, origin, meta, nothing, language)
 
 
 def _decode(raw: bytes, origin: str) -> str:

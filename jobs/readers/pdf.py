@@ -21,7 +21,7 @@ _SENTENCE_END = re.compile(r"[.!?:\"'”’)\]]$")
 _NO_TEXT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
-def parse_pdf(raw: bytes, origin: str, fallback_title: str) -> Document:
+def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None = None) -> Document:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -42,7 +42,7 @@ def parse_pdf(raw: bytes, origin: str, fallback_title: str) -> Document:
         raise BadInput(f"{origin} {_NO_TEXT}")
     lines = _strip_running_heads([[ln.strip() for ln in p.splitlines() if ln.strip()] for p in pages])
     blocks = _paragraphs(lines, starts)
-    return build_document(blocks, title[:200] or fallback_title, origin, nothing=f" (it {_NO_TEXT})")
+    return build_document(blocks, title[:200] or fallback_title, origin, nothing=f" (it {_NO_TEXT})", language=language)
 
 
 def _outline(reader) -> dict[int, str]:

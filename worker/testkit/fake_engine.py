@@ -5,12 +5,14 @@ Each sentence becomes a tone whose pitch and length come from sha256(text), so a
 run gives byte-exact expected output. Controlled by environment variables:
 NARRATE_FAKE_DELAY_MS (per sentence), NARRATE_FAKE_FAIL_ON / _ABORT_ON / _HANG_ON (a substring:
 raise / os.abort() / block signals and sleep forever on a matching sentence), and
-NARRATE_FAKE_LOG (a file that gets one line per synthesized sentence: index, pid).
+NARRATE_FAKE_LOG (a file that gets one line per synthesized sentence: index, pid) and
+NARRATE_FAKE_TEXT_LOG (one JSON line per synthesized sentence: index, language, the text spoken).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import time
@@ -39,6 +41,7 @@ class FakeEngine:
     ) -> Iterator[Chunk]:
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
         log = os.environ.get("NARRATE_FAKE_LOG")
+        text_log = os.environ.get("NARRATE_FAKE_TEXT_LOG")
         for start in range(0, len(sentences), self.batch_size):
             batch = sentences[start : start + self.batch_size]
             if on_batch is not None:
@@ -51,6 +54,9 @@ class FakeEngine:
                 if log:
                     with open(log, "a") as f:
                         f.write(f"{s.index} {os.getpid()}\n")
+                if text_log:
+                    with open(text_log, "a") as f:
+                        f.write(json.dumps({"index": s.index, "language": s.language, "text": s.text}) + "\n")
             for s, (pcm, frames) in out:  # a batch's sentences come out together, as on the GPU
                 yield Chunk(s.index, pcm, frames, True, frames >= s.budget, 1)
 

@@ -1,0 +1,70 @@
+"""--lexicon and --language through real narrate processes: validated at submit, stored in the job,
+the spoken text and the language reach the engine, and a changed lexicon entry re-renders exactly
+the sentences it affects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import narrate, wait_for_job
+from faults import fake_env, submit
+
+
+def spoken(home: Path) -> list[dict]:
+    log = home / "text.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_changed_lexicon_entry_resynthesizes_exactly_the_sentence_it_touches(env, home, voice_wav, external_redis):
+    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"))
+    doc = home / "names.txt"
+    doc.write_text("Nguyen paid $3.50 on Monday.\n\nSmith stayed home.\n")
+    lexicon = home / "lexicon.txt"
+    lexicon.write_text("# names\nNguyen = Win\n")
+    out = home / "out" / "names.wav"
+    first = submit(e, doc, voice_wav, out, "--lexicon", str(lexicon))
+    out.write_bytes(b"not narrate's")  # the first job fails right before writing: its checkpoints stay
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(first)["status"] == "failed"
+    said = spoken(home)
+    assert [s["text"] for s in said] == ["Win paid three dollars fifty on Monday.", "Smith stayed home."]
+    assert {s["language"] for s in said} == {"english"}  # detected, and told to the engine
+    out.unlink()
+    lexicon.write_text("Nguyen = Nwen\n")
+    second = submit(e, doc, voice_wav, out, "--lexicon", str(lexicon))
+    assert second != first  # the lexicon is part of the job
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(second)
+    assert st["status"] == "finished", st
+    assert [s["text"] for s in spoken(home)[len(said) :]] == ["Nwen paid three dollars fifty on Monday."]
+    assert st["result"]["synthesized"] == 1 and st["result"]["sentences"] == 2
+
+
+def test_language_flag_reaches_the_engine(env, home, voice_wav, external_redis):
+    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"))
+    doc = home / "de.txt"
+    doc.write_text("Er kam mit 2 Hunden. Sie blieben.\n")
+    job = submit(e, doc, voice_wav, home / "out" / "de.wav", "--language", "German")
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job)["status"] == "finished"
+    said = spoken(home)
+    assert [s["text"] for s in said] == ["Er kam mit zwei Hunden.", "Sie blieben."]
+    assert {s["language"] for s in said} == {"german"}
+
+
+def test_bad_lexicon_or_language_is_a_one_line_error_and_nothing_is_queued(env, home, voice_wav, external_redis):
+    doc = home / "a.txt"
+    doc.write_text("Hello there.\n")
+    lexicon = home / "lex.txt"
+    lexicon.write_text("Nguyen = Win\nno separator here\n")
+    for extra, message in [
+        (["--lexicon", str(lexicon)], f"Error: lexicon {lexicon} line 2: expected 'word = spoken form'"),
+        (["--lexicon", str(home / "missing.txt")], "does not exist"),
+        (["--language", "klingon"], "Error: unknown language 'klingon': use auto or one of"),
+    ]:
+        proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), *extra)
+        assert proc.returncode != 0
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], proc.stderr
+    assert not external_redis.keys("rq:job:*")
