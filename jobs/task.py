@@ -86,7 +86,6 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
         return voices[0]
 
     if todo:
-        voice_cache, encoder_runs = ("hit" if voice().cache_hit else "miss"), voice().encoder_runs
         first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress)
 
     def again(s: Sentence) -> Checkpoint:
@@ -103,6 +102,8 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
 
     book = _stitch(ctx, spec, doc, plan, checkpoints, root, final, again)
     _settle_cache(ctx, checkpoints, plan)
+    if voices:
+        voice_cache, encoder_runs = ("hit" if voices[0].cache_hit else "miss"), voices[0].encoder_runs
     progress.save()
     _keep_inputs(job, spec)
     wall = time.monotonic() - t0
