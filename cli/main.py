@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from .cache import cache_group
 from .chapters import chapters
 from .queue import resume, status
 from .queue_ops import cancel, info, list_jobs, watch
@@ -22,6 +23,7 @@ COMMANDS = (
     submit, run, chapters, status, list_jobs, watch, cancel, resume, info,  # jobs
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools
+    cache_group,  # the sentence cache
 )  # fmt: skip
 for command in COMMANDS:
     main.add_command(command)

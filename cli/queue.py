@@ -41,6 +41,9 @@ def status(job_id, as_json, follow) -> None:
         click.echo(f"progress: {progress_line(st)}")
     if st.get("output"):
         click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
+    result = st.get("result") or {}
+    if "reused" in result:
+        click.echo(f"sentences: {result['synthesized']} synthesized, {result['reused']} reused from the cache")
     if st.get("output_replaced_by"):
         click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
     if st.get("error"):

@@ -1,7 +1,9 @@
 """Sentence checkpoints: each finished sentence's audio is written atomically to a file named by
 the hash of everything that determines it (text, voice, model, quantization, seed, budget), so
 a retried, requeued or resubmitted job redoes only what is missing. The body's checksum is kept
-in the header: a damaged checkpoint counts as missing and is redone, never stitched in."""
+in the header: a damaged checkpoint counts as missing and is redone, never stitched in. Checkpoints
+outlive their job as a size-capped cache (jobs.cache): every hit sets the file's modification time,
+the cache's "last used"."""
 
 from __future__ import annotations
 
@@ -84,6 +86,7 @@ class CheckpointStore:
         if meta is None or len(body) != 2 * meta["samples"] or hashlib.sha256(body).hexdigest() != meta["sha256"]:
             return None
         pcm = np.frombuffer(body, dtype="<i2")
+        self.touch(key)
         return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, attempts: int) -> None:
@@ -111,6 +114,11 @@ class CheckpointStore:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)
             raise
+
+    def touch(self, key: str) -> None:
+        """Mark a checkpoint used now (the cache evicts the least recently used first)."""
+        with contextlib.suppress(OSError):
+            os.utime(self.path(key))
 
     def discard(self, keys: list[str]) -> None:
         for key in keys:

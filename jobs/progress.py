@@ -41,7 +41,8 @@ class Progress:
         self._saved_at = 0.0
 
     def start_synthesis(self) -> None:
-        self._started = time.monotonic()
+        if self._started is None:  # a checkpoint synthesized again while stitching keeps the pace
+            self._started = time.monotonic()
 
     def sentence_done(self, audio_seconds: float) -> None:
         self.done += 1

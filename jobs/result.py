@@ -30,6 +30,7 @@ class JobResult:
     paragraphs: int
     chapters: list[ChapterMark]
     synthesized: int  # sentences synthesized by this attempt (the rest came from checkpoints)
+    reused: int  # sentences taken from checkpoints: the sentence cache, or an earlier attempt of the job
     frames: list[int]  # codec frames of each sentence
     runaway_sentences: list[int]  # used their whole frame budget (after retries)
     retried_sentences: list[int]  # were runaways once and were synthesized again with a new seed

@@ -67,6 +67,16 @@ def _seconds(minimum: float) -> Callable[[str, str], float]:
     return parse
 
 
+def _gigabytes(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadInput(f"{name}={raw!r} is not a number of gigabytes") from None
+    if not 0 <= value < float("inf"):
+        raise BadInput(f"{name}={raw!r} must be a finite number of gigabytes, at least 0")
+    return value
+
+
 def _path(_name: str, raw: str) -> Path:
     return Path(raw).expanduser()
 
@@ -222,6 +232,13 @@ class Settings:
         doc="A watched document modified less than this many seconds ago is still being written: it waits for the "
         "next tick (one dated in the future, by another host's clock, waits until ticks have seen it unchanged "
         "this long).",
+    )  # fmt: skip
+    cache_max_gb: float = setting(
+        "NARRATE_CACHE_MAX_GB", 5.0, reads=WORKER, parse=_gigabytes, shown="`5`",
+        doc="Size cap of the sentence cache (finished sentences kept in `NARRATE_HOME/checkpoints` after their "
+        "job, so a resubmitted or edited book synthesizes only what changed), in GB (10^9 bytes, fractions "
+        "allowed). When a job ends the least recently used are evicted until the cache fits, never that job's "
+        "own; `0`: each job deletes its checkpoints once its output is written. See `narrate cache`.",
     )  # fmt: skip
     engine: str = setting(
         "NARRATE_ENGINE", "mlx", reads=WORKER, parse=_choice(ENGINES),

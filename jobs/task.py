@@ -3,22 +3,26 @@ plan (jobs.plan) -> synthesize what has no checkpoint -> stitch from the checkpo
 
 Crash safety: every finished sentence is checkpointed (jobs.checkpoints) before it counts as done,
 so a retried, requeued or resubmitted job synthesizes only what is missing; the output is stitched
-from the checkpoints, encoded to a temp file and renamed. The worker calls ``narrate_job`` with a
-JobContext (jobs.context); a stop request ends the job between batches and the worker requeues it;
-a cancel (or a deleted job record) ends it between batches for good, and is checked once more right
-before the output is put in place, so a canceled job writes no output.
+from the checkpoints, encoded to a temp file and renamed. The checkpoints then stay as a cache
+(jobs.cache); one evicted between planning and stitching is synthesized again while stitching.
+The worker calls ``narrate_job`` with a JobContext (jobs.context); a stop request ends the job
+between batches and the worker requeues it; a cancel (or a deleted job record) ends it between
+batches for good, and is checked once more right before the output is put in place, so a canceled
+job writes no output.
 """
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from rq.job import Job
 
-from . import ownership, store
-from .checkpoints import CheckpointStore
+from . import cache, ownership, store
+from .checkpoints import Checkpoint, CheckpointStore
 from .context import JobContext, StopRequested
 from .documents import Document
 from .errors import BadInput
@@ -31,9 +35,15 @@ from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .synthesis import Engine, Sentence, VoiceEmbedding
 
+log = logging.getLogger("narrate.jobs")
+
 
 class SynthesisError(RuntimeError):
     """The engine failed; the message names the sentences that were in flight."""
+
+
+class CheckpointVanished(RuntimeError):
+    """A sentence's checkpoint was removed again right after it was synthesized a second time."""
 
 
 def narrate_job(ctx: JobContext, spec_json: dict) -> dict:
@@ -67,13 +77,33 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress)
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
-    cache, encoder_runs, first_audio = "unused", 0, None
+    voice_cache, encoder_runs, first_audio = "unused", 0, None
+    voices: list[VoiceEmbedding] = []
+
+    def voice() -> VoiceEmbedding:
+        if not voices:
+            voices.append(engine.voice(job.connection, spec.voice))
+        return voices[0]
+
     if todo:
-        voice = engine.voice(job.connection, spec.voice)
-        cache, encoder_runs = ("hit" if voice.cache_hit else "miss"), voice.encoder_runs
-        first_audio = _synthesize(ctx, engine, voice, plan, todo, checkpoints, progress)
-    book = _stitch(ctx, spec, doc, plan, checkpoints, root, final)
-    checkpoints.discard(plan.keys)
+        first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress)
+
+    def again(s: Sentence) -> Checkpoint:
+        """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
+        progress.done -= 1  # counted at planning; counted again once synthesized
+        _synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
+        cp = checkpoints.load(plan.keys[s.index])
+        if cp is None:
+            raise CheckpointVanished(
+                f"the checkpoint of sentence {s.index} was removed again as soon as it was synthesized "
+                f"(is `narrate cache prune` running?); `narrate resume {job.id}` continues the job"
+            )
+        return cp
+
+    book = _stitch(ctx, spec, doc, plan, checkpoints, root, final, again)
+    _settle_cache(ctx, checkpoints, plan)
+    if voices:
+        voice_cache, encoder_runs = ("hit" if voices[0].cache_hit else "miss"), voices[0].encoder_runs
     progress.save()
     _keep_inputs(job, spec)
     wall = time.monotonic() - t0
@@ -87,13 +117,14 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
         sentences=len(plan.sentences),
         paragraphs=len(doc.paragraphs),
         chapters=book.chapters,
-        synthesized=len(todo),
+        synthesized=progress.synthesized,
+        reused=len(plan.sentences) - progress.synthesized,
         frames=book.frames,
         runaway_sentences=book.runaways,
         retried_sentences=book.retried,
         model=engine.source,
         quant=engine.quant,
-        voice_cache=cache,
+        voice_cache=voice_cache,
         speaker_encoder_runs=encoder_runs,
         attempts=int(job.meta["attempts"]),
         timings=Timings(
@@ -114,6 +145,14 @@ def _begin_attempt(ctx: JobContext) -> None:
     job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
     job.meta.pop("error", None)
     save_meta(job)
+
+
+def _settle_cache(ctx: JobContext, checkpoints: CheckpointStore, plan: Plan) -> None:
+    """The output is in place: keep the checkpoints as a cache within its cap (or discard them)."""
+    try:
+        cache.after_job(checkpoints, plan.keys, cache.cap_bytes(ctx.settings.cache_max_gb))
+    except OSError as e:  # the book is written: a cache that could not be trimmed is no failure
+        log.warning("could not trim the sentence cache in %s: %s", checkpoints.root, e)
 
 
 def _keep_inputs(job: Job, spec: JobSpec) -> None:
@@ -183,10 +222,17 @@ class Stitched:
 
 
 def _stitch(
-    ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore, root: OutputRoot, final
+    ctx: JobContext,
+    spec: JobSpec,
+    doc: Document,
+    plan: Plan,
+    checkpoints: CheckpointStore,
+    root: OutputRoot,
+    final,
+    again: Callable[[Sentence], Checkpoint],
 ) -> Stitched:
     """Stream every sentence's checkpoint and the pauses into the output file (confined to the
-    output root, written atomically)."""
+    output root, written atomically); `again` synthesizes a checkpoint that vanished since planning."""
     from .stitch import BookWriter, int16_segment  # pydub: loaded on workers only
 
     frames, runaways, retried = [], [], []
@@ -197,7 +243,7 @@ def _stitch(
                 book.mark_chapter(plan.chapter_at[s.index])
             cp = checkpoints.load(plan.keys[s.index])
             if cp is None:
-                raise RuntimeError(f"sentence {s.index} has no checkpoint after synthesis")
+                cp = again(s)
             book.add(int16_segment(cp.pcm))
             book.pause(plan.pause_after_ms(s.index, spec))
             frames.append(cp.frames)

@@ -93,7 +93,7 @@ def _stop_job_command(r, job_id):
 def test_rq_cancel_dashboard_delete_and_stop_job_stop_the_work(action, env, home, voice_wav, external_redis):
     """Before, the worker (a SimpleWorker) ran such a job to its end and wrote its output: rq's
     stop-job command only tries to kill a work horse that a SimpleWorker does not have."""
-    e = fake_env(env, home, delay_ms=60)
+    e = fake_env(env, home, delay_ms=60, NARRATE_CACHE_MAX_GB="0")  # the next job keeps no checkpoints
     [job] = submit_json(e, write_docs(home, {"gone.txt": 40}), voice_wav, "-o", str(home / "out"))
     worker = start_worker(e)
     try:
