@@ -54,6 +54,7 @@ def check_finished(st: dict, out, exact: bool) -> dict:
 
 
 def test_submit_worker_voice_cache_and_restart(env, home, voice_wav):
+    env = dict(env, NARRATE_CACHE_MAX_GB="0")  # every job synthesizes (the sentence cache is tested elsewhere)
     doc = home / "book.txt"
     doc.write_text(DOC)
     out = home / "out"

@@ -87,7 +87,7 @@ def test_two_workers_on_one_host_never_synthesize_at_once(env, home, voice_wav):
     ids = []
     for k in range(2):
         doc = home / f"w{k}.txt"
-        doc.write_text(book(16, f"doc{k}"))
+        doc.write_text(book(16).replace("Sentence", f"Document {k} sentence"))  # no sentence shared
         ids.append(submit(e, doc, voice_wav, home / "out" / f"w{k}.wav"))
     first = start_worker(e)
     while not (child_pid(home, first) or ("", 0))[0] == "busy":
