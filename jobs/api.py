@@ -19,6 +19,7 @@ from .durability import durable_writes
 from .errors import JobNotFound
 from .ffmpeg import ffmpeg_exe
 from .lifecycle import fetch, queue, requeue_front
+from .model_choice import check_model
 from .outputs import relative_output
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
@@ -52,6 +53,7 @@ def prepare(
 ) -> Request:
     """Validate every input before anything is stored or enqueued (raises BadInput)."""
     check_quant(quant)
+    model = check_model(model)
     doc = read_document(Path(document))
     if output is None:
         output = Path.cwd() / f"{Path(document).stem}.mp3"

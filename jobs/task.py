@@ -19,7 +19,7 @@ from . import ownership, store
 from .checkpoints import CheckpointStore
 from .context import JobContext, StopRequested
 from .documents import Document
-from .errors import BadInput
+from .errors import BadInput, NarrateError
 from .ffmpeg import ffmpeg_exe
 from .outputs import OutputRoot, output_path
 from .plan import Plan, make_plan
@@ -41,7 +41,8 @@ def narrate_job(ctx: JobContext, spec_json: dict) -> dict:
     except StopRequested:
         raise
     except Exception as e:
-        job.meta["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
+        job.meta["error"] = said.splitlines()[0][:500]
         save_meta(job)
         if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
             job.retries_left = 0
