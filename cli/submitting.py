@@ -34,7 +34,13 @@ from .common import (
 @quant_option
 @seed_option
 @max_frames_option
-@click.option("-o", "--output", default=None, help="Output file; its extension picks the format (mp3 default).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file under the output root (NARRATE_OUTPUT_DIR); a relative path is taken from the root "
+    "(default: ROOT/DOCUMENT-NAME.mp3). Its extension picks the format.",
+)
 @overwrite_option
 @click.option("--wait", is_flag=True, help="Wait for the job to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -74,6 +80,7 @@ def _print_submitted(sub: api.Submitted, req: api.Request, settings: Settings, a
         click.echo(json.dumps(info))
     else:
         click.echo(job_id)
+        click.echo(f"output: {settings.output_dir.expanduser().resolve() / req.output}", err=True)
 
 
 @click.command()
@@ -83,7 +90,13 @@ def _print_submitted(sub: api.Submitted, req: api.Request, settings: Settings, a
 @quant_option
 @seed_option
 @max_frames_option
-@click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file, written where it points (relative: from the current directory; default: "
+    "DOCUMENT-NAME.mp3 here). Its directory is run's output root; NARRATE_OUTPUT_DIR does not apply.",
+)
 @overwrite_option
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 def run(document, voice, model, quant, seed, max_frames, output, overwrite, as_json) -> None:

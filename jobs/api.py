@@ -55,8 +55,8 @@ def prepare(
     check_quant(quant)
     model = check_model(model)
     doc = read_document(Path(document))
-    if output is None:
-        output = Path.cwd() / f"{Path(document).stem}.mp3"
+    if output is None:  # <output root>/<document stem>.mp3; a relative output is taken from the root
+        output = f"{Path(document).stem}.mp3"
     rel = relative_output(settings.output_dir, output)
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     return Request(document=doc, voice=v, output=rel, model=model, quant=quant, overwrite=overwrite)
