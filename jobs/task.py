@@ -16,6 +16,7 @@ import numpy as np
 from rq.job import Job
 
 from . import ownership, store
+from .batch_log import BatchLog
 from .checkpoints import CheckpointStore
 from .context import JobContext, StopRequested
 from .documents import Document
@@ -132,12 +133,15 @@ def _synthesize(
     """Run the engine over the missing sentences, checkpointing each as it completes. Returns the
     monotonic time of the first audio."""
     job = ctx.job
+    batch_log = BatchLog(job.id, len(todo), progress)  # one INFO line per batch in the worker log
 
     def on_batch(indices: list[int]) -> None:
         """Called between batches: every earlier sentence is checkpointed by now."""
+        batch_log.finish()
         if ctx.stop.is_set():
             progress.save()
         ctx.check_stop(progress.done, progress.total)
+        batch_log.start(indices)
         job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
         save_meta(job)
         ctx.beat()
@@ -150,6 +154,7 @@ def _synthesize(
             if first_audio is None:
                 first_audio = time.monotonic()
             parts.setdefault(chunk.index, []).append(chunk)
+            batch_log.chunk(chunk.frames, chunk.pcm.size)
             if not chunk.final:
                 continue
             done = parts.pop(chunk.index)
@@ -157,6 +162,7 @@ def _synthesize(
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
                              runaway=chunk.runaway, attempts=chunk.attempts)  # fmt: skip
             progress.sentence_done(pcm.size / SAMPLE_RATE)
+        batch_log.finish()
     except StopRequested:
         raise
     except Exception as e:
