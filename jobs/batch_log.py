@@ -4,8 +4,9 @@
 
 A batch ends when the engine starts the next one (or the synthesis ends). The total is the
 number of batches the job's missing sentences make at the first batch's size (the MLX engine's
-windows are whole batches, so it is exact); a batch of sentences already synthesized once is a
-runaway retry and is named so.
+windows are whole batches, so it is exact). A batch of sentences already synthesized once holds
+the runaways of the batch before it (budget used without an end: their audio was dropped), which
+that batch's line counts; the retry is logged as "batch N/T, runaways again".
 """
 
 from __future__ import annotations
@@ -46,15 +47,15 @@ class BatchLog:
         self.current: _Batch | None = None
 
     def start(self, indices: list[int]) -> None:
-        """The engine starts a batch of these sentences: the one before it has ended."""
-        self.finish()
+        """The engine starts a batch of these sentences: the one before it has ended. Sentences
+        that come again were runaways of that batch (their audio was dropped)."""
+        again = bool(indices) and all(i in self.seen for i in indices)
+        self.finish(runaways=len(indices) if again else 0)
         if self.total is None:
             self.total = max(1, math.ceil(self.todo / max(1, len(indices))))
-        if indices and all(i in self.seen for i in indices):
-            label = "runaway retry"
-        else:
+        if not again:
             self.number += 1
-            label = f"batch {self.number}/{max(self.total, self.number)}"
+        label = f"batch {self.number}/{max(self.total, self.number)}" + (", runaways again" if again else "")
         self.seen.update(indices)
         self.current = _Batch(label, len(indices))
 
@@ -63,14 +64,21 @@ class BatchLog:
             self.current.frames += frames
             self.current.samples += samples
 
-    def finish(self) -> None:
+    def finish(self, runaways: int = 0) -> None:
         """Log the batch in flight as done (nothing when none is)."""
         b, self.current = self.current, None
         if b is None:
             return
         wall = max(time.monotonic() - b.started, 1e-6)
+        dropped = (
+            f", {runaways} runaway{_s(runaways)} (no end within the budget) to synthesize again" if runaways else ""
+        )
         log.info(
-            "job %s: %s: %d sentence%s, %d frames in %.1f s (%.1f frames/s), %.1f s of audio; %d/%d sentences done",
-            self.job_id, b.label, b.sentences, "" if b.sentences == 1 else "s", b.frames, wall, b.frames / wall,
-            b.samples / SAMPLE_RATE, self.progress.done, self.progress.total,
+            "job %s: %s: %d sentence%s, %d frames in %.1f s (%.1f frames/s), %.1f s of audio%s; %d/%d sentences done",
+            self.job_id, b.label, b.sentences, _s(b.sentences), b.frames, wall, b.frames / wall,
+            b.samples / SAMPLE_RATE, dropped, self.progress.done, self.progress.total,
         )  # fmt: skip
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"

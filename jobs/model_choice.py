@@ -32,7 +32,8 @@ def check_model(model: str | None) -> str | None:
     if model is None or is_hub_id(model):
         return model
     path = Path(model).expanduser()
-    shown = model if str(path) == model else f"{model} ({path})"
+    full = os.path.abspath(path)
+    shown = model if full == model else f"{model} ({full})"
     if not path.exists():
         not_id = "" if path.is_absolute() or model.startswith((".", "~")) else " and is not a Hugging Face id"
         raise BadInput(f"model {shown} does not exist on this host{not_id}; {CHOOSE}")
@@ -40,4 +41,4 @@ def check_model(model: str | None) -> str | None:
         raise BadInput(f"model {shown} is not a directory; {CHOOSE}")
     if not (path / "config.json").is_file():
         raise BadInput(f"model {shown} has no config.json: it is not a checkpoint directory; {CHOOSE}")
-    return os.path.abspath(path)
+    return full

@@ -137,11 +137,10 @@ def _synthesize(
 
     def on_batch(indices: list[int]) -> None:
         """Called between batches: every earlier sentence is checkpointed by now."""
-        batch_log.finish()
+        batch_log.start(indices)  # logs the batch before
         if ctx.stop.is_set():
             progress.save()
         ctx.check_stop(progress.done, progress.total)
-        batch_log.start(indices)
         job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
         save_meta(job)
         ctx.beat()

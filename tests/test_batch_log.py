@@ -42,7 +42,7 @@ class FakeProgress:
     done, total = 0, 3
 
 
-def test_a_runaway_retry_batch_is_named_as_such(caplog):
+def test_runaways_and_their_retry_are_named_as_such(caplog):
     log = BatchLog("job-1", todo=3, progress=FakeProgress())
     with caplog.at_level(logging.INFO, logger="narrate.jobs"):
         log.start([0, 1])
@@ -50,12 +50,13 @@ def test_a_runaway_retry_batch_is_named_as_such(caplog):
         log.chunk(frames=5, samples=12_000)  # chunks add up: no line of their own
         log.start([2])
         log.chunk(frames=3, samples=4_800)
-        log.start([1])  # sentence 1 again: a runaway synthesized once more
+        log.start([2])  # sentence 2 again: it was a runaway, its audio was dropped
         log.chunk(frames=7, samples=2_400)
         log.finish()
         log.finish()  # nothing in flight: no line
     text = [r.getMessage() for r in caplog.records]
     assert len(text) == 3, text
-    assert text[0].startswith("job job-1: batch 1/2: 2 sentences, 15 frames in ") and "1.5 s of audio" in text[0]
+    assert text[0].startswith("job job-1: batch 1/2: 2 sentences, 15 frames in ") and "1.5 s of audio;" in text[0]
     assert text[1].startswith("job job-1: batch 2/2: 1 sentence, 3 frames")
-    assert text[2].startswith("job job-1: runaway retry: 1 sentence, 7 frames"), text[2]
+    assert "0.2 s of audio, 1 runaway (no end within the budget) to synthesize again;" in text[1], text[1]
+    assert text[2].startswith("job job-1: batch 2/2, runaways again: 1 sentence, 7 frames"), text[2]
