@@ -50,8 +50,13 @@ def fail(e: Exception) -> click.ClickException:
     return click.ClickException(str(e))
 
 
+UNATTENDED_CHECK_POLLS = 10  # while queued, look for a worker on the job's queue every this many polls
+
+
 def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) -> dict:
     last = None
+    hinted = False
+    polls = 0
     while True:
         st = api.status(conn.redis, job_id)
         p = st["progress"]
@@ -59,6 +64,13 @@ def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) ->
         if not quiet and line != last:
             click.echo(line, err=True)
             last = line
+        if not quiet and not hinted and st["status"] == "queued" and polls % UNATTENDED_CHECK_POLLS == 0:
+            name = api.unattended_queue(conn.redis, job_id)
+            if name is not None:
+                click.echo(f"no worker is taking jobs from queue {name!r}: start one with `narrate worker` "
+                           "(in another terminal, or as a service); waiting", err=True)  # fmt: skip
+                hinted = True
+        polls += 1
         if st["status"] in ("finished", "failed", "canceled", "stopped"):
             return st
         time.sleep(poll_s)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from rq import Queue, Retry
+from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 
@@ -166,6 +166,16 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
     """lifecycle.resume, acknowledged only once the requeues are on the server's disk."""
     with durable_writes(r):
         return lifecycle.resume(r, job_ids, queue_name)
+
+
+def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
+    """The job's queue when the job is queued there and no worker takes jobs from it (it would
+    wait until one starts), else None."""
+    job = fetch(r, job_id)
+    if job.get_status(refresh=False) != JobStatus.QUEUED:
+        return None
+    q = queue(r, job.origin)
+    return None if Worker.all(queue=q) else q.name
 
 
 def status(r: redis.Redis, job_id: str) -> dict:
