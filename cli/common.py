@@ -11,7 +11,7 @@ import redis
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.settings import QUANTS, Settings
+from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings
 
 quant_option = click.option(
     "--quant",
@@ -19,7 +19,12 @@ quant_option = click.option(
     metavar="|".join(QUANTS),
     help="Quantization (default: NARRATE_QUANT, else by model).",
 )
-model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+model_option = click.option(
+    "--model",
+    default=None,
+    help=f"Hugging Face id or local checkpoint dir (NARRATE_MODEL on the worker, else {DEFAULT_MODEL}, "
+    "downloaded from the Hugging Face hub on first use).",
+)
 seed_option = click.option(
     "--seed", type=click.IntRange(min=0), default=None, help="Sampling seed of the job (NARRATE_SEED, default 0)."
 )
