@@ -46,6 +46,8 @@ def test_a_hub_model_that_cannot_be_downloaded_fails_once_saying_what_to_do(env,
     assert st["error"].endswith("run the same command again once the network is back"), st["error"]
     assert job_meta(external_redis, job_id)["attempts"] == 1  # tried once: a retry cannot succeed
     assert proc.stderr.count("loading mlx-community/") == 1, proc.stderr[-3000:]
+    assert f"job {job_id} failed: cannot download {DEFAULT_HUB_ID}" in proc.stderr  # the log says it in one line
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # an explained error, not a crash
     shown = narrate(e, "status", job_id)
     assert shown.returncode == 0 and "Hugging Face hub" in shown.stdout, shown
 
