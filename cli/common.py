@@ -12,7 +12,7 @@ from narrate.jobs import api
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.readers import INPUT_FORMATS, ReadOptions
-from narrate.jobs.settings import QUANTS, Settings
+from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings
 
 quant_option = click.option(
     "--quant",
@@ -20,7 +20,12 @@ quant_option = click.option(
     metavar="|".join(QUANTS),
     help="Quantization (default: NARRATE_QUANT, else by model).",
 )
-model_option = click.option("--model", default=None, help="Hugging Face id or local checkpoint dir (NARRATE_MODEL).")
+model_option = click.option(
+    "--model",
+    default=None,
+    help=f"Hugging Face id or local checkpoint dir (NARRATE_MODEL on the worker, else {DEFAULT_MODEL}, "
+    "downloaded from the Hugging Face hub on first use).",
+)
 seed_option = click.option(
     "--seed", type=click.IntRange(min=0), default=None, help="Sampling seed of the job (NARRATE_SEED, default 0)."
 )
@@ -83,8 +88,13 @@ def fail(e: Exception) -> click.ClickException:
     return click.ClickException(str(e))
 
 
+UNATTENDED_CHECK_POLLS = 10  # while queued, look for a worker on the job's queue every this many polls
+
+
 def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) -> dict:
     last = None
+    hinted = False
+    polls = 0
     while True:
         st = api.status(conn.redis, job_id)
         p = st["progress"]
@@ -92,6 +102,13 @@ def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) ->
         if not quiet and line != last:
             click.echo(line, err=True)
             last = line
+        if not quiet and not hinted and st["status"] == "queued" and polls % UNATTENDED_CHECK_POLLS == 0:
+            name = api.unattended_queue(conn.redis, job_id)
+            if name is not None:
+                click.echo(f"no worker is taking jobs from queue {name!r}: start one with `narrate worker` "
+                           "(in another terminal, or as a service); waiting", err=True)  # fmt: skip
+                hinted = True
+        polls += 1
         if st["status"] in ("finished", "failed", "canceled", "stopped"):
             return st
         time.sleep(poll_s)

@@ -77,30 +77,41 @@ def dashboard(bind, port) -> None:
     "--json",
     "out_json",
     type=click.Path(path_type=Path, dir_okay=False),
-    default=Path("bench-results.json"),
-    show_default=True,
-    help="Where to write the JSON.",
+    default=None,
+    help="Where to write the JSON (default: $NARRATE_HOME/bench/DATE-TIME.json).",
 )
 def bench(checkpoint, size, sentences, frames, batch_sizes, warmup_frames, allow_eos, out_json) -> None:
     """Benchmark plain mlx-audio against narrate's sequential and batched engine."""
-    from narrate.worker.bench import format_table, random_checkpoint, run_bench
+    import signal
 
-    if checkpoint is None:
-        checkpoint = random_checkpoint(settings_from_env().home, size, log=lambda m: click.echo(m, err=True))
-    sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
-    report = run_bench(
-        checkpoint,
-        sentences,
-        frames,
-        sizes,
-        warmup_frames,
-        allow_eos,
-        out_json,
-        log=lambda m: click.echo(m, err=True),
-    )
+    from narrate.worker.bench import default_json, format_table, random_checkpoint, run_bench
+
+    signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
+    home = settings_from_env().home
+    out_json = out_json or default_json(home)
+    try:
+        if checkpoint is None:
+            checkpoint = random_checkpoint(home, size, log=lambda m: click.echo(m, err=True))
+        sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
+        report = run_bench(
+            checkpoint,
+            sentences,
+            frames,
+            sizes,
+            warmup_frames,
+            allow_eos,
+            out_json,
+            log=lambda m: click.echo(m, err=True),
+        )
+    except NarrateError as e:
+        raise fail(e) from None
     click.echo(format_table(report))
     click.echo(
         f"speaker-encoder runs: narrate {report['speaker_encoder_runs_narrate_total']} in all, "
         f"plain {report['variants']['plain']['speaker_encoder_runs']} (measured run)"
     )
     click.echo(f"JSON: {out_json}")
+
+
+def _interrupted(_signum, _frame) -> None:
+    raise KeyboardInterrupt

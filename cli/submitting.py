@@ -45,7 +45,8 @@ from .common import (
     "--output",
     default=None,
     help="Output file (one document: its extension picks the format), or directory (several documents, "
-    "or an existing directory): each output is named after its document.",
+    "or an existing directory): each output is named after its document. A relative path is taken from the "
+    "output root (NARRATE_OUTPUT_DIR); default: ROOT/DOCUMENT-NAME.mp3.",
 )
 @click.option(
     "--format",
@@ -112,6 +113,7 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
         click.echo(f"identical job {job_id} {note[sub.duplicate]}{due}", err=True)
     if not as_json:
         click.echo(job_id)
+        click.echo(f"output: {settings.output_dir.expanduser().resolve() / req.output}", err=True)
         return
     status = "finished" if sub.duplicate == "done" else "scheduled" if sub.due else "queued"
     info = {
@@ -134,7 +136,13 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
 @quant_option
 @seed_option
 @max_frames_option
-@click.option("-o", "--output", default=None, help="Output file (default: DOCUMENT name with .mp3).")
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file, written where it points (relative: from the current directory; default: "
+    "DOCUMENT-NAME.mp3 here). Its directory is run's output root; NARRATE_OUTPUT_DIR does not apply.",
+)
 @overwrite_option
 @language_option
 @lexicon_option

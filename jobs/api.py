@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
-from rq import Queue, Retry
+from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
@@ -25,6 +25,7 @@ from .ffmpeg import ffmpeg_exe
 from .languages import check_language
 from .lexicon import read_lexicon
 from .lifecycle import fetch, queue, requeue_front
+from .model_choice import check_model
 from .outputs import relative_output
 from .plan import spoken_paragraphs
 from .queues import priority_of, queue_for
@@ -93,12 +94,13 @@ def prepare_many(
     checked before any request is made, so one bad file refuses them all, naming it. `reading`:
     the input format (else each file's extension) and EPUB front matter."""
     check_quant(quant)
+    model = check_model(model)
     check_language(language)
     entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
     reading = dataclasses.replace(reading, language=language)
     docs = [read_any(Path(d), reading) for d in documents]
-    rels = [
-        relative_output(settings.output_dir, out if out is not None else Path.cwd() / f"{Path(d).stem}.mp3")
+    rels = [  # a relative output (and the default <document stem>.mp3) is taken from the output root
+        relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)
     ]
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
@@ -294,6 +296,16 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
     """lifecycle.resume, acknowledged only once the requeues are on the server's disk."""
     with durable_writes(r):
         return lifecycle.resume(r, job_ids, queue_name)
+
+
+def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
+    """The job's queue when the job is queued there and no worker takes jobs from it (it would
+    wait until one starts), else None."""
+    job = fetch(r, job_id)
+    if job.get_status(refresh=False) != JobStatus.QUEUED:
+        return None
+    q = queue(r, job.origin)
+    return None if Worker.all(queue=q) else q.name
 
 
 def status(r: redis.Redis, job_id: str) -> dict:

@@ -21,6 +21,7 @@ import numpy as np
 # holds the sha256 of the body, so a damaged body is found and the sentence synthesized again.
 # Files in the first format (NRS1, no checksum) count as missing.
 MAGIC = b"NRS2\n"
+RECREATE_TRIES = 100  # a shard folder removed under a writer is made again this many times at most
 
 
 @dataclass(frozen=True)
@@ -101,8 +102,7 @@ class CheckpointStore:
             "sha256": hashlib.sha256(body).hexdigest(),
         }
         final = self.path(key)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{key[:16]}.", suffix=".tmp")
+        fd, tmp = _temp_file(final.parent, prefix=f".{key[:16]}.")
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + json.dumps(meta).encode() + b"\n")
@@ -121,16 +121,47 @@ class CheckpointStore:
             os.utime(self.path(key))
 
     def discard(self, keys: list[str]) -> None:
+        """Remove the checkpoints, then each shard folder they leave empty."""
+        folders = set()
         for key in keys:
+            path = self.path(key)
+            folders.add(path.parent)
             with contextlib.suppress(FileNotFoundError):
-                self.path(key).unlink()
+                path.unlink()
+        for folder in folders:
+            _remove_if_empty(folder)
 
     def sweep_temp(self) -> int:
-        """Remove temp files a killed writer left behind; returns how many."""
+        """Remove temp files a killed writer left behind (returns how many) and empty shard folders."""
         n = 0
         if self.root.exists():
             for tmp in self.root.glob("*/.*.tmp"):
                 with contextlib.suppress(FileNotFoundError):
                     tmp.unlink()
                     n += 1
+            for folder in self.root.iterdir():  # and empty shard folders (older versions left them)
+                if folder.is_dir() and not folder.is_symlink():
+                    _remove_if_empty(folder)
         return n
+
+
+def _temp_file(folder: Path, prefix: str) -> tuple[int, str]:
+    """A temp file in `folder`, made if missing. A discard may remove the folder (empty) between
+    our mkdir and our temp file: then make it again. Once the temp file is in it, it stays."""
+    tries = 0
+    while True:
+        # FileExistsError: mkdir found it, but it was removed before exist_ok's check; try again
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(parents=True, exist_ok=True)
+        try:
+            return tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".tmp")
+        except FileNotFoundError:
+            tries += 1
+            if tries >= RECREATE_TRIES:
+                raise
+
+
+def _remove_if_empty(folder: Path) -> None:
+    """rmdir: it fails harmlessly when a writer has put a file there meanwhile (or it is gone)."""
+    with contextlib.suppress(OSError):
+        folder.rmdir()

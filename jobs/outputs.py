@@ -39,17 +39,21 @@ def check_format(path: str | Path) -> str:
 
 def relative_output(root: Path, requested: str | Path) -> str:
     """Client side: the output path relative to the root, after checking it is inside and writable.
-    Symlinks in the existing part of the path are resolved here, so the job carries the real
-    path: the worker never follows a link below its root."""
+    The rule: a relative path is taken from the output root (never from the current directory),
+    an absolute one (or ~/...) must lie under it. Symlinks in the existing part of the path are
+    resolved here, so the job carries the real path: the worker never follows a link below its root."""
     check_format(requested)
     root = Path(root).expanduser().resolve()
-    target = Path(os.path.abspath(Path(requested).expanduser()))
+    target = Path(os.path.abspath(root / Path(requested).expanduser()))
     check_lengths(target)  # before touching the filesystem with it
     # Resolve symlinks in the existing part of the path, so a link cannot lead out of the root.
     real = _resolve_existing(target)
     if not real.is_relative_to(root) or real == root:
+        shown = requested if str(requested) == str(target) else f"{requested} ({target})"
         raise BadInput(
-            f"output {requested} is outside the output root {root}; choose a path under it or set NARRATE_OUTPUT_DIR"
+            f"output {shown} is outside the output root {root} (NARRATE_OUTPUT_DIR): outputs go under it, "
+            f"a relative -o is taken from the output root (-o book.mp3 writes {root / 'book.mp3'}); "
+            "give a path under it, or set NARRATE_OUTPUT_DIR (on the workers too)"
         )
     check_lengths(real)
     check_writable(real)

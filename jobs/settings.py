@@ -127,7 +127,8 @@ class Settings:
     )  # fmt: skip
     output_dir: Path = setting(
         "NARRATE_OUTPUT_DIR", reads=BOTH, parse=_path, factory=Path.home, shown="`~`",
-        doc="Output root: outputs must lie under it; jobs store paths relative to it.",
+        doc="Output root: outputs must lie under it, a relative `-o` and the default output name are taken from it; "
+        "jobs store paths relative to it. `run` uses its output file's directory instead.",
     )  # fmt: skip
     model: str = setting(
         "NARRATE_MODEL", DEFAULT_MODEL, reads=WORKER,

@@ -22,10 +22,11 @@ import numpy as np
 from rq.job import Job
 
 from . import cache, ownership, store
+from .batch_log import BatchLog
 from .checkpoints import Checkpoint, CheckpointStore
 from .context import JobContext, StopRequested
 from .documents import Document
-from .errors import BadInput
+from .errors import BadInput, NarrateError
 from .ffmpeg import ffmpeg_exe
 from .outputs import OutputRoot, output_path
 from .plan import Plan, make_plan
@@ -53,7 +54,8 @@ def narrate_job(ctx: JobContext, spec_json: dict) -> dict:
     except StopRequested:
         raise
     except Exception as e:
-        job.meta["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:500]
+        said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
+        job.meta["error"] = said.splitlines()[0][:500]
         save_meta(job)
         if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
             job.retries_left = 0
@@ -175,9 +177,11 @@ def _synthesize(
     monotonic time of the first audio."""
     job = ctx.job
     progress.start_synthesis()
+    batch_log = BatchLog(job.id, len(todo), progress)  # one INFO line per batch in the worker log
 
     def on_batch(indices: list[int]) -> None:
         """Called between batches: every earlier sentence is checkpointed by now."""
+        batch_log.start(indices)  # logs the batch before
         try:
             ctx.check_stop(progress.done, progress.total)
         except StopRequested:
@@ -195,6 +199,7 @@ def _synthesize(
             if first_audio is None:
                 first_audio = time.monotonic()
             parts.setdefault(chunk.index, []).append(chunk)
+            batch_log.chunk(chunk.frames, chunk.pcm.size)
             if not chunk.final:
                 continue
             done = parts.pop(chunk.index)
@@ -202,6 +207,7 @@ def _synthesize(
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
                              runaway=chunk.runaway, attempts=chunk.attempts)  # fmt: skip
             progress.sentence_done(pcm.size / SAMPLE_RATE)
+        batch_log.finish()
     except StopRequested:
         raise
     except Exception as e:

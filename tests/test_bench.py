@@ -1,6 +1,11 @@
 """`narrate bench` runs every variant on the tiny checkpoint and reports what it promises."""
 
 import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 from conftest import narrate
 
@@ -33,3 +38,63 @@ def test_bench_runs_all_variants_and_writes_json(env, checkpoint, tmp_path):
     assert report["variants"]["plain"]["speaker_encoder_runs"] == 4  # once per sentence
     assert report["speaker_encoder_runs_narrate_total"] == 1  # once per voice, for the whole run
     assert "vs plain" in proc.stdout and "batch-4" in proc.stdout
+
+
+def bench_env(env: dict, tmp_path) -> dict:
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    return dict(env, TMPDIR=str(tmp))
+
+
+def test_bench_leaves_nothing_behind_and_writes_its_json_under_narrate_home(env, home, checkpoint, tmp_path):
+    e = bench_env(env, tmp_path)
+    here = tmp_path / "here"
+    here.mkdir()
+    args = ["bench", "--model", str(checkpoint), "--sentences", "2", "--frames", "3", "--batch-sizes", "1"]
+    proc = narrate(e, *args, "--warmup-frames", "1", cwd=here)
+    assert proc.returncode == 0, proc.stderr
+    assert list(here.iterdir()) == []  # no bench-results.json in the current directory
+    assert list((tmp_path / "tmp").glob("narrate-bench-*")) == []  # its temp folder is gone
+    shown = [line for line in proc.stdout.splitlines() if line.startswith("JSON: ")]
+    path = Path(shown[0].removeprefix("JSON: "))
+    assert path.is_relative_to(home / "bench") and path.suffix == ".json", shown
+    assert list(json.loads(path.read_text())["variants"]) == ["plain", "sequential", "batch-1"]
+
+
+def test_ctrl_c_during_bench_removes_its_temp_folder(env, checkpoint, tmp_path):
+    e = bench_env(env, tmp_path)
+    args = ["bench", "--model", str(checkpoint), "--sentences", "8", "--frames", "2000", "--batch-sizes", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args, "--warmup-frames", "1"], env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        for line in proc.stderr:
+            if line.startswith("loaded "):  # the temp folder exists now; measuring takes minutes
+                break
+        assert list((tmp_path / "tmp").glob("narrate-bench-*")), "no temp folder to remove"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode != 0
+    assert list((tmp_path / "tmp").glob("narrate-bench-*")) == []
+
+
+def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(env, home, tmp_path):
+    e = bench_env(env, tmp_path)
+    args = ["bench", "--sentences", "1", "--frames", "2", "--batch-sizes", "1", "--warmup-frames", "1"]
+    proc = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args], env=e,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        for line in proc.stderr:
+            if line.startswith("writing a random-weight tiny checkpoint"):
+                break
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    made = home / "bench-checkpoint-tiny"
+    assert [p.name for p in home.iterdir() if "bench" in p.name] in ([], [made.name])
+    if made.exists():  # finished before the signal came: complete
+        assert (made / "model.safetensors").is_file() and (made / "speech_tokenizer" / "model.safetensors").is_file()
+    assert not [p for p in home.rglob("*") if p.name.startswith(".")]  # no hidden temp checkpoint

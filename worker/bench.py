@@ -16,7 +16,9 @@ frames/s ratio to (a). Compare ratios, not single times: shared machines are noi
 from __future__ import annotations
 
 import json
+import os
 import platform
+import shutil
 import tempfile
 import time
 import wave
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
+from narrate.jobs.localstate import private_dir
 from narrate.jobs.synthesis import Chunk, Sentence
 
 from .mlx_engine import STREAM_INTERVAL_S, MlxEngine
@@ -128,14 +131,38 @@ class Bench:
             yield c.frames
 
 
+def default_json(home: Path) -> Path:
+    """Where the results go without --json: $NARRATE_HOME/bench/<local time>.json."""
+    return home / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _complete(checkpoint: Path) -> bool:
+    return all((checkpoint / name).is_file() for name in ("model.safetensors", "speech_tokenizer/model.safetensors"))
+
+
 def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print) -> Path:
-    """A random-weight checkpoint of `size` under `home`, written once and reused."""
+    """A random-weight checkpoint of `size` under `home`, written once and reused. It is written
+    into a hidden temp folder and renamed into place: an interrupted run leaves no half checkpoint."""
     from .testkit.random_checkpoint import write_checkpoint
 
     path = home / f"bench-checkpoint-{size}"
-    if not (path / "model.safetensors").exists():
-        log(f"writing a random-weight {size} checkpoint to {path}")
-        write_checkpoint(path, size=size)
+    if _complete(path):
+        return path
+    private_dir(home, "NARRATE_HOME")
+    shutil.rmtree(path, ignore_errors=True)  # what an interrupted older version left
+    log(f"writing a random-weight {size} checkpoint to {path}")
+    tmp = home / f".bench-checkpoint-{size}.{os.getpid()}"  # named, so `finally` finds it even if interrupted early
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(mode=0o700)
+        write_checkpoint(tmp, size=size)
+        try:
+            tmp.rename(path)
+        except OSError:
+            if not _complete(path):  # not a concurrent bench that got there first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
@@ -156,12 +183,6 @@ def run_bench(
         tc = loaded.model.config.talker_config
         tc.codec_eos_token_id = tc.vocab_size
     texts = (SENTENCES * (sentences // len(SENTENCES) + 1))[:sentences]
-    tmp = Path(tempfile.mkdtemp(prefix="narrate-bench-"))
-    bench = Bench(loaded, texts, frames, _write_wav(tmp / "voice.wav", synthetic_voice()))
-    variants: list[tuple[str, Callable[..., Iterator[int]]]] = [
-        ("plain", bench.plain),
-        ("sequential", bench.sequential),
-    ] + [(f"batch-{n}", lambda n=n, **k: bench.batched(n, **k)) for n in batch_sizes]
     cfg = loaded.model.config.talker_config
     report: dict = {
         "checkpoint": checkpoint.name,
@@ -175,7 +196,32 @@ def run_bench(
         "load_s": round(load_s, 2),
         "variants": {},
     }
-    log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
+    if out_json:
+        out_json.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
+        bench = Bench(loaded, texts, frames, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
+        log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
+        _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log)
+    report["wall_s"] = round(time.perf_counter() - t0, 1)
+    if out_json:
+        out_json.write_text(json.dumps(report, indent=2))
+    return report
+
+
+def _run_variants(
+    bench: Bench,
+    report: dict,
+    batch_sizes: tuple[int, ...],
+    warmup_frames: int,
+    out_json: Path | None,
+    log: Callable[[str], None],
+) -> None:
+    """Warm every variant up, then measure each in turn into report["variants"]."""
+    texts = bench.sentences
+    variants: list[tuple[str, Callable[..., Iterator[int]]]] = [
+        ("plain", bench.plain),
+        ("sequential", bench.sequential),
+    ] + [(f"batch-{n}", lambda n=n, **k: bench.batched(n, **k)) for n in batch_sizes]
     enc_total0 = SpeakerEncoderRuns.count
     bench._voice()  # narrate's one speaker-encoder run for this voice, for every narrate variant
     narrate_runs = SpeakerEncoderRuns.count - enc_total0
@@ -195,10 +241,6 @@ def run_bench(
     narrate_runs += sum(v["speaker_encoder_runs"] for k, v in report["variants"].items() if k != "plain")
     report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: must be 1
     report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
-    report["wall_s"] = round(time.perf_counter() - t0, 1)
-    if out_json:
-        out_json.write_text(json.dumps(report, indent=2))
-    return report
 
 
 def format_table(report: dict) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 import mlx.core as mx
 import mlx.nn as nn
 from narrate.jobs.errors import BadInput
+from narrate.jobs.model_choice import RANDOM_WEIGHTS
 
 from .model_key import HashMemo, model_key
 
@@ -141,6 +142,34 @@ def _quiet_loader():
         hf_logging.set_verbosity(level)
 
 
+class ModelUnavailable(BadInput):
+    """The hub model cannot be had (no network and not in the hub cache, or no such model):
+    retrying the job at once cannot help, so it fails on its first attempt."""
+
+
+@contextlib.contextmanager
+def _hub_errors(resolved: Resolved):
+    """huggingface_hub's errors as one line saying which download failed and what to do."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        yield
+    except (LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError) as e:
+        if resolved.local:
+            raise
+        what = f"cannot download {resolved.source} from the Hugging Face hub ({constants.ENDPOINT})"
+        if isinstance(e, LocalEntryNotFoundError):
+            why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else str(e).splitlines()[0].removeprefix("Got: ")
+            why += f", and it is not in the hub cache ({constants.HF_HUB_CACHE})"
+            do = f"use a local checkpoint (--model DIR), {RANDOM_WEIGHTS}, or run the same command again once "
+            do += "the network is back"
+        else:
+            why = "no such model, or it is private or gated (log in with `hf auth login`)"
+            do = f"check the name, use a local checkpoint (--model DIR) or {RANDOM_WEIGHTS}"
+        raise ModelUnavailable(f"{what}: {why}; {do}") from e
+
+
 def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
     """Load (and quantize) a resolved model; `hashes` remembers a local checkpoint's file hashes."""
     from mlx_audio.tts.utils import load_model
@@ -148,7 +177,7 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
     if resolved.local and not (Path(resolved.source) / "config.json").exists():
         raise BadInput(f"model directory {resolved.source} has no config.json: not a checkpoint")
     log.info("loading %s (%s)", resolved.source, resolved.quant)
-    with _quiet_loader():
+    with _quiet_loader(), _hub_errors(resolved):
         model = load_model(resolved.source)
     if getattr(model.config, "tts_model_type", None) != "base" or model.speaker_encoder is None:
         raise BadInput(f"{resolved.source} is not a Qwen3-TTS Base model (voice cloning needs Base)")

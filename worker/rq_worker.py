@@ -18,6 +18,7 @@ from collections.abc import Callable
 from narrate.jobs import task
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.context import JobContext, StopRequested
+from narrate.jobs.errors import NarrateError
 from narrate.jobs.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
 from narrate.jobs.rq_compat import callback_names, parse_command
 from narrate.jobs.settings import Settings
@@ -147,6 +148,10 @@ class NarrateWorker(SimpleWorker):
     def handle_exception(self, job: Job, *exc_info):
         if _stopped_early(job) or _canceled(job):  # a normal warm stop or a cancel: one line, no traceback
             log.info("job %s stopped after its batch in flight: %s", job.id, exc_info[1])
+            return
+        if isinstance(exc_info[1], NarrateError):  # already says what is wrong and what to do: one line
+            retry = f" (retries left: {job.retries_left})" if job.retries_left else ""
+            log.error("job %s failed%s: %s", job.id, retry, exc_info[1])
             return
         super().handle_exception(job, *exc_info)
 

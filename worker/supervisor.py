@@ -20,8 +20,10 @@ The supervisor also runs the scheduler (narrate.jobs.scheduler) in a thread, unl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,6 +33,7 @@ from pathlib import Path
 
 from narrate.jobs import scheduler
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.localstate import process_command
 from narrate.jobs.settings import Settings
 
 from .host import open_lock
@@ -39,6 +42,7 @@ log = logging.getLogger("narrate.supervisor")
 POLL_S = 0.1
 WAKE_GAP_S = 2.0  # polls further apart than this: this process (or the machine) was not running
 CONFIG_ERROR = 2
+PROGRESS_NAME = re.compile(r"worker-(\d+)\.(?:progress|tmp)")  # runtime.beat writes .tmp, renames to .progress
 
 
 def _progress(path: Path) -> tuple[str, str]:
@@ -59,6 +63,32 @@ def prepare_home(settings: Settings) -> None:
     os.close(open_lock(settings.lock_path))
 
 
+def sweep_progress_files(home: Path) -> int:
+    """Remove the progress files (and their temp files) of supervisors that are gone: a killed
+    supervisor cannot remove its own. A file is kept while its PID runs a narrate supervisor."""
+    n = 0
+    for path in home.glob("worker-*"):
+        m = PROGRESS_NAME.fullmatch(path.name)
+        if m is None or int(m.group(1)) == os.getpid() or _is_supervisor(int(m.group(1))):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+            n += 1
+    if n:
+        log.info("removed %d progress file(s) of supervisors that are gone", n)
+    return n
+
+
+def _is_supervisor(pid: int) -> bool:
+    """PID runs `narrate worker` (ps: macOS and Linux); a dead PID, or one reused by another
+    program, does not."""
+    command = process_command(pid)
+    if command is None:
+        return False
+    words = command.split()
+    return "worker" in words and any(w.endswith(("/narrate", "narrate.cli.main")) or w == "narrate" for w in words)
+
+
 def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level: str) -> int:
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
@@ -66,6 +96,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     except (NarrateError, OSError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return CONFIG_ERROR
+    sweep_progress_files(settings.home)
     progress = settings.home / f"worker-{os.getpid()}.progress"
     base = [sys.executable, "-m", "narrate.worker.process", "--log-level", log_level, "--progress-file", str(progress)]
     base += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])

@@ -1,0 +1,128 @@
+"""Choosing a model: a hub model that cannot be downloaded fails its job at once with what to do
+(not three times with huggingface_hub's words), and a local --model path that this host can see
+is missing or not a checkpoint is refused at submit."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from conftest import narrate, wait_for_job
+from faults import job_meta, submit
+from narrate.jobs.errors import BadInput
+
+DEFAULT_HUB_ID = "mlx-community/Qwen3-TTS-12Hz-1.7B-Base"
+
+
+def no_network(env: dict, home, offline_flag: bool) -> dict:
+    """The default hub model, an empty hub cache, and a hub endpoint where nothing listens (or
+    huggingface_hub's own offline switch): no request leaves this machine."""
+    e = dict(env, HF_HOME=str(home / "hf"), HF_ENDPOINT="http://127.0.0.1:9", HF_HUB_DISABLE_TELEMETRY="1")
+    e.pop("NARRATE_MODEL", None)
+    e.pop("HF_HUB_OFFLINE", None)
+    if offline_flag:
+        e["HF_HUB_OFFLINE"] = "1"
+    return e
+
+
+def assert_says_what_to_do(error: str) -> None:
+    assert "\n" not in error, error
+    assert "Hugging Face hub" in error and DEFAULT_HUB_ID in error, error
+    assert "--model DIR" in error and "python -m narrate.worker.testkit.random_checkpoint DIR --size tiny" in error
+    assert "LocalEntryNotFoundError" not in error, error  # huggingface_hub's words are not the message
+
+
+def test_a_hub_model_that_cannot_be_downloaded_fails_once_saying_what_to_do(env, home, voice_wav, external_redis):
+    e = no_network(env, home, offline_flag=False)
+    doc = home / "doc.txt"
+    doc.write_text("One sentence to narrate.")
+    job_id = submit(e, doc, voice_wav, home / "out" / "doc.mp3")
+    proc = narrate(e, "worker", "--burst", timeout=120)
+    st = wait_for_job(job_id, timeout=10)
+    assert st["status"] == "failed", (st, proc.stderr[-2000:])
+    assert_says_what_to_do(st["error"])
+    assert "Connection refused" in st["error"], st["error"]  # the cause, in a few words
+    assert st["error"].endswith("run the same command again once the network is back"), st["error"]
+    assert job_meta(external_redis, job_id)["attempts"] == 1  # tried once: a retry cannot succeed
+    assert proc.stderr.count("loading mlx-community/") == 1, proc.stderr[-3000:]
+    assert f"job {job_id} failed: cannot download {DEFAULT_HUB_ID}" in proc.stderr  # the log says it in one line
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # an explained error, not a crash
+    shown = narrate(e, "status", job_id)
+    assert shown.returncode == 0 and "Hugging Face hub" in shown.stdout, shown
+
+
+def test_the_first_command_offline_is_one_clear_line(env, home, voice_wav, tmp_path):
+    e = no_network(env, home, offline_flag=True)
+    t0 = time.monotonic()
+    doc = tmp_path / "sample.txt"
+    doc.write_text("One sentence to narrate. And another one.")
+    proc = narrate(e, "run", str(doc), "--voice", str(voice_wav), "-o", "sample.mp3", timeout=120, cwd=tmp_path)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert proc.returncode == 1 and len(errors) == 1, proc.stderr
+    assert_says_what_to_do(errors[0])
+    assert "HF_HUB_OFFLINE" in errors[0], errors[0]
+    assert time.monotonic() - t0 < 60
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sample.txt"]  # no partial output
+
+
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [
+        ("/no/such/checkpoint", "does not exist"),
+        ("./missing-ckpt", "does not exist"),
+        ("~/no-such-narrate-checkpoint", "does not exist"),
+        ("{home}/empty", "has no config.json"),
+        ("{home}/doc.txt", "is not a directory"),
+    ],
+)
+def test_a_missing_local_model_is_refused_at_submit(env, home, voice_wav, external_redis, model, why):
+    (home / "empty").mkdir()
+    doc = home / "doc.txt"
+    doc.write_text("One sentence.")
+    model = model.format(home=home)
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.mp3"),
+                   "--model", model, cwd=home)  # fmt: skip
+    err = proc.stderr.strip()
+    assert proc.returncode == 1 and len(err.splitlines()) == 1 and err.startswith("Error: model "), err
+    assert why in err and "--model" in err, err
+    assert external_redis.dbsize() == 0  # nothing stored, nothing enqueued
+
+
+def test_hub_ids_and_real_checkpoints_pass_at_submit(env, home, voice_wav, checkpoint, external_redis):
+    doc = home / "doc.txt"
+    doc.write_text("One sentence.")
+    for i, model in enumerate([DEFAULT_HUB_ID, "Qwen/Qwen3-TTS-12Hz-0.6B-Base", str(checkpoint)]):
+        proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / f"{i}.mp3"),
+                       "--model", model, "--json")  # fmt: skip
+        assert proc.returncode == 0, (model, proc.stderr)
+
+
+def test_a_relative_checkpoint_path_is_made_absolute_for_the_worker(env, home, voice_wav, checkpoint, external_redis):
+    """The worker runs in its own directory: a relative path is resolved where it was typed."""
+    (home / "models").mkdir()
+    (home / "models" / "tiny").symlink_to(checkpoint)
+    doc = home / "doc.txt"
+    doc.write_text("One sentence.")
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.mp3"),
+                   "--model", "models/tiny", "--json", cwd=home)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    from narrate.jobs.lifecycle import fetch
+
+    spec = fetch(external_redis, json.loads(proc.stdout)["id"]).args[0]
+    assert spec["model"] == str(home / "models" / "tiny"), spec
+
+
+def test_check_model_imports_no_mlx():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from narrate.jobs.model_choice import check_model; check_model('org/name');"
+        "assert not any(m == 'mlx' or m.startswith(('mlx.', 'narrate.worker')) for m in sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+    from narrate.jobs.model_choice import check_model
+
+    with pytest.raises(BadInput, match="does not exist"):
+        check_model("/no/such/dir")

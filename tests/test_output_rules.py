@@ -1,0 +1,77 @@
+"""Where outputs go, one rule: under the output root, a relative -o taken from the output root
+(not from the current directory), the default <output root>/<document stem>.mp3; `run` writes
+where -o points, from the current directory (that file's directory is its output root)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import narrate, wait_for_job
+from faults import fake_env
+
+
+def submitted(env, doc: Path, voice: Path, *args: str, cwd: Path) -> dict:
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice), "--json", *args, cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_submit_outputs_are_taken_from_the_output_root_wherever_it_runs(env, home, voice_wav, tmp_path, external_redis):
+    root = home / "out"
+    elsewhere = tmp_path / "work"  # the current directory, outside the output root
+    elsewhere.mkdir()
+    inside = root / "inbox"  # and one inside it
+    inside.mkdir()
+    doc = elsewhere / "Chapter One.txt"
+    doc.write_text("A fine sentence.")
+    assert submitted(env, doc, voice_wav, cwd=elsewhere)["output"] == str(root / "Chapter One.mp3")
+    assert submitted(env, doc, voice_wav, "-o", "x.m4b", cwd=elsewhere)["output"] == str(root / "x.m4b")
+    assert submitted(env, doc, voice_wav, "-o", "books/x.m4b", cwd=inside)["output"] == str(root / "books" / "x.m4b")
+    absolute = str(root / "inbox" / "y.mp3")
+    assert submitted(env, doc, voice_wav, "-o", absolute, cwd=elsewhere)["output"] == absolute
+    assert not any(elsewhere.glob("*.m*")) and not (inside / "books").exists()  # nothing made at submit
+
+
+def test_a_path_outside_the_root_is_refused_saying_the_rule(env, home, voice_wav, tmp_path, external_redis):
+    root = home / "out"
+    doc = tmp_path / "doc.txt"
+    doc.write_text("A fine sentence.")
+    for out in [str(tmp_path / "x.mp3"), "../x.mp3"]:
+        proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", out, cwd=tmp_path)
+        err = proc.stderr.strip()
+        assert proc.returncode == 1 and len(err.splitlines()) == 1, err
+        assert f"is outside the output root {root}" in err, err
+        assert f"a relative -o is taken from the output root (-o book.mp3 writes {root / 'book.mp3'})" in err, err
+        assert "NARRATE_OUTPUT_DIR" in err, err
+    assert external_redis.dbsize() == 0
+
+
+def test_submit_says_where_the_output_will_be(env, home, voice_wav, tmp_path, external_redis):
+    doc = tmp_path / "doc.txt"
+    doc.write_text("A fine sentence.")
+    proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("narrate-"), proc.stderr
+    assert f"output: {home / 'out' / 'doc.mp3'}" in proc.stderr, proc.stderr
+
+
+def test_run_writes_where_o_points_from_the_current_directory(env, home, voice_wav, tmp_path):
+    e = fake_env(env, home)  # NARRATE_OUTPUT_DIR is home/out: run does not use it
+    doc = tmp_path / "doc.txt"
+    doc.write_text("A fine sentence.")
+    for args, want in [([], tmp_path / "doc.mp3"), (["-o", "sub/s.wav"], tmp_path / "sub" / "s.wav")]:
+        proc = narrate(e, "run", str(doc), "--voice", str(voice_wav), *args, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0 and proc.stdout.strip() == str(want), proc.stderr
+        assert want.is_file()
+    assert not any((home / "out").iterdir())
+
+
+def test_a_job_submitted_with_a_relative_output_is_written_there(env, home, voice_wav, tmp_path, external_redis):
+    e = fake_env(env, home)
+    doc = tmp_path / "doc.txt"
+    doc.write_text("A fine sentence.")
+    job = submitted(e, doc, voice_wav, "-o", "shelf/doc.wav", cwd=tmp_path)
+    proc = narrate(e, "worker", "--burst", "--quiet", cwd=home)
+    assert proc.returncode == 0, proc.stderr
+    assert wait_for_job(job["id"])["status"] == "finished"
+    assert (home / "out" / "shelf" / "doc.wav").is_file() and not (tmp_path / "shelf").exists()
