@@ -17,15 +17,18 @@ from .settings import Settings
 DEFAULT_FORMAT = ".mp3"
 
 
-def output_paths(documents: list[Path], output: str | Path | None, fmt: str | None) -> list[Path]:
-    """Where each document's audio goes; refuses two documents that would write the same file."""
+def output_paths(documents: list[Path], output: str | Path | None, fmt: str | None, root: Path) -> list[Path]:
+    """Where each document's audio goes (a relative `output`, and the default, are taken from the
+    output root `root`: the one output rule); refuses two documents that would write the same file."""
+    root = Path(root).expanduser()
     ext = check_format(f"x.{fmt.lower().lstrip('.')}") if fmt else None
     if not documents:
         raise BadInput("no document given: narrate submit DOCUMENT... --voice VOICE")
     if output is None:
-        directory = Path.cwd()
+        directory = root
     else:
         out = Path(output).expanduser()
+        out = out if out.is_absolute() else root / out
         is_dir = os.path.isdir(out) or str(output).endswith(("/", os.sep))  # False for a name too long
         if len(documents) == 1 and not is_dir:
             if ext and out.suffix.lower() != ext:
@@ -73,7 +76,7 @@ def prepare_batch(
     lexicon: Path | None = None,
 ) -> list[api.Request]:
     """Check every document, output and the voice (raises BadInput naming the first bad one)."""
-    outs = output_paths([Path(d) for d in documents], output, fmt)
+    outs = output_paths([Path(d) for d in documents], output, fmt, settings.output_dir)
     paths = [Path(d) for d in documents]
     return api.prepare_many(
         settings, paths, voice, outs, model, quant, overwrite, reading, language=language, lexicon=lexicon

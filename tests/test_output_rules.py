@@ -75,3 +75,28 @@ def test_a_job_submitted_with_a_relative_output_is_written_there(env, home, voic
     assert proc.returncode == 0, proc.stderr
     assert wait_for_job(job["id"])["status"] == "finished"
     assert (home / "out" / "shelf" / "doc.wav").is_file() and not (tmp_path / "shelf").exists()
+
+
+def test_several_documents_follow_the_same_rule(env, home, voice_wav, tmp_path, external_redis):
+    """With several documents, no -o puts each output in the output root, and a relative -o
+    directory is taken from the root too (not from the current directory)."""
+    root = home / "out"
+    elsewhere = tmp_path / "work"
+    elsewhere.mkdir()
+    docs = []
+    for name in ("one", "two"):
+        doc = elsewhere / f"{name}.txt"
+        doc.write_text(f"The {name} document.")
+        docs.append(str(doc))
+
+    def outputs(*args: str) -> list[str]:
+        proc = narrate(env, "submit", *docs, "--voice", str(voice_wav), "--json", *args, cwd=elsewhere)
+        assert proc.returncode == 0, proc.stderr
+        return [json.loads(line)["output"] for line in proc.stdout.splitlines()]
+
+    assert outputs() == [str(root / "one.mp3"), str(root / "two.mp3")]
+    assert outputs("-o", "books/", "--format", "m4b") == [
+        str(root / "books" / "one.m4b"),
+        str(root / "books" / "two.m4b"),
+    ]
+    assert not list(elsewhere.glob("*.m*")) and not (elsewhere / "books").exists()
