@@ -121,3 +121,43 @@ def finish(st: dict, as_json: bool) -> None:
         click.echo(st["output"])
     if st["status"] != "finished":
         raise click.ClickException(f"job {st['id']} {st['status']}: {st.get('error', '')}")
+
+
+def book_options(f):
+    """Output options shared by submit and run: pauses, loudness, subtitles, tags, cover, split."""
+    opts = [
+        click.option("--sentence-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+                     help="Silence between sentences in ms (NARRATE_SENTENCE_PAUSE_MS, default 250)."),
+        click.option("--paragraph-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+                     help="Silence between paragraphs in ms (NARRATE_PARAGRAPH_PAUSE_MS, default 750)."),
+        click.option("--chapter-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+                     help="Silence before a chapter in ms (NARRATE_CHAPTER_PAUSE_MS, default 2000)."),
+        click.option("--loudness", default=None, metavar="LUFS|off",
+                     help="Integrated loudness target (default -19; -16 for a louder book), or off."),
+        click.option("--subtitles", default=None, metavar="srt,vtt,json",
+                     help="Also write subtitles / a timing manifest beside the audio, with its stem."),
+        click.option("--narrator", default=None, help="Narrator tag."),
+        click.option("--author", default=None, help="Author tag (default: the document's, if it has one)."),
+        click.option("--year", default=None, help="Year tag."),
+        click.option("--cover", type=click.Path(path_type=Path), default=None, help="Cover art (JPEG or PNG)."),
+        click.option("--split", type=click.Choice(["chapters", "chapters+book"]), default=None,
+                     help="One file per chapter (in a folder named after the output), instead of or with the book."),
+        click.option("--max-part-hours", type=float, default=None, metavar="H",
+                     help="Write the book file in parts of at most H hours, cut at chapter boundaries."),
+    ]  # fmt: skip
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+BOOK_OPTION_NAMES = ("loudness", "subtitles", "narrator", "author", "year", "cover", "split", "max_part_hours")
+PAUSE_SETTINGS = {"sentence_pause": "sentence_pause_ms", "paragraph_pause": "paragraph_pause_ms",
+                  "chapter_pause": "chapter_pause_ms"}  # fmt: skip
+
+
+def split_book_options(kw: dict) -> tuple[dict, dict]:
+    """Pop the book options out of a command's keyword arguments: (BookOptions.make arguments,
+    settings overrides for the pauses)."""
+    book = {name: kw.pop(name) for name in BOOK_OPTION_NAMES}
+    pauses = {setting: kw.pop(opt) for opt, setting in PAUSE_SETTINGS.items()}
+    return book, pauses

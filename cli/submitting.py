@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 import redis
 from narrate.jobs import api, batch, when
+from narrate.jobs.bookmeta import BookOptions
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.outputs import FORMATS
@@ -16,6 +18,7 @@ from narrate.jobs.queues import PRIORITIES
 from narrate.jobs.settings import Settings
 
 from .common import (
+    book_options,
     fail,
     finish,
     language_option,
@@ -28,6 +31,7 @@ from .common import (
     reading_options,
     seed_option,
     settings_from_env,
+    split_book_options,
     voice_option,
     wait_for,
 )
@@ -61,23 +65,27 @@ from .common import (
 @overwrite_option
 @language_option
 @lexicon_option
+@book_options
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
 @reading_options
 def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, language,
-           lexicon, wait, as_json, input_format, include_front_matter) -> None:  # fmt: skip
+           lexicon, wait, as_json, input_format, include_front_matter, **kw) -> None:  # fmt: skip
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
     and nothing is."""
-    settings = settings_from_env(seed=seed, max_frames=max_frames)
+    book_kw, pauses = split_book_options(kw)
+    settings = settings_from_env(seed=seed, max_frames=max_frames, **pauses)
     try:
         due = when.due(at, delay)
+        book = BookOptions.make(**book_kw)
         reading = reading_from(input_format, include_front_matter)
         reqs = batch.prepare_batch(
             settings, list(documents), voice, output, fmt, model, quant, overwrite, reading,
             language=language, lexicon=lexicon,
         )  # fmt: skip
+        reqs = [replace(req, book=book) for req in reqs]
         with Connection(settings) as conn:
             subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
             for sub, req in zip(subs, reqs, strict=True):
@@ -146,10 +154,11 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
 @overwrite_option
 @language_option
 @lexicon_option
+@book_options
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 @reading_options
 def run(document, voice, model, quant, seed, max_frames, output, overwrite, language, lexicon, as_json, input_format,
-        include_front_matter) -> None:  # fmt: skip
+        include_front_matter, **kw) -> None:  # fmt: skip
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
 
@@ -158,12 +167,14 @@ def run(document, voice, model, quant, seed, max_frames, output, overwrite, lang
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (private queue, unfinished job) like Ctrl-C
     out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
     out = out.expanduser().absolute()
-    settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames)
+    book_kw, pauses = split_book_options(kw)
+    settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames, **pauses)
     try:
         reading = reading_from(input_format, include_front_matter)
         req = api.prepare(
             settings, document, voice, out, model, quant, overwrite, reading, language=language, lexicon=lexicon
         )
+        req = replace(req, book=BookOptions.make(**book_kw))
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

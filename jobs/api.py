@@ -17,6 +17,7 @@ from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 
 from . import lifecycle, ownership, store
+from .bookmeta import BookOptions
 from .budgets import frame_budget
 from .documents import Document
 from .durability import durable_writes
@@ -54,6 +55,7 @@ class Request:
     overwrite: bool = False  # replace a file at the output path that narrate did not write
     source: str = ""  # the document's file name as given (shown by `narrate list`)
     lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.lexicon)
+    book: BookOptions = BookOptions()  # output options: subtitles, loudness, tags, cover, split
 
 
 def prepare(
@@ -156,6 +158,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         paragraph_pause_ms=settings.paragraph_pause_ms,
         overwrite=req.overwrite,
         lexicon=req.lexicon,
+        chapter_pause_ms=settings.chapter_pause_ms,
+        **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output
     keep_s = settings.keep_days * DAY_S + timeout + wait_s  # refreshed when the job starts and when it ends
@@ -166,6 +170,7 @@ def check_output(settings: Settings, r: redis.Redis, req: Request, queue_name: s
     """Would `submit` accept this request's output path now? (raises BadInput; stores nothing)."""
     p = plan(settings, req, queue_name)
     ownership.check(r, p.spec.output, p.job_id, p.final, req.overwrite)
+    _check_beside(r, p, req)
 
 
 def _submit(
@@ -184,12 +189,15 @@ def _submit(
     p = plan(settings, req, queue_name, at)
     store.put_document(r, req.document, p.keep_s)
     store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
+    if req.book.cover:
+        store.put_cover(r, req.book.cover, p.keep_s)
     q = queue(r, queue_for(queue_name or settings.queue, priority))
     earlier = _finished(r, p.job_id)
     if earlier is not None:
         if _own_output_in_place(r, earlier, p.final):
             return Submitted(earlier, "done")
         earlier.delete()  # its output is gone or is not its own any more: narrate it again
+    _check_beside(r, p, req)
     note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite)
     try:
         return Submitted(_enqueue(q, p, req, settings, at), note=note, due=at)
@@ -204,6 +212,15 @@ def _submit(
     if state == JobStatus.SCHEDULED:
         return Submitted(job, "scheduled", note, due_time(r, job))
     return Submitted(job, "queued", note)
+
+
+def _check_beside(r: redis.Redis, p: Planned, req: Request) -> None:
+    """The subtitle files written beside the output follow its ownership rules (never replacing a
+    file narrate did not write); the worker checks them again, and the split files, before writing."""
+    rel = Path(p.spec.output)
+    for fmt in filter(None, p.spec.subtitles.split(",")):
+        side = rel.with_suffix(f".{fmt}")
+        ownership.check(r, side.as_posix(), p.job_id, p.final.with_suffix(f".{fmt}"), req.overwrite)
 
 
 def submit(

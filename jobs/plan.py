@@ -37,6 +37,8 @@ class Plan:
     def pause_after_ms(self, index: int, spec: JobSpec) -> int:
         if index == len(self.sentences) - 1:
             return 0
+        if index + 1 in self.chapter_at:
+            return spec.chapter_pause_ms
         return spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
 
 

@@ -41,7 +41,7 @@ log = logging.getLogger("narrate.scheduler")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 PROBE = "narrate-schedule-probe"  # a file name used only to check the output folder at add time
 PARTS = ("state", "docs", "skipped", "seen", "tick", "problem")  # the keys of one schedule
-JOB_SETTINGS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms")  # part of each job
+JOB_SETTINGS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")  # part of each job
 
 
 class ScheduleNotFound(NarrateError):

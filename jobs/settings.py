@@ -157,6 +157,10 @@ class Settings:
         "NARRATE_PARAGRAPH_PAUSE_MS", 750, reads=CLIENT, parse=_int(0),
         doc="Silence between paragraphs; part of the job.",
     )  # fmt: skip
+    chapter_pause_ms: int = setting(
+        "NARRATE_CHAPTER_PAUSE_MS", 2000, reads=CLIENT, parse=_int(0),
+        doc="Silence before a chapter; part of the job.",
+    )  # fmt: skip
     batch_size: int | None = setting(
         "NARRATE_BATCH_SIZE", None, reads=WORKER, parse=_int(1), shown="by device",
         doc="Sentences synthesized together: 16 on a GPU, 8 on a CPU, fewer if their worst-case KV caches "

@@ -19,6 +19,16 @@ class JobSpec:
     paragraph_pause_ms: int = 750
     overwrite: bool = False  # may replace a file at the output path that narrate did not write
     lexicon: list[list[str]] = field(default_factory=list)  # [[word, spoken form], ...] (jobs.lexicon)
+    # How the book is put together and what is written beside it (jobs/assemble.py):
+    chapter_pause_ms: int = 2000  # silence before a chapter
+    loudness: float | None = -19.0  # integrated loudness target (LUFS); None: samples as synthesized
+    subtitles: str = ""  # "srt,vtt,json": files beside the audio with its stem
+    narrator: str | None = None
+    author: str | None = None  # None: the document's
+    year: str | None = None
+    cover: str | None = None  # sha256 of the cover image in the store (None: the document's, if any)
+    split: str = ""  # "", "chapters" (one file per chapter only) or "chapters+book"
+    max_part_hours: float | None = None  # the book file in parts of at most this long, at chapter boundaries
 
     def to_json(self) -> dict:
         data = asdict(self)

@@ -7,22 +7,26 @@ written outside the output root (jobs/confined.py)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import warnings
 import wave
+from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 import numpy as np
 
-from . import confined
+from . import confined, layout
+from .bookmeta import Tags
 from .confined import OutputRoot
 from .errors import BadInput
 from .ffmpeg import run_ffmpeg
 from .outputs import FORMATS
 from .scratch import Scratch
 from .settings import SAMPLE_RATE
+from .tagging import write_tags
 
 with warnings.catch_warnings():  # pydub warns about ffmpeg on PATH; narrate passes its own
     warnings.simplefilter("ignore")
@@ -37,6 +41,16 @@ def int16_segment(ints: np.ndarray) -> AudioSegment:
 
 
 CHAPTER_FORMATS = {".m4b", ".m4a", ".mp3"}
+
+
+class OutputGuard(Protocol):
+    """Asked about every output file before any is placed (may refuse: raise), told after each."""
+
+    def before(self, path: Path) -> None: ...
+
+    def after(self, path: Path, sha256: str) -> None: ...
+
+
 COPY_BUFFER = 1 << 20
 
 
@@ -83,6 +97,12 @@ class BookWriter:
         self._wav: wave.Wave_write | None = None
         self._dir: int | None = None  # the output directory, reached from the root without following links
         self._tmp: str | None = None  # our temp file in it
+        self.tags: Tags | None = None  # embedded after the encode (jobs/tagging.py)
+        self.split = ""  # "", "chapters", "chapters+book" (jobs/layout.py)
+        self.max_part_samples: int | None = None
+        self._extra: list[tuple[Path, tuple[str, ...], str]] = []  # text files to place beside the book
+        self.sha256: dict[Path, str] = {}  # of every file written
+        self.written: list[Path] = []
 
     def __enter__(self) -> BookWriter:
         try:
@@ -110,9 +130,25 @@ class BookWriter:
         """A chapter starts at the current end of the book."""
         self.chapters.append((self.samples, title))
 
-    def finish(self) -> Path:
-        """Encode to the output's format (with chapters where it has them) in the scratch dir,
-        copy it into a temp file in the output directory and rename it into place."""
+    def write_pcm(self, ints: np.ndarray) -> None:
+        """16-bit mono samples straight into the book."""
+        assert self._wav is not None
+        data = np.asarray(ints, dtype="<i2")
+        self._wav.writeframesraw(data.tobytes())
+        self.samples += int(data.size)
+
+    def add_text(self, name: str, text: str) -> None:
+        """A text file (subtitles, manifest) to put beside the book, in place with it."""
+        assert self._scratch.path is not None
+        src = self._scratch.path / f"side-{len(self._extra)}.partial"
+        src.write_text(text, encoding="utf-8")
+        self._extra.append((src, (), name))
+
+    def finish(self, guard: OutputGuard | None = None) -> Path:
+        """Encode to the output's format (with chapters where it has them; or the pieces of
+        `self.split`) in the scratch dir, tag, then copy each file into a temp file in its
+        output directory and rename it into place. `guard` is asked about every file before
+        any is placed, and told about each once it is."""
         assert self._wav is not None and self._wav_file is not None and self._scratch.path is not None
         self._wav.close()
         self._wav = None
@@ -121,44 +157,73 @@ class BookWriter:
         scratch = self._scratch.path
         wav = scratch / "book.partial.wav"
         ext = self.final.suffix.lower()
+        todo: list[tuple[Path, tuple[str, ...], str]] = []
+        plain = not self.split and not self.max_part_samples
+        for n, piece in enumerate(layout.pieces(self.name, self.title, self.samples, self.chapter_spans(),
+                                                self.split, self.max_part_samples)):  # fmt: skip
+            whole = piece.start == 0 and piece.end == self.samples
+            encoded = wav if ext == ".wav" and plain else scratch / f"encoded-{n}.partial{ext}"
+            if encoded != wav:
+                self._encode(wav, encoded, piece.title if piece.track else self.title, piece.chapters,
+                             None if whole else (piece.start, piece.end))  # fmt: skip
+            if self.tags is not None and ext != ".wav":
+                per = replace(self.tags, title=piece.title, track=piece.track) if piece.track else self.tags
+                write_tags(encoded, per)
+            todo.append((encoded, piece.folder, piece.name))
+        if ext != ".wav" or not plain:
+            wav.unlink()  # free the space before the copy
+        todo += self._extra
+        finals = [self.final.parent.joinpath(*folder, name) for _, folder, name in todo]
+        if guard is not None:
+            for path in finals:
+                guard.before(path)
+        for (src, folder, name), path in zip(todo, finals, strict=True):
+            self.sha256[path] = self._place(src, (*self.parts, *folder), name)
+            if guard is not None:
+                guard.after(path, self.sha256[path])
+        self.written = finals
+        return self.final
+
+    def _encode(self, wav: Path, encoded: Path, title: str | None, spans: list[tuple[int, int, str]],
+                window: tuple[int, int] | None) -> None:  # fmt: skip
+        ext = self.final.suffix.lower()
         muxer, codec = FORMATS[ext]
-        encoded = scratch / f"encoded.partial{ext}"
-        if ext == ".wav":
-            encoded = wav
-        elif ext in CHAPTER_FORMATS and self.chapters:
-            meta = scratch / "chapters.partial.ffmeta"
-            meta.write_text(ffmetadata(self.title, self.chapter_spans()), encoding="utf-8")
+        cut = ["-af", f"atrim=start_sample={window[0]}:end_sample={window[1]},asetpts=N/SR/TB"] if window else []
+        if ext in CHAPTER_FORMATS and spans:
+            meta = encoded.with_suffix(".ffmeta")
+            meta.write_text(ffmetadata(title, spans), encoding="utf-8")
             run_ffmpeg(
                 self.ffmpeg,
                 ["-y", "-i", str(wav), "-i", str(meta), "-map", "0:a", "-map_metadata", "1",
-                 "-map_chapters", "1", *codec, "-f", muxer, str(encoded)],
+                 "-map_chapters", "1", *cut, *codec, "-f", muxer, str(encoded)],
             )  # fmt: skip
         else:
-            tags = ["-metadata", f"title={self.title}"] if self.title else []
-            run_ffmpeg(self.ffmpeg, ["-y", "-i", str(wav), *codec, *tags, "-f", muxer, str(encoded)])
-        if encoded != wav:
-            wav.unlink()  # free the space before the copy
-        self._place(encoded)
-        return self.final
+            tags = ["-metadata", f"title={title}"] if title else []
+            run_ffmpeg(self.ffmpeg, ["-y", "-i", str(wav), *cut, *codec, *tags, "-f", muxer, str(encoded)])
 
-    def _place(self, encoded: Path) -> None:
+    def _place(self, encoded: Path, parts: tuple[str, ...], name: str) -> str:
         """Copy into a new temp file in the output directory (reached from the root without
-        following links), then rename it over the target if the directory is still the same."""
-        self._dir = confined.open_dir(self.root, self.parts, create=True)
+        following links), then rename it over the target if the directory is still the same.
+        Returns the sha256 of what was written."""
+        self._dir = confined.open_dir(self.root, parts, create=True)
         while self._tmp is None:
-            name = confined.temp_name()
-            self._scratch.record(self.root, list(self.parts), name)  # so a sweeper can remove it if we die
+            tmp = confined.temp_name()
+            self._scratch.record(self.root, list(parts), tmp)  # so a sweeper can remove it if we die
             try:
-                out = confined.create_new(self._dir, name)
+                out = confined.create_new(self._dir, tmp)
             except FileExistsError:
                 continue
-            self._tmp = name
+            self._tmp = tmp
         with os.fdopen(out, "wb") as dst, open(encoded, "rb") as src:
-            shutil.copyfileobj(src, dst, COPY_BUFFER)
+            hashing = _Hashing(dst)
+            shutil.copyfileobj(src, hashing, COPY_BUFFER)
             dst.flush()
             os.fsync(dst.fileno())
-        confined.rename_into_place(self._dir, self._tmp, self.name, self.root, self.parts)
+        confined.rename_into_place(self._dir, self._tmp, name, self.root, parts)
         self._tmp = None
+        os.close(self._dir)
+        self._dir = None
+        return hashing.digest.hexdigest()
 
     def chapter_spans(self) -> list[tuple[int, int, str]]:
         """(start, end, title) in samples, covering the whole book (an untitled opening is
@@ -185,6 +250,24 @@ class BookWriter:
             os.close(self._dir)
             self._dir = None
         self._scratch.close()
+
+
+class _Hashing:
+    """A file that hashes what is written through it."""
+
+    def __init__(self, f: BinaryIO):
+        self.f = f
+        self.digest = hashlib.sha256()
+
+    def write(self, block: bytes) -> int:
+        self.digest.update(block)
+        return self.f.write(block)
+
+    def flush(self) -> None:
+        self.f.flush()
+
+    def fileno(self) -> int:
+        return self.f.fileno()
 
 
 def _locate(final: Path, root: OutputRoot | Path | None) -> tuple[OutputRoot, tuple[str, ...], str]:

@@ -80,3 +80,21 @@ def get_voice(r: redis.Redis, sha: str) -> bytes:
     if hashlib.sha256(wav).hexdigest() != sha:
         raise LookupError(f"voice {sha} in the store does not match its hash")
     return wav
+
+
+def cover_key(sha: str) -> str:
+    return f"{PREFIX}cover:{sha}"
+
+
+def put_cover(r: redis.Redis, image: bytes, keep_s: int) -> str:
+    """A cover image (`--cover`), content-addressed like a voice."""
+    sha = hashlib.sha256(image).hexdigest()
+    _put(r, cover_key(sha), image, keep_s)
+    return sha
+
+
+def get_cover(r: redis.Redis, sha: str) -> bytes:
+    image = r.get(cover_key(sha))
+    if image is None or hashlib.sha256(image).hexdigest() != sha:
+        raise LookupError(f"cover {sha} is no longer stored (it expired or was removed); submit the job again")
+    return image

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from rq.job import Job
 
-from . import cache, ownership, store
+from . import cache, ownership, store, subtitles
 from .batch_log import BatchLog
 from .checkpoints import Checkpoint, CheckpointStore
 from .context import JobContext, StopRequested
@@ -162,6 +162,8 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
     keep_s = int(job.result_ttl or 0) + int(job.timeout or 0)
     if keep_s > 0:
         store.keep(job.connection, spec.document, spec.voice, keep_s)
+        if spec.cover:
+            job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
 
 
 def _synthesize(
@@ -238,29 +240,53 @@ def _stitch(
     again: Callable[[Sentence], Checkpoint],
 ) -> Stitched:
     """Stream every sentence's checkpoint and the pauses into the output file (confined to the
-    output root, written atomically); `again` synthesizes a checkpoint that vanished since planning."""
-    from .stitch import BookWriter, int16_segment  # pydub: loaded on workers only
+    output root, written atomically), with loudness, subtitles, tags and split (jobs/assemble.py);
+    `again` synthesizes a checkpoint that vanished since planning."""
+    from . import assemble
+    from .stitch import BookWriter  # pydub: loaded on workers only
 
     frames, runaways, retried = [], [], []
     ffmpeg = ffmpeg_exe(ctx.settings.ffmpeg)
+    stream = assemble.Sentences(plan, spec, checkpoints, again=again)
+    gains = assemble.sentence_gains(spec, stream)
+    meta = assemble.book_meta(doc)
+    cover = store.get_cover(ctx.job.connection, spec.cover) if spec.cover else None
     with BookWriter(final, ffmpeg, title=doc.title, root=root, workdir=ctx.settings.home / "stitch") as book:
-        for s in plan.sentences:
-            if s.index in plan.chapter_at:
-                book.mark_chapter(plan.chapter_at[s.index])
-            cp = checkpoints.load(plan.keys[s.index])
-            if cp is None:
-                cp = again(s)
-            book.add(int16_segment(cp.pcm))
-            book.pause(plan.pause_after_ms(s.index, spec))
+        book.tags = assemble.tags_for(spec, doc.title, meta, cover)
+        book.split, book.max_part_samples = spec.split, assemble.max_part_samples(spec)
+
+        def on_sentence(index: int) -> None:
+            cp = stream.last
+            assert cp is not None
             frames.append(cp.frames)
             if cp.runaway:
-                runaways.append(s.index)
+                runaways.append(index)
             if cp.attempts > 1:
-                retried.append(s.index)
+                retried.append(index)
+
+        cues = assemble.write_book(book, stream, gains, on_sentence)
+        spans = book.chapter_spans()
+        cues = subtitles.with_chapters(cues, spans)
+        for fmt in filter(None, spec.subtitles.split(",")):
+            text = subtitles.render(fmt, cues, SAMPLE_RATE, final.name, book.samples, spans)
+            book.add_text(f"{final.stem}.{fmt}", text)
         ctx.check_canceled(len(plan.sentences), len(plan.sentences))  # the last moment: no output once canceled
-        ownership.check_before_write(ctx.job.connection, spec.output, ctx.job.id, final, spec.overwrite)
-        book.finish()
-        sha = ownership.sha256_file(final)
-        ownership.record_written(ctx.job.connection, spec.output, ctx.job.id, sha)
-        chapters = [ChapterMark(t, a / SAMPLE_RATE) for a, _, t in book.chapter_spans()]
-        return Stitched(book.samples, sha, chapters, frames, runaways, retried)
+        book.finish(_Owned(ctx.job, root, spec))
+        chapters = [ChapterMark(t, a / SAMPLE_RATE) for a, _, t in spans]
+        return Stitched(book.samples, book.sha256.get(final, ""), chapters, frames, runaways, retried)
+
+
+@dataclass(frozen=True)
+class _Owned:
+    """The ownership rules (jobs/ownership.py) for every file the job writes."""
+
+    job: Job
+    root: OutputRoot
+    spec: JobSpec
+
+    def before(self, path) -> None:
+        rel = path.relative_to(self.root.path).as_posix()
+        ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
+
+    def after(self, path, sha256: str) -> None:
+        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)

@@ -35,7 +35,7 @@ def test_chapters_from_headings_reach_the_audiobook(env, home, voice_wav, ext):
     chapters = st["result"]["chapters"]
     assert [c["title"] for c in chapters] == ["chap", "The Storm", "Chapter 2"]  # the opening: the book's name
     frames = st["result"]["frames"]  # sentences: opening | heading, 2 | heading, 2
-    storm = (frames[0] * 1920 + 750 * 24) / 24000
+    storm = (frames[0] * 1920 + 2000 * 24) / 24000  # the chapter pause (NARRATE_CHAPTER_PAUSE_MS)
     assert chapters[0]["start_seconds"] == 0 and chapters[1]["start_seconds"] == pytest.approx(storm)
     meta = subprocess.run(
         [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(out), "-f", "ffmetadata", "-"],

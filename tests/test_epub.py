@@ -74,3 +74,9 @@ def test_epub_chapters_reach_the_m4b(env, home, voice_wav):
     ).stdout  # fmt: skip
     titles = [line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("title=")]
     assert titles == ["The Lighthouse Keeper", "Arrival", "The Storm", "Dawn"]  # the book's, then its chapters
+    # The book's own author and cover are embedded (mutagen reads the MP4 atoms back).
+    from bookfiles import COVER
+    from mutagen.mp4 import MP4
+
+    tags = MP4(str(out)).tags
+    assert tags["\xa9ART"] == ["Ada Lovelace"] and bytes(tags["covr"][0]) == COVER

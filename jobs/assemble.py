@@ -1,0 +1,130 @@
+"""Assembling the book from the checkpoints, streamed: sentences with short fades at their edges
+(no clicks at joins), the sentence/paragraph/chapter pauses, one loudness gain, subtitles and
+the manifest, tags and cover.
+
+Two passes over the checkpoints, one sentence in memory at a time. The first (only with a
+loudness target) feeds the exact stream into a BS.1770 meter (jobs/loudness.py) and notes each
+sentence's true peak; the gain is target - measured. The true-peak ceiling (-3 dBTP, kept with a
+0.5 dB margin for the codec) is guarded per sentence: a sentence whose peak the gain would push
+over it gets only the gain that brings its peak to the ceiling, which lowers the book's loudness
+slightly when many sentences are that peaky (speech at -19 LUFS rarely is). The second pass
+writes the samples, times the cues and marks the chapters."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from .bookmeta import Tags
+from .checkpoints import Checkpoint, CheckpointStore
+from .documents import BookMeta, Document
+from .loudness import LoudnessMeter, gain_for
+from .plan import Plan
+from .settings import SAMPLE_RATE
+from .spec import JobSpec
+from .subtitles import Cue
+from .synthesis import Sentence
+
+FADE_SAMPLES = SAMPLE_RATE * 5 // 1000  # 5 ms at each end of every sentence
+TRUE_PEAK_CEILING_DB = -3.5  # under the -3 dBTP target, with room for the codec's overshoot
+SCALE = 32767.0
+
+
+def faded(pcm: np.ndarray) -> np.ndarray:
+    """Float samples of a sentence with a short raised-cosine fade in and out."""
+    x = np.asarray(pcm, dtype=np.float64) / SCALE
+    n = min(FADE_SAMPLES, x.size // 2)
+    if n > 0:
+        ramp = 0.5 - 0.5 * np.cos(np.pi * (np.arange(n) + 1) / (n + 1))
+        x[:n] *= ramp
+        x[-n:] *= ramp[::-1]
+    return x
+
+
+@dataclass
+class Sentences:
+    """Stream the plan's sentences from their checkpoints, with fades and pauses."""
+
+    plan: Plan
+    spec: JobSpec
+    checkpoints: CheckpointStore
+    fade: bool = True
+    last: Checkpoint | None = None  # the checkpoint of the sentence just yielded
+    again: Callable[[Sentence], Checkpoint] | None = None  # makes a checkpoint that vanished (cache eviction)
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray, int]]:
+        """(sentence index, its float samples, the pause after it in samples)"""
+        for s in self.plan.sentences:
+            cp = self.checkpoints.load(self.plan.keys[s.index])
+            if cp is None and self.again is not None:
+                cp = self.again(s)
+            if cp is None:
+                raise RuntimeError(f"sentence {s.index} has no checkpoint after synthesis")
+            self.last = cp
+            x = faded(cp.pcm) if self.fade else np.asarray(cp.pcm, dtype=np.float64) / SCALE
+            yield s.index, x, self.plan.pause_after_ms(s.index, self.spec) * SAMPLE_RATE // 1000
+
+
+def measure(stream: Sentences) -> tuple[float, list[float]]:
+    """Integrated loudness of the whole stream and each sentence's true peak."""
+    meter = LoudnessMeter(SAMPLE_RATE)
+    peaks = []
+    for _, x, pause in stream:
+        before = meter.peak
+        meter.peak = 0.0
+        meter.feed(x)
+        peaks.append(meter.peak)
+        meter.peak = max(before, meter.peak)
+        meter.feed(np.zeros(pause))
+    return meter.integrated(), peaks
+
+
+def sentence_gains(spec: JobSpec, stream: Sentences) -> list[float] | None:
+    """The gain of each sentence for the spec's loudness target, or None (loudness off)."""
+    if spec.loudness is None:
+        return None
+    lufs, peaks = measure(stream)
+    g = gain_for(lufs, spec.loudness)
+    ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
+    return [min(g, ceiling / p) if p > 0 else g for p in peaks]
+
+
+def to_int16(x: np.ndarray) -> np.ndarray:
+    return np.round(np.clip(x, -1.0, 1.0) * SCALE).astype("<i2")
+
+
+def write_book(book, stream: Sentences, gains: list[float] | None, on_sentence: Callable[[int], None]) -> list[Cue]:
+    """Write the stream into a BookWriter, marking chapters; returns one cue per sentence (chapter
+    left None: see subtitles.with_chapters)."""
+    plan = stream.plan
+    cues = []
+    for index, x, pause in stream:
+        if index in plan.chapter_at:
+            book.mark_chapter(plan.chapter_at[index])
+        start = book.samples
+        book.write_pcm(to_int16(x * gains[index]) if gains is not None else to_int16(x))
+        cues.append(Cue(index, start, book.samples, None, plan.sentences[index].text))
+        if pause:
+            book.write_pcm(np.zeros(pause, dtype="<i2"))
+        on_sentence(index)
+    return cues
+
+
+def book_meta(doc: Document) -> BookMeta:
+    """The document's own metadata (title, author, language, cover), if its reader gave any (EPUB, HTML)."""
+    return doc.meta or BookMeta()
+
+
+def tags_for(spec: JobSpec, doc_title: str | None, meta: BookMeta, cover: bytes | None) -> Tags:
+    title = meta.title or doc_title
+    return Tags(title=title, album=title, author=spec.author or meta.author, narrator=spec.narrator,
+                year=spec.year, cover=cover or meta.cover or None)  # fmt: skip
+
+
+def max_part_samples(spec: JobSpec) -> int | None:
+    if spec.max_part_hours is None:
+        return None
+    return max(1, math.floor(spec.max_part_hours * 3600 * SAMPLE_RATE))

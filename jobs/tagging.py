@@ -1,0 +1,96 @@
+"""Tags and cover art written into an encoded file with mutagen (after the encode, before the file
+is put in place): MP4 atoms for .m4b/.m4a, ID3v2 for .mp3, Vorbis comments (with a
+METADATA_BLOCK_PICTURE) for .flac/.ogg/.opus. WAV carries only the title ffmpeg writes.
+
+Where each field goes (what Apple Books, Audiobookshelf and BookPlayer read): title -> title,
+book title -> album, author -> artist and album artist, narrator -> composer (and a "narrator"
+field where free-form fields exist), year -> date."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from .bookmeta import Tags, image_kind
+
+
+def write_tags(path: Path, tags: Tags) -> None:
+    ext = path.suffix.lower()
+    if ext in (".m4b", ".m4a"):
+        _mp4(path, tags)
+    elif ext == ".mp3":
+        _id3(path, tags)
+    elif ext in (".flac", ".ogg", ".opus"):
+        _vorbis(path, tags)
+
+
+def _mp4(path: Path, tags: Tags) -> None:
+    from mutagen.mp4 import MP4, MP4Cover, MP4FreeForm
+
+    f = MP4(path)
+    if f.tags is None:
+        f.add_tags()
+    t = f.tags
+    assert t is not None
+    for atom, value in (("\xa9nam", tags.title), ("\xa9alb", tags.album), ("\xa9ART", tags.author),
+                        ("aART", tags.author), ("\xa9wrt", tags.narrator), ("\xa9day", tags.year)):  # fmt: skip
+        if value:
+            t[atom] = [value]
+    if tags.narrator:
+        t["----:com.apple.iTunes:NARRATOR"] = [MP4FreeForm(tags.narrator.encode())]
+    if tags.track:
+        t["trkn"] = [tags.track]
+    if tags.cover:
+        fmt = MP4Cover.FORMAT_PNG if image_kind(tags.cover) == "png" else MP4Cover.FORMAT_JPEG
+        t["covr"] = [MP4Cover(tags.cover, imageformat=fmt)]
+    f.save()
+
+
+def _id3(path: Path, tags: Tags) -> None:
+    from mutagen.id3 import APIC, ID3, TALB, TCOM, TDRC, TIT2, TPE1, TPE2, TRCK, TXXX, ID3NoHeaderError
+
+    try:
+        t = ID3(path)
+    except ID3NoHeaderError:
+        t = ID3()
+    frames = [(TIT2, tags.title), (TALB, tags.album), (TPE1, tags.author), (TPE2, tags.author),
+              (TCOM, tags.narrator), (TDRC, tags.year)]  # fmt: skip
+    for frame, value in frames:
+        if value:
+            t.setall(frame.__name__, [frame(encoding=3, text=[value])])
+    if tags.narrator:
+        t.setall("TXXX:NARRATOR", [TXXX(encoding=3, desc="NARRATOR", text=[tags.narrator])])
+    if tags.track:
+        t.setall("TRCK", [TRCK(encoding=3, text=[f"{tags.track[0]}/{tags.track[1]}"])])
+    if tags.cover:
+        mime = f"image/{image_kind(tags.cover) or 'jpeg'}"
+        t.setall("APIC", [APIC(encoding=3, mime=mime, type=3, desc="Cover", data=tags.cover)])
+    t.save(path)
+
+
+def _vorbis(path: Path, tags: Tags) -> None:
+    import mutagen
+    from mutagen.flac import Picture
+
+    f = mutagen.File(path)
+    if f is None:
+        return
+    if f.tags is None:
+        f.add_tags()
+    for key, value in (("title", tags.title), ("album", tags.album), ("artist", tags.author),
+                       ("albumartist", tags.author), ("composer", tags.narrator), ("narrator", tags.narrator),
+                       ("date", tags.year)):  # fmt: skip
+        if value:
+            f[key] = [value]
+    if tags.track:
+        f["tracknumber"] = [str(tags.track[0])]
+        f["tracktotal"] = [str(tags.track[1])]
+    if tags.cover:
+        pic = Picture()
+        pic.type, pic.mime, pic.data = 3, f"image/{image_kind(tags.cover) or 'jpeg'}", tags.cover
+        if path.suffix.lower() == ".flac":
+            f.clear_pictures()
+            f.add_picture(pic)
+        else:
+            f["metadata_block_picture"] = [base64.b64encode(pic.write()).decode("ascii")]
+    f.save()
