@@ -39,6 +39,18 @@ from .synthesis import Engine, Sentence, VoiceEmbedding
 log = logging.getLogger("narrate.jobs")
 
 
+def preload() -> None:
+    """Import now what a job loads on first use (assembly and loudness filters, pydub, tagging,
+    number words), so a worker's memory is flat from its first job on and that job starts sooner.
+    Submitting clients never call this: they stay light."""
+    import mutagen.flac  # noqa: F401
+    import mutagen.id3  # noqa: F401
+    import mutagen.mp4  # noqa: F401
+    import num2words  # noqa: F401
+
+    from . import assemble, normalize_en, stitch  # noqa: F401
+
+
 class SynthesisError(RuntimeError):
     """The engine failed; the message names the sentences that were in flight."""
 

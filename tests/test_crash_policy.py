@@ -22,7 +22,7 @@ KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
 
 
 def test_poison_pill_fails_after_three_crashes_and_others_finish(env, home, voice_wav):
-    """a sentence that kills the worker every time fails its job after 3 attempts, naming it."""
+    """A sentence that kills the worker every time fails its job after 3 attempts, naming it."""
     e = fake_env(env, home, NARRATE_FAKE_ABORT_ON="POISON")
     ids = []
     for name, marker in (("a", ""), ("b", "POISON"), ("c", "")):
@@ -42,7 +42,7 @@ def test_poison_pill_fails_after_three_crashes_and_others_finish(env, home, voic
 
 
 def test_exception_on_a_sentence_fails_after_three_attempts(env, home, voice_wav):
-    """a deterministic exception: RQ retries twice, then the job fails naming the sentence."""
+    """A deterministic exception: RQ retries twice, then the job fails naming the sentence."""
     e = fake_env(env, home, NARRATE_FAKE_FAIL_ON="BROKEN")
     doc = home / "bad.txt"
     doc.write_text(book(10, "BROKEN"))
@@ -63,7 +63,7 @@ def test_exception_on_a_sentence_fails_after_three_attempts(env, home, voice_wav
 
 
 def test_hang_in_native_code_is_killed_by_the_supervisor(env, home, voice_wav):
-    """a worker stuck where no signal handler runs is killed after NARRATE_HANG_TIMEOUT."""
+    """A worker stuck where no signal handler runs is killed after NARRATE_HANG_TIMEOUT."""
     e = fake_env(env, home, NARRATE_FAKE_HANG_ON="STUCK", NARRATE_HANG_TIMEOUT="2", NARRATE_MAX_ATTEMPTS="2")
     doc = home / "hang.txt"
     doc.write_text(book(10, "STUCK"))

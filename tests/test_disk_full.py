@@ -22,7 +22,7 @@ KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
 
 
 def test_disk_full_fails_cleanly_then_resumes(env, home, voice_wav, external_redis):
-    """a file-size limit (EFBIG) during the final encode, then during a checkpoint: the job
+    """A file-size limit (EFBIG) during the final encode, then during a checkpoint: the job
     fails naming the OS error, leaves no partial output and no temp file; once the limit is gone
     `narrate resume` finishes it from its checkpoints."""
     e = fake_env(env, home)

@@ -82,7 +82,7 @@ def test_kill_9_at_random_moments_loses_nothing(env, home, voice_wav, engine):
 
 
 def test_two_workers_on_one_host_never_synthesize_at_once(env, home, voice_wav):
-    """the second worker waits for the host lock; it takes over when the first is killed."""
+    """The second worker waits for the host lock; it takes over when the first is killed."""
     e = fake_env(env, home, delay_ms=50)
     ids = []
     for k in range(2):
@@ -119,7 +119,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_embedded_server_killed_mid_job_is_recovered_after_restart(env, home, voice_wav):
-    """kill -9 the embedded Valkey and the worker mid-job; after a restart from the AOF the
+    """Kill -9 the embedded Valkey and the worker mid-job; after a restart from the AOF the
     started job is still there, and the next worker resumes it."""
     from narrate.jobs.embedded import EmbeddedServer
 

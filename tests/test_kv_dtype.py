@@ -25,7 +25,7 @@ def loaded(checkpoint):
 
 
 def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
-    """narrate's own path: voice cache (Redis) -> injected embedding -> engine, probed mid-stream."""
+    """Narrate's own path: voice cache (Redis) -> injected embedding -> engine, probed mid-stream."""
     settings = Settings.from_env()
     voice = read_voice(voice_wav, ffmpeg_exe())
     probe = DtypeProbe(loaded.model)

@@ -47,7 +47,7 @@ def test_importing_cli_and_jobs_loads_no_mlx():
 
 @pytest.mark.parametrize("folder", ["jobs", "cli"])
 def test_arrows_point_one_way(folder):
-    """jobs/ never imports narrate.worker or narrate.cli; nothing outside worker/ imports mlx."""
+    """Jobs/ never imports narrate.worker or narrate.cli; nothing outside worker/ imports mlx."""
     for path in modules(folder):
         names = imported(path)
         bad = {n for n in names if n.split(".")[0] in ("mlx", "mlx_audio")}

@@ -17,7 +17,7 @@ MANY = 10_000
 
 
 def enqueue_many(r, n: int, name: str = "narrate") -> list[str]:
-    """n real rq jobs as narrate makes them (JSON serializer, narrate meta), in one pipeline."""
+    """N real rq jobs as narrate makes them (JSON serializer, narrate meta), in one pipeline."""
     q = queue(r, name)
     data = [
         Queue.prepare_data(

@@ -37,14 +37,14 @@ def end_group(proc: subprocess.Popen) -> str:
 def test_a_sleeping_laptop_does_not_get_its_job_failed(env, home, voice_wav):
     """Stopping the whole worker group for longer than the hang timeout (what a suspended machine
     looks like to the processes) three times: nothing is killed as hung, the job finishes once."""
-    e = fake_env(env, home, delay_ms=100, NARRATE_HANG_TIMEOUT="5")
+    e = fake_env(env, home, delay_ms=100, NARRATE_HANG_TIMEOUT="3")
     job_id = submit_book(e, home, voice_wav, book(80))
     group = start_group(e, "worker")
     try:
         for k in range(3):
             wait_synthesized(home, 8 * (k + 1))
             os.killpg(group.pid, signal.SIGSTOP)
-            time.sleep(8)
+            time.sleep(5)  # longer than the hang timeout
             os.killpg(group.pid, signal.SIGCONT)
         st = wait_for_job(job_id, timeout=120)
     finally:

@@ -48,7 +48,7 @@ def test_unresolvable_model_is_a_clear_error(bad):
 
 
 def _linear_widths(module) -> dict[str, int | None]:
-    """path -> bits for every Linear/QuantizedLinear under `module` (None: floating point)."""
+    """Path -> bits for every Linear/QuantizedLinear under `module` (None: floating point)."""
     out = {}
     for path, m in module.named_modules():
         if isinstance(m, nn.QuantizedLinear):

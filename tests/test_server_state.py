@@ -106,7 +106,7 @@ def test_a_server_of_another_user_is_neither_used_nor_replaced(env, home):
 
 @pytest.mark.parametrize("name", ["relative", 'a b "c"'])
 def test_homes_that_a_valkey_config_would_misread(env, home, name):
-    """valkey chdirs into its data dir while reading its config, and splits config lines on
+    """Valkey chdirs into its data dir while reading its config, and splits config lines on
     spaces: a relative home, or one with spaces or quotes, must still work."""
     sub = home / name
     value = name if name == "relative" else str(sub)

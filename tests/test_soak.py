@@ -29,7 +29,7 @@ def _rss_mb(pid: int) -> float:
 
 
 def test_soak_2000_sentences_flat_memory(env, home, voice_wav):
-    """a 2,000-sentence document: the worker's memory stays flat (checkpoints on disk,
+    """A 2,000-sentence document: the worker's memory stays flat (checkpoints on disk,
     stitching streamed), the output length is exact, no checkpoint or temp file is left."""
     e = fake_env(env, home, delay_ms=0, NARRATE_BATCH_SIZE="16", NARRATE_CACHE_MAX_GB="0")
     e.pop("NARRATE_FAKE_LOG")

@@ -19,7 +19,7 @@ KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
 
 
 def test_duplicate_submits_give_one_job(env, home, voice_wav, external_redis):
-    """the same document with the same settings, twice at once and again later: one job."""
+    """The same document with the same settings, twice at once and again later: one job."""
     e = fake_env(env, home)
     doc = home / "dup.txt"
     doc.write_text(book(8))

@@ -15,7 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
-from narrate.jobs import scratch
+from narrate.jobs import scratch, task
 from narrate.jobs.checkpoints import CheckpointStore
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
@@ -44,6 +44,7 @@ def run_worker(
     high, normal and low priority queues, in that order."""
     logging.basicConfig(level=log_level, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     check_rq_internals()
+    task.preload()
     rt = WorkerRuntime(settings, progress_file=progress_file)
     if progress_file is not None:  # supervised: die with the supervisor, tell it about progress
         die_with_parent()
