@@ -21,7 +21,7 @@ WORDS = "amber birch cedar delta ember fjord glade harbor inlet juniper kestrel 
 
 
 def book(n: int, marker: str = "") -> str:
-    """N distinct sentences in paragraphs of five; `marker` is put into sentence 7."""
+    """A book of n distinct sentences in paragraphs of five; `marker` is put into sentence 7."""
     sentences = []
     for i in range(n):
         words = " ".join(WORDS[(i * 7 + k) % len(WORDS)] for k in range(3 + i % 5))

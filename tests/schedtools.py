@@ -34,7 +34,7 @@ def unprivileged(args: list[str]) -> list[str]:
 
 
 def cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Narrate ARGS, unprivileged."""
+    """`narrate ARGS`, unprivileged."""
     cmd = unprivileged([sys.executable, "-m", "narrate.cli.main", *args])
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 

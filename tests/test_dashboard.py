@@ -44,7 +44,7 @@ def test_refuses_to_serve_off_loopback_without_a_password():
 
 @pytest.mark.parametrize("how", ["delete", "empty started"])
 def test_deleting_a_running_job_cancels_it(env, home, voice_wav, external_redis, how):
-    """Rq-dashboard's Delete (or emptying the started list) of a running job would drop its record
+    """The rq-dashboard's Delete (or emptying the started list) of a running job would drop its record
     while its worker keeps synthesizing and then writes the output: the job is canceled instead,
     as `narrate cancel` does: it stops after its batch in flight, keeps its record, no output."""
     e = fake_env(env, home, delay_ms=100)

@@ -82,7 +82,7 @@ def test_cross_site_requests_that_change_state_are_refused_and_change_nothing(jo
 
 
 def test_a_get_never_changes_state(jobs):
-    """Rq-dashboard routes /requeue/<queue> for GET too: an <img> or a link on any page would requeue."""
+    """The rq-dashboard routes /requeue/<queue> for GET too: an <img> or a link on any page would requeue."""
     e, r, a, f = jobs
     before = state(r)
     with dashboard(e) as port:
