@@ -20,7 +20,6 @@ from .languages import resolve_language
 from .settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
 
 # File name endings of the documents read_document is meant for (a watched folder takes these).
-DOCUMENT_SUFFIXES = (".txt", ".text", ".md", ".markdown")
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t\f\v]*\n")
 _SPACES = re.compile(r"\s+")
 _MD_PREFIX = re.compile(r"^(#{1,6}\s+|>\s*|[-*+]\s+)")

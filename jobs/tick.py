@@ -35,10 +35,11 @@ from pathlib import Path
 import redis
 
 from . import api, cron, ownership, schedules
-from .documents import parse_document, title_from_name
+from .documents import title_from_name
 from .durability import durable_writes
 from .errors import BadInput, NarrateError
 from .lease import Lease, LeaseLost, holder
+from .readers import format_of, parse_bytes
 from .schedules import Schedule, key
 from .settings import Settings
 from .watch import Entry, Folder, FolderUnusable, NotYet, Refused, collisions, open_folder
@@ -270,7 +271,7 @@ class _Tick:
     def _submit(self, entry: Entry, raw: bytes, sha: str, done: dict | None) -> None:
         s, sched = self.settings, self.sched
         try:
-            doc = parse_document(raw, title_from_name(Path(entry.name)), origin=entry.shown)
+            doc = parse_bytes(raw, format_of(Path(entry.name)), title_from_name(Path(entry.name)), entry.shown)
             req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), sched.model,
                                    sched.quant, source=entry.name)  # fmt: skip
         except BadInput as e:

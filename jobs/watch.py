@@ -1,7 +1,8 @@
 """A watched folder as a schedule tick sees it: its documents, each read once, safely.
 
 Only the folder's own entries are looked at (not sub-folders): names ending in one of
-``documents.DOCUMENT_SUFFIXES``, not hidden (a leading dot: editors' and narrate's temporary files) and
+``readers.SUFFIXES`` (text, Markdown, EPUB, HTML, PDF), not hidden (a leading dot: editors' and
+narrate's temporary files) and
 not backups (a trailing ``~``). Each is looked at without following links, relative to a descriptor
 of the folder: a symbolic link (which could lead anywhere the scheduler's user may read), anything
 but a regular file, and a file with other hard links (the same file reached from outside the folder)
@@ -22,8 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .documents import DOCUMENT_SUFFIXES
 from .errors import NarrateError, printable
+from .readers import SUFFIXES as DOCUMENT_SUFFIXES
 from .settings import MAX_DOCUMENT_BYTES
 
 _KINDS = {stat.S_IFDIR: "a folder", stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFSOCK: "a socket",

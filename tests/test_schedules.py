@@ -172,3 +172,19 @@ def test_the_voice_is_kept_while_a_schedule_uses_it(env, home, voice_wav, extern
     assert run_tick(e, "b")["submitted"]
     assert narrate(e, "schedule", "remove", "b").returncode == 0
     assert stored(external_redis) == []
+
+
+def test_a_watched_folder_takes_every_format_narrate_reads(env, home, voice_wav, external_redis):
+    """EPUB, HTML and PDF books dropped in the folder are submitted like text (read by their reader)."""
+    from bookfiles import make_epub3, make_text_pdf
+
+    e = sched_env(env, home)
+    watch = home / "inbox"
+    watch.mkdir()
+    make_epub3(watch / "keeper.epub")
+    make_text_pdf(watch / "report.pdf")
+    (watch / "page.html").write_text("<html><body><h1>Page</h1><p>A page of text to read.</p></body></html>")
+    add(e, "formats", watch, voice_wav)
+    report = run_tick(e, "formats")
+    assert sorted(d["document"] for d in report["submitted"]) == ["keeper.epub", "page.html", "report.pdf"], report
+    assert report.get("skipped", []) in ([], 0), report
