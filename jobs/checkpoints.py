@@ -29,7 +29,7 @@ class Checkpoint:
     pcm: np.ndarray  # int16 samples at 24 kHz
     frames: int
     runaway: bool
-    attempts: int
+    takes: int  # syntheses of this sentence: 2 when a runaway was synthesized again
 
 
 def checkpoint_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
@@ -88,9 +88,9 @@ class CheckpointStore:
             return None
         pcm = np.frombuffer(body, dtype="<i2")
         self.touch(key)
-        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["attempts"]))
+        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]))
 
-    def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, attempts: int) -> None:
+    def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
         ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
         body = ints.tobytes()
@@ -98,7 +98,7 @@ class CheckpointStore:
             "samples": int(ints.size),
             "frames": frames,
             "runaway": runaway,
-            "attempts": attempts,
+            "takes": takes,
             "sha256": hashlib.sha256(body).hexdigest(),
         }
         final = self.path(key)

@@ -42,7 +42,7 @@ def make_book(root: Path, hours: float) -> tuple[Plan, CheckpointStore]:
         pcm = (0.1 + 0.2 * rng.random()) * np.sin(2 * np.pi * rng.uniform(110, 600) * t)
         text = f"Sentence {n} of the long book."
         key = checkpoint_key(text, "bench", "bench", "bf16", n, 2048)
-        store.save(key, pcm.astype(np.float32), frames=length // 1920, runaway=False, attempts=1)
+        store.save(key, pcm.astype(np.float32), frames=length // 1920, runaway=False, takes=1)
         sentences.append(Sentence(n, text, n, 2048))
         keys.append(key)
         if n % 200 == 0:

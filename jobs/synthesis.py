@@ -30,7 +30,7 @@ class Chunk:
     frames: int  # codec frames in this chunk
     final: bool  # last chunk of the sentence
     runaway: bool = False  # final chunk only: the sentence used its whole budget without EOS
-    attempts: int = 1  # final chunk only: 2 when a runaway was synthesized again with a new seed
+    takes: int = 1  # final chunk only: syntheses of the sentence (2: a runaway synthesized again)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,7 @@ def _synthesize(
             done = parts.pop(chunk.index)
             pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
-                             runaway=chunk.runaway, attempts=chunk.attempts)  # fmt: skip
+                             runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
             progress.sentence_done(pcm.size / SAMPLE_RATE)
         batch_log.finish()
     except StopRequested:
@@ -273,7 +273,7 @@ def _stitch(
             frames.append(cp.frames)
             if cp.runaway:
                 runaways.append(index)
-            if cp.attempts > 1:
+            if cp.takes > 1:
                 retried.append(index)
 
         cues = assemble.write_book(book, stream, gains, on_sentence)

@@ -52,7 +52,7 @@ def collect(engine, ss, emb, size) -> dict[int, tuple[np.ndarray, int, bool, int
             np.concatenate([c.pcm for c in cs]),
             sum(c.frames for c in cs),
             cs[-1].runaway,
-            cs[-1].attempts,
+            cs[-1].takes,
         )
     return out
 
@@ -139,8 +139,8 @@ def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
     monkeypatch.setattr(decode_loop, "sample_rows", eos_for_row_1_at_step_3)
     engine = MlxEngine(loaded, runaway_retries=1)
     out = collect(engine, sentences(), embedding, 5)
-    pcm, frames, runaway, attempts = out[1]
-    assert (frames, runaway, attempts) == (3, False, 1) and pcm.size == 3 * 1920
+    pcm, frames, runaway, takes = out[1]
+    assert (frames, runaway, takes) == (3, False, 1) and pcm.size == 3 * 1920
     assert all(out[i][1:] == (7, True, 2) for i in (0, 2, 3, 4))  # the others ran on, were retried
 
 
@@ -150,7 +150,7 @@ def test_runaway_is_retried_once_with_a_new_seed(loaded, embedding):
     reseeded = [Sentence(s.index, s.text, retry_seed(s.seed, 1), s.budget) for s in ss]
     direct = collect(MlxEngine(loaded, runaway_retries=0), reseeded, embedding, 2)
     for i in (0, 1):
-        assert retried[i][2:] == (True, 2)  # still a runaway (random weights), after 2 attempts
+        assert retried[i][2:] == (True, 2)  # still a runaway (random weights), after 2 takes
         np.testing.assert_array_equal(retried[i][0], direct[i][0])
 
 

@@ -128,7 +128,7 @@ def fill(root, used: list[float]) -> list[str]:
     store = CheckpointStore(root)
     keys = [f"{i:02d}" * 32 for i in range(len(used))]
     for key, t in zip(keys, used, strict=True):
-        store.save(key, np.zeros(1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
+        store.save(key, np.zeros(1920, dtype=np.float32), frames=1, runaway=False, takes=1)
         os.utime(store.path(key), (t, t))
     return keys
 

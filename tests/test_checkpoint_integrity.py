@@ -26,7 +26,7 @@ def flip_body_byte(path, back: int = 100) -> None:
 
 def test_load_refuses_a_flipped_byte(tmp_path):
     store = CheckpointStore(tmp_path)
-    store.save(KEY, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
+    store.save(KEY, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, takes=1)
     assert store.verify(KEY) and store.load(KEY).pcm.size == 1920
     flip_body_byte(store.path(KEY))
     assert store.has(KEY)  # the header and the length still look right

@@ -51,12 +51,12 @@ def test_discard_removes_a_shard_folder_once_it_is_empty(tmp_path):
     store = CheckpointStore(tmp_path)
     a1, a2, b = "aa" + "1" * 62, "aa" + "2" * 62, "bb" + "3" * 62
     for key in (a1, a2, b):
-        store.save(key, PCM, frames=1, runaway=False, attempts=1)
+        store.save(key, PCM, frames=1, runaway=False, takes=1)
     store.discard([a1])
     assert sorted(p.name for p in tmp_path.iterdir()) == ["aa", "bb"]  # aa still holds a2
     store.discard([a2, b, "cc" + "4" * 62])  # a key never saved: harmless
     assert list(tmp_path.iterdir()) == []
-    store.save(a1, PCM, frames=1, runaway=False, attempts=1)  # and the folder comes back when needed
+    store.save(a1, PCM, frames=1, runaway=False, takes=1)  # and the folder comes back when needed
     assert store.verify(a1)
 
 
@@ -64,7 +64,7 @@ def test_sweep_removes_empty_shard_folders_left_by_older_versions(tmp_path):
     store = CheckpointStore(tmp_path)
     (tmp_path / "ab").mkdir()
     key = "cd" + "0" * 62
-    store.save(key, PCM, frames=1, runaway=False, attempts=1)
+    store.save(key, PCM, frames=1, runaway=False, takes=1)
     (tmp_path / "cd" / ".cd000.x.tmp").write_bytes(b"half")
     store.sweep_temp()
     assert [p.name for p in tmp_path.iterdir()] == ["cd"] and store.verify(key)
@@ -84,9 +84,9 @@ def test_a_writer_recreates_a_shard_folder_removed_between_its_mkdir_and_its_tem
             store.discard(["ee" + "6" * 62])  # the other checkpoint of the shard: the folder goes
         return real_mkstemp(*args, **kwargs)
 
-    store.save("ee" + "6" * 62, PCM, frames=1, runaway=False, attempts=1)
+    store.save("ee" + "6" * 62, PCM, frames=1, runaway=False, takes=1)
     monkeypatch.setattr(tempfile, "mkstemp", after_a_concurrent_discard)
-    store.save(key, PCM, frames=2, runaway=False, attempts=1)
+    store.save(key, PCM, frames=2, runaway=False, takes=1)
     assert removed and store.verify(key) and store.load(key).frames == 2
 
 
@@ -101,7 +101,7 @@ def test_writers_and_discards_on_one_shard_at_once(tmp_path):
         try:
             while time.monotonic() < stop:
                 key = f"ff{tag}{i:061d}"
-                store.save(key, PCM, frames=1, runaway=False, attempts=1)
+                store.save(key, PCM, frames=1, runaway=False, takes=1)
                 assert store.verify(key)
                 store.discard([key])
                 i += 1

@@ -75,7 +75,7 @@ def test_checkpoints_are_complete_or_absent(tmp_path):
     from narrate.jobs.checkpoints import CheckpointStore
 
     store = CheckpointStore(tmp_path)
-    store.save("ab" * 32, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, attempts=1)
+    store.save("ab" * 32, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, takes=1)
     assert store.has("ab" * 32) and store.load("ab" * 32).pcm.size == 1920
     path = store.path("ab" * 32)
     path.write_bytes(path.read_bytes()[:-2])  # a truncated checkpoint is not trusted

@@ -138,7 +138,7 @@ class MlxEngine:
         held: dict[int, list[Chunk]] = {}
         can_retry = attempt < self.runaway_retries
         for c in generate_batch(model, [s.text for s in group], rows, placeholder_reference(), group[0].language):
-            chunk = dataclasses.replace(c, attempts=attempt + 1)
+            chunk = dataclasses.replace(c, takes=attempt + 1)
             if not can_retry:
                 yield chunk
                 continue
