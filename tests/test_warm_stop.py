@@ -46,3 +46,20 @@ def test_sigterm_finishes_the_batch_requeues_and_exits_0(env, home, voice_wav):
     st = wait_for_job(job_id)
     assert st["status"] == "finished" and st["result"]["synthesized"] == N - done
     assert len(synthesized(home)) == N and (home / "out" / "book.wav").read_bytes() == want
+
+
+def test_sigterm_while_the_worker_starts_is_a_clean_stop(env, home):
+    """A stop that reaches the worker process before it is ready (still importing) exits 0."""
+    import subprocess
+    import sys
+
+    for delay in (0.3, 0.6, 1.0):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "narrate.cli.main", "worker"],
+            env=dict(env, NARRATE_ENGINE="fake"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True,
+        )  # fmt: skip
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops the whole group
+        out, _ = proc.communicate(timeout=60)
+        assert proc.returncode == 0, (delay, proc.returncode, out[-2000:])

@@ -123,6 +123,8 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
             progress.unlink(missing_ok=True)
             child = subprocess.Popen(base + ["--previous-exit", previous_exit])
             seen = _watch(child, progress, settings.hang_timeout)
+            if stopping and seen.code in (-signal.SIGTERM, -signal.SIGINT):
+                return 0  # stopped while it was still starting (before its handlers): nothing ran
             if seen.code == 0 or stopping or seen.code == CONFIG_ERROR:
                 return seen.code
             # Restart at once after a crash mid-work (its job is recovered at start-up); back off
