@@ -82,10 +82,15 @@ def claim(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -
                 continue
 
 
+def _other_pending(r: redis.Redis, rec: Record, job_id: str) -> str | None:
+    """Another job that is still pending and will write this output, if any."""
+    return rec.pending if rec.pending not in (None, job_id) and _pending(r, rec.pending) else None
+
+
 def check(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -> str | None:
     """The rules of `claim`, without claiming (a batch checks every output before it submits any)."""
     rec = record(r, rel)
-    if rec.pending not in (None, job_id) and _pending(r, rec.pending):
+    if _other_pending(r, rec, job_id):
         raise BadInput(
             f"output {final} is already the target of pending job {rec.pending}; choose another "
             f"output (-o), or wait for that job (narrate status {rec.pending})"
@@ -112,8 +117,8 @@ def check_before_write(r: redis.Redis, rel: str, job_id: str, final: Path, overw
     """Worker side, right before the output is put in place: the same rules, against what is on
     this host's disk now (a file may have appeared since the submit)."""
     rec = record(r, rel)
-    if rec.pending not in (None, job_id) and _pending(r, rec.pending):
-        raise BadInput(f"output {final} was claimed by job {rec.pending} since this job was submitted")
+    if other := _other_pending(r, rec, job_id):
+        raise BadInput(f"output {final} was claimed by job {other} since this job was submitted")
     _existing(final, rec, job_id, overwrite)
 
 

@@ -206,3 +206,19 @@ def golden(env, home, voice, text, name="golden.wav") -> bytes:
 
 def wait_for_job_state(job_id, state, timeout=10):
     return wait_for_job(job_id, timeout=timeout, states=(state,))
+
+
+def burst_worker_with_file_limit(env: dict, limit: int) -> subprocess.CompletedProcess:
+    """`narrate worker --burst` with RLIMIT_FSIZE at `limit` bytes: a stand-in for a full disk
+    (a write past it fails with EFBIG instead of killing the process)."""
+    import resource
+    import sys
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run(
+        [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
+        env=env, capture_output=True, text=True, preexec_fn=limited, timeout=120,
+    )  # fmt: skip

@@ -3,14 +3,9 @@ stitched into the book: unit tests of the store, and a real worker process end t
 
 from __future__ import annotations
 
-import resource
-import signal
-import subprocess
-import sys
-
 import numpy as np
 from conftest import narrate, wait_for_job
-from faults import book, fake_env, submit, synthesized
+from faults import book, burst_worker_with_file_limit, fake_env, submit, synthesized
 from narrate.jobs.checkpoints import CheckpointStore
 
 KEY = "ab" * 32
@@ -65,14 +60,7 @@ def test_resume_redoes_a_damaged_checkpoint_and_only_it(env, home, voice_wav, ex
     out = home / "out" / "book.wav"
     job_id = submit(e, doc, voice_wav, out)
 
-    def limited():  # the output encode hits the file-size limit; the checkpoints are smaller
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
-        env=e, capture_output=True, text=True, preexec_fn=limited, timeout=120,
-    )  # fmt: skip
+    proc = burst_worker_with_file_limit(e, 200_000)  # the output encode hits it; the checkpoints are smaller
     assert proc.returncode == 0, proc.stderr
     st = wait_for_job(job_id)
     assert st["status"] == "failed" and "File too large" in st["error"], st

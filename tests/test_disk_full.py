@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import os
-import resource
-import signal
-import subprocess
-import sys
 
 from conftest import narrate, wait_for_job
 from faults import (
     book,
+    burst_worker_with_file_limit,
     fake_env,
     leftovers,
     submit,
@@ -32,14 +29,7 @@ def test_disk_full_fails_cleanly_then_resumes(env, home, voice_wav, external_red
         out = home / "out" / f"{where}.wav"
         job_id = submit(e, doc, voice_wav, out)
 
-        def limited(limit=limit):
-            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-        proc = subprocess.run(
-            [sys.executable, "-m", "narrate.cli.main", "worker", "--burst", "--quiet"],
-            env=e, capture_output=True, text=True, preexec_fn=limited, timeout=120,
-        )  # fmt: skip
+        proc = burst_worker_with_file_limit(e, limit)
         assert proc.returncode == 0, proc.stderr
         st = wait_for_job(job_id)
         assert st["status"] == "failed" and "File too large" in st["error"], (where, st)
