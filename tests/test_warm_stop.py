@@ -6,6 +6,7 @@ import os
 import signal
 import time
 
+import pytest
 from conftest import narrate, start_worker, stop_worker, wait_for_job
 from faults import (
     book,
@@ -16,6 +17,9 @@ from faults import (
     wait_for_job_state,
     wait_synthesized,
 )
+from narrate.jobs import api
+from narrate.jobs.connection import Connection
+from narrate.jobs.settings import Settings
 
 N = 40
 KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
@@ -63,3 +67,58 @@ def test_sigterm_while_the_worker_starts_is_a_clean_stop(env, home):
         os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops the whole group
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, (delay, proc.returncode, out[-2000:])
+
+
+@pytest.mark.parametrize("where", ["popped from one of three queues", "popped from a lone queue", "being started"])
+def test_a_stop_while_a_job_is_claimed_loses_no_job(env, home, voice_wav, monkeypatch, where):
+    """SIGTERM lands after the dequeue took a job off its queue but before the job is registered as
+    started. rq would raise in its handler there and drop the job (its hash says "queued", no queue
+    holds it); narrate's worker puts it back at the front of its queue, or lets it stop early."""
+    from narrate.jobs.queues import queue_names
+    from narrate.worker.rq_worker import NarrateJob, NarrateWorker
+    from narrate.worker.runtime import WorkerRuntime
+    from rq import Queue
+    from rq.serializers import JSONSerializer
+
+    monkeypatch.setenv("NARRATE_ENGINE", "fake")
+    e = fake_env(env, home)
+    job_id = submit_book(e, home, voice_wav, book(8))
+    settings = Settings.from_env()
+    names = queue_names(settings.queue)
+    normal = names[1]
+
+    class SignalAfterPop(Queue):
+        @classmethod
+        def dequeue_any(cls, *args, **kwargs):
+            result = super().dequeue_any(*args, **kwargs)
+            if result is not None and where.startswith("popped"):
+                os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode, job in hand
+            return result
+
+    rt = WorkerRuntime(settings)
+
+    def make_context(job):
+        if where == "being started":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return rt.make_context(job)
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    with Connection(settings) as conn:
+        r = conn.redis
+        listen = [normal] if where == "popped from a lone queue" else names
+        queues = [SignalAfterPop(n, connection=r, serializer=JSONSerializer, job_class=NarrateJob) for n in listen]
+        worker = NarrateWorker(queues, connection=r, serializer=JSONSerializer, job_class=NarrateJob,
+                               queue_class=SignalAfterPop, settings=settings, make_context=make_context)  # fmt: skip
+        try:
+            worker.work(burst=False, logging_level="WARNING", with_scheduler=False)
+        finally:
+            for s, h in saved.items():
+                signal.signal(s, h)
+        st = api.status(r, job_id)
+        q = Queue(normal, connection=r, serializer=JSONSerializer)
+        assert st["status"] == "queued", st
+        assert q.job_ids == [job_id]  # at the front of its queue again, nowhere else
+        assert r.llen(q.intermediate_queue_key) == 0
+        assert len(synthesized(home)) == 0
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id, timeout=60)["status"] == "finished"

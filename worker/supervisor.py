@@ -102,6 +102,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     base += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])
     stopping = False
     child: subprocess.Popen | None = None
+    signalled: set[int] = set()  # children a stop signal was passed on to
 
     # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
     sched = None if burst else scheduler.start_thread(settings, queue_name)
@@ -112,6 +113,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
         if sched is not None:
             sched[1].set()  # no new tick; one in progress stops after its document
         if child is not None and child.poll() is None:
+            signalled.add(child.pid)
             child.send_signal(signum)
 
     signal.signal(signal.SIGTERM, forward)
@@ -121,7 +123,12 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     try:
         while True:
             progress.unlink(missing_ok=True)
+            if stopping:  # stopped while the last one was exiting or during the back-off
+                return 0
             child = subprocess.Popen(base + ["--previous-exit", previous_exit])
+            if stopping and child.pid not in signalled:  # the signal came before `child` named this one
+                signalled.add(child.pid)
+                child.send_signal(signal.SIGTERM)
             seen = _watch(child, progress, settings.hang_timeout)
             if stopping and seen.code in (-signal.SIGTERM, -signal.SIGINT):
                 return 0  # stopped while it was still starting (before its handlers): nothing ran
