@@ -16,7 +16,15 @@ from narrate.jobs import scheduler as scheduler_loop
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 
-from .common import fail, model_option, quant_option, settings_from_env, voice_option
+from .common import (
+    fail,
+    language_option,
+    lexicon_option,
+    model_option,
+    quant_option,
+    settings_from_env,
+    voice_option,
+)
 
 SHOWN_DOCUMENTS = 20  # per list in the text output (--json has them all)
 
@@ -44,11 +52,16 @@ def schedule() -> None:
 @quant_option
 @click.option("--format", "fmt", default="mp3", show_default=True, help="Output format (extension): mp3, m4b, ...")
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
-def add(name, cron_expr, watch, voice, output_dir, model, quant, fmt, tz) -> None:
-    """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed."""
+@language_option
+@lexicon_option
+def add(name, cron_expr, watch, voice, output_dir, model, quant, fmt, tz, language, lexicon) -> None:
+    """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed.
+
+    The voice and the lexicon are read now and kept with the schedule (add it again to change them)."""
     settings = settings_from_env()
     try:
-        sched, v = schedules.make(settings, name, cron_expr, watch, voice, output_dir, fmt, model, quant, tz)
+        sched, v = schedules.make(settings, name, cron_expr, watch, voice, output_dir, fmt, model, quant, tz,
+                                  language=language, lexicon=lexicon)  # fmt: skip
         with Connection(settings) as conn:
             schedules.add(conn.redis, sched, v)
     except (NarrateError, redis.RedisError) as e:
@@ -87,6 +100,8 @@ def _when(ts: float | None) -> str:
 
 def _print_view(v: dict) -> None:
     click.echo(f"{v['name']}: {v['cron']} ({v['tz']}), {v['watch']} -> {v['output_dir']}/*{v['format']}")
+    if v["language"] != "auto" or v["lexicon_entries"]:
+        click.echo(f"  language: {v['language']}, lexicon: {v['lexicon_entries']} entries")
     nxt = cron.show(v["next_run"], v["tz"]) + (" (due now)" if v["due_now"] else "")
     click.echo(f"  next run: {nxt}")
     last = v["last_run"]

@@ -17,13 +17,16 @@ from .errors import BadInput
 
 __all__ = ["FORMATS", "OutputRoot", "check_format", "check_lengths", "output_path", "relative_output"]
 
-# extension -> (ffmpeg muxer, codec arguments)
+# extension -> (ffmpeg muxer, codec arguments). AAC: ffmpeg's encoder is single-threaded; its fast
+# coder encodes twice as fast as the default two-loop search (a 10-hour book: minutes saved) at a
+# quality speech does not miss at 96 kbit/s mono.
+AAC = ["-c:a", "aac", "-aac_coder", "fast", "-b:a", "96k"]
 FORMATS: dict[str, tuple[str, list[str]]] = {
     ".wav": ("wav", ["-c:a", "pcm_s16le"]),
     ".flac": ("flac", ["-c:a", "flac"]),
     ".mp3": ("mp3", ["-c:a", "libmp3lame", "-b:a", "96k"]),
-    ".m4a": ("ipod", ["-c:a", "aac", "-b:a", "96k"]),
-    ".m4b": ("ipod", ["-c:a", "aac", "-b:a", "96k", "-brand", "M4B "]),
+    ".m4a": ("ipod", AAC),
+    ".m4b": ("ipod", [*AAC, "-brand", "M4B "]),
     ".ogg": ("ogg", ["-c:a", "libopus", "-b:a", "48k"]),
     ".opus": ("ogg", ["-c:a", "libopus", "-b:a", "48k"]),
 }

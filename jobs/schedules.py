@@ -30,7 +30,9 @@ import redis
 from . import cron
 from .errors import BadInput, NarrateError, printable
 from .ffmpeg import ffmpeg_exe
+from .languages import check_language
 from .lease import holder
+from .lexicon import read_lexicon
 from .outputs import check_format, relative_output
 from .settings import SAMPLE_RATE, Settings, check_quant
 from .store import PREFIX
@@ -68,6 +70,8 @@ class Schedule:
     queue: str
     model: str | None = None
     quant: str | None = None
+    language: str = "auto"  # `--language` for every document (auto: each one's metadata, else detected)
+    lexicon: list = field(default_factory=list)  # `--lexicon` entries, read when the schedule was added
     job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
     created: float = 0.0
 
@@ -143,8 +147,11 @@ def make(
     model: str | None = None,
     quant: str | None = None,
     tz: str | None = None,
+    language: str | None = None,
+    lexicon: Path | None = None,
 ) -> tuple[Schedule, Voice]:
-    """Check everything a schedule needs (raises BadInput); touches no server."""
+    """Check everything a schedule needs (raises BadInput); touches no server. The lexicon file is
+    read now: ticks may run on another host, which need not have it."""
     check_name(name)
     expr = cron.check_cron(cron_expr)
     tz = tz or cron.local_zone()
@@ -153,13 +160,15 @@ def make(
     if cron.next_tick(expr, tz, now) is None:
         raise BadInput(f"cron expression {expr!r} never names a time (a day that does not exist?)")
     check_quant(quant)
+    lang = check_language(language)
+    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
     ext = check_format_name(fmt)
     real = check_watch(watch)
     rel = _output_dir(settings, output_dir, ext)
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     sched = Schedule(
         name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=v.sha256,
-        queue=settings.queue, model=model, quant=quant,
+        queue=settings.queue, model=model, quant=quant, language=lang, lexicon=entries,
         job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
     )  # fmt: skip
     return sched, v
@@ -263,6 +272,8 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
         "voice": sched.voice,
         "model": sched.model,
         "quant": sched.quant,
+        "language": sched.language,
+        "lexicon_entries": len(sched.lexicon),
         "queue": sched.queue,
         "next_run": nxt,
         "due_now": cron.due_tick(sched.cron, sched.tz, now, st.get("last_tick", 0.0)) is not None,

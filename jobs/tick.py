@@ -23,6 +23,7 @@ What a document gets, in this order:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -39,7 +40,7 @@ from .documents import title_from_name
 from .durability import durable_writes
 from .errors import BadInput, NarrateError
 from .lease import Lease, LeaseLost, holder
-from .readers import format_of, parse_bytes
+from .readers import ReadOptions, format_of, parse_bytes
 from .schedules import Schedule, key
 from .settings import Settings
 from .watch import Entry, Folder, FolderUnusable, NotYet, Refused, collisions, open_folder
@@ -271,9 +272,11 @@ class _Tick:
     def _submit(self, entry: Entry, raw: bytes, sha: str, done: dict | None) -> None:
         s, sched = self.settings, self.sched
         try:
-            doc = parse_bytes(raw, format_of(Path(entry.name)), title_from_name(Path(entry.name)), entry.shown)
+            reading = ReadOptions(language=sched.language)
+            doc = parse_bytes(raw, format_of(Path(entry.name)), title_from_name(Path(entry.name)), entry.shown, reading)
             req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), sched.model,
                                    sched.quant, source=entry.name)  # fmt: skip
+            req = dataclasses.replace(req, lexicon=sched.lexicon)
         except BadInput as e:
             self._skip(entry, str(e))
             return

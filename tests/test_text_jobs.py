@@ -68,3 +68,30 @@ def test_bad_lexicon_or_language_is_a_one_line_error_and_nothing_is_queued(env, 
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], proc.stderr
     assert not external_redis.keys("rq:job:*")
+
+
+def test_a_schedule_reads_with_its_language_and_lexicon(env, home, voice_wav, external_redis):
+    """`schedule add --language --lexicon`: the lexicon is read once, when the schedule is added (a
+    tick may run on another host); every document of the folder is read in that language with it."""
+    from schedtools import add, listing, run_tick
+
+    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"),
+                 NARRATE_SCHEDULE_SETTLE_S="0")  # fmt: skip
+    watch = home / "inbox"
+    watch.mkdir()
+    (watch / "brief.txt").write_text("Nguyen kam mit 2 Hunden.\n")
+    lexicon = home / "lex.txt"
+    lexicon.write_text("Nguyen = Win\n")
+    add(e, "de", watch, voice_wav, "--language", "German", "--lexicon", str(lexicon))
+    lexicon.unlink()  # kept with the schedule
+    view = listing(e)["schedules"][0]
+    assert (view["language"], view["lexicon_entries"]) == ("de", 1)
+    [job] = [d["job"] for d in run_tick(e, "de")["submitted"]]
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job)["status"] == "finished"
+    said = spoken(home)
+    assert [s["text"] for s in said] == ["Win kam mit zwei Hunden."]
+    assert {s["language"] for s in said} == {"german"}
+    bad = narrate(e, "schedule", "add", "x", "--cron", "@daily", "--watch", str(watch), "--voice", str(voice_wav),
+                  "--language", "klingon")  # fmt: skip
+    assert bad.returncode != 0 and "unknown language 'klingon'" in bad.stderr
