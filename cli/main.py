@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
-import click
+import signal
+import sys
 
-from .cache import cache_group
-from .chapters import chapters
-from .queue import resume, status
-from .queue_ops import cancel, info, list_jobs, watch
-from .schedule import schedule, scheduler
-from .services import bench, dashboard, worker
-from .submitting import run, submit
+if sys.argv[1:2] in (["worker"], ["scheduler"]) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+    # A service manager's stop that comes while the service is still starting (importing) is a
+    # clean stop, not a death by signal: nothing ran yet. The service sets its own handler when ready.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+
+import click  # noqa: E402
+
+from .cache import cache_group  # noqa: E402
+from .chapters import chapters  # noqa: E402
+from .queue import resume, status  # noqa: E402
+from .queue_ops import cancel, info, list_jobs, watch  # noqa: E402
+from .schedule import schedule, scheduler  # noqa: E402
+from .services import bench, dashboard, worker  # noqa: E402
+from .submitting import run, submit  # noqa: E402
 
 
 @click.group()

@@ -75,7 +75,7 @@ def queue(r: redis.Redis, name: str) -> Queue:
     return Queue(name, connection=r, serializer=JSONSerializer)
 
 
-Why = Literal["resume", "warm_stop", "crash"]
+Why = Literal["resume", "warm_stop", "crash", "claimed"]
 
 
 def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None = None, into: str | None = None) -> Job:
@@ -84,7 +84,7 @@ def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None 
     Attempt accounting by reason: ``resume`` (a person asked) starts afresh (attempts 0, rq retries
     restored, error and cancel request cleared); ``warm_stop`` (the worker was asked to stop) gives
     the attempt back; ``crash`` (recovery after the worker died) keeps the count and the crash tally
-    the caller set."""
+    the caller set; ``claimed`` (its worker died after taking it, before it began) counts nothing."""
     if why == "resume":
         _fresh_start(job)
     elif why == "warm_stop":

@@ -1,6 +1,6 @@
 """Priorities: each narrate queue name (NARRATE_QUEUE, ``--queue``) stands for three rq queues,
-``NAME-high``, ``NAME`` and ``NAME-low``, which a worker takes in that order (rq's BLPOP over
-several lists returns from the first non-empty one)."""
+``NAME-high``, ``NAME`` and ``NAME-low``, which a worker takes in that order (the first job of the
+first non-empty one: narrate.jobs.claims)."""
 
 from __future__ import annotations
 

@@ -8,11 +8,8 @@ public way to do:
 
 - put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);
 - read a job's callback names before rq imports them (``Job._success_callback_name`` etc.);
-- undo a dequeue: a job popped by a worker that was told to stop before it registered the job as
-  started goes back to the front of its queue (and out of rq's intermediate queue, which a
-  single-queue dequeue moves it through);
-- the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl``,
-  ``set_state``, ``maintain_heartbeats``,
+- the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl`` (replaced:
+  narrate.worker.claiming), ``set_state``, ``request_force_stop``, ``maintain_heartbeats``,
   ``handle_job_failure``, ``cleanup_execution``, ``handle_exception``, ``handle_payload`` (rq's
   worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
   narrate.worker.rq_worker).
@@ -36,10 +33,13 @@ CALLBACK_ATTRIBUTES = ("_success_callback_name", "_failure_callback_name", "_sto
 # "owner.method": parameters narrate passes or relies on.
 REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "Queue._enqueue_job": ("job", "pipeline", "at_front"),
-    "Queue.push_job_id": ("job_id", "pipeline", "at_front"),
-    "Queue.intermediate_queue_key": (),
     "BaseWorker.dequeue_job_and_maintain_ttl": ("timeout", "max_idle_time"),
     "BaseWorker.set_state": ("state", "pipeline"),
+    "BaseWorker.request_force_stop": ("signum", "frame"),
+    "BaseWorker.handle_warm_shutdown_request": (),
+    "BaseWorker.run_maintenance_tasks": (),
+    "BaseWorker.should_run_maintenance_tasks": (),
+    "BaseWorker.get_redis_server_version": (),
     "BaseWorker.maintain_heartbeats": ("job",),
     "BaseWorker.handle_job_failure": ("job", "queue", "started_job_registry", "exc_string"),
     "BaseWorker.cleanup_execution": ("job", "pipeline"),
@@ -91,12 +91,6 @@ def enqueue_at_front(queue: Queue, job: Job, pipeline: Pipeline) -> None:
 def enqueue_existing(queue: Queue, job: Job, pipeline: Pipeline) -> None:
     """Put an existing job (e.g. a due scheduled one) at the end of its queue."""
     queue._enqueue_job(job, pipeline=pipeline, at_front=False)
-
-
-def give_back_popped(queue: Queue, job_id: str, pipeline: Pipeline) -> None:
-    """Undo a dequeue: the job is at the front of its queue again, as if never popped."""
-    pipeline.lrem(queue.intermediate_queue_key, 1, job_id)
-    queue.push_job_id(job_id, pipeline=pipeline, at_front=True)
 
 
 def parse_command(message: dict) -> dict:

@@ -1,4 +1,5 @@
-"""A warm stop (SIGTERM/Ctrl-C): the batch in flight is finished, the job requeued, the worker exits 0."""
+"""A warm stop (SIGTERM/Ctrl-C): the batch in flight is finished, the job requeued, the worker exits 0;
+a stop or a kill -9 while a job is being taken loses no job."""
 
 from __future__ import annotations
 
@@ -69,13 +70,14 @@ def test_sigterm_while_the_worker_starts_is_a_clean_stop(env, home):
         assert proc.returncode == 0, (delay, proc.returncode, out[-2000:])
 
 
-@pytest.mark.parametrize("where", ["popped from one of three queues", "popped from a lone queue", "being started"])
+@pytest.mark.parametrize("where", ["taken", "being started"])
 def test_a_stop_while_a_job_is_claimed_loses_no_job(env, home, voice_wav, monkeypatch, where):
-    """SIGTERM lands after the dequeue took a job off its queue but before the job is registered as
+    """SIGTERM lands after the worker took a job off its queue but before the job is registered as
     started. rq would raise in its handler there and drop the job (its hash says "queued", no queue
-    holds it); narrate's worker puts it back at the front of its queue, or lets it stop early."""
+    holds it); narrate's worker puts it back at the front of its queue."""
+    from narrate.jobs import claims
     from narrate.jobs.queues import queue_names
-    from narrate.worker.rq_worker import NarrateJob, NarrateWorker
+    from narrate.worker.rq_worker import make_worker
     from narrate.worker.runtime import WorkerRuntime
     from rq import Queue
     from rq.serializers import JSONSerializer
@@ -84,41 +86,77 @@ def test_a_stop_while_a_job_is_claimed_loses_no_job(env, home, voice_wav, monkey
     e = fake_env(env, home)
     job_id = submit_book(e, home, voice_wav, book(8))
     settings = Settings.from_env()
-    names = queue_names(settings.queue)
-    normal = names[1]
-
-    class SignalAfterPop(Queue):
-        @classmethod
-        def dequeue_any(cls, *args, **kwargs):
-            result = super().dequeue_any(*args, **kwargs)
-            if result is not None and where.startswith("popped"):
-                os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode, job in hand
-            return result
-
     rt = WorkerRuntime(settings)
+    real_claim = claims.claim_next
+
+    def claim_next(*args, **kwargs):
+        got = real_claim(*args, **kwargs)
+        if got is not None and where == "taken":
+            os.kill(os.getpid(), signal.SIGTERM)  # handled at the next bytecode, the job in hand
+        return got
 
     def make_context(job):
         if where == "being started":
             os.kill(os.getpid(), signal.SIGTERM)
         return rt.make_context(job)
 
+    monkeypatch.setattr(claims, "claim_next", claim_next)
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     with Connection(settings) as conn:
         r = conn.redis
-        listen = [normal] if where == "popped from a lone queue" else names
-        queues = [SignalAfterPop(n, connection=r, serializer=JSONSerializer, job_class=NarrateJob) for n in listen]
-        worker = NarrateWorker(queues, connection=r, serializer=JSONSerializer, job_class=NarrateJob,
-                               queue_class=SignalAfterPop, settings=settings, make_context=make_context)  # fmt: skip
+        worker = make_worker(r, queue_names(settings.queue), settings, make_context, rt.host_id)
         try:
             worker.work(burst=False, logging_level="WARNING", with_scheduler=False)
         finally:
             for s, h in saved.items():
                 signal.signal(s, h)
         st = api.status(r, job_id)
-        q = Queue(normal, connection=r, serializer=JSONSerializer)
         assert st["status"] == "queued", st
-        assert q.job_ids == [job_id]  # at the front of its queue again, nowhere else
-        assert r.llen(q.intermediate_queue_key) == 0
+        assert Queue(settings.queue, connection=r, serializer=JSONSerializer).job_ids == [job_id]  # at the front
+        assert r.llen(claims.claim_key(rt.host_id)) == 0
         assert len(synthesized(home)) == 0
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert wait_for_job(job_id, timeout=60)["status"] == "finished"
+
+
+KILL_AT = """
+import os, signal, sys
+from narrate.jobs import claims
+from narrate.worker import process, rq_worker, runtime
+from narrate.jobs.api import JOB_FUNCTION
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+where = sys.argv[1]
+if where == "taken":
+    real = claims.claim_next
+    def claim_next(*args, **kwargs):
+        got = real(*args, **kwargs)
+        if got is not None:
+            die()
+        return got
+    claims.claim_next = claim_next
+elif where == "being started":
+    runtime.WorkerRuntime.make_context = die
+else:  # "started": registered as started, before the job function ran
+    rq_worker.FUNCTIONS[JOB_FUNCTION] = die
+sys.exit(process.main(["--burst"]))
+"""
+
+
+@pytest.mark.parametrize("where", ["taken", "being started", "started"])
+def test_kill_9_while_a_job_is_claimed_loses_no_job(env, home, voice_wav, where):
+    """kill -9 between taking a job off the queue and running it: the next worker of the host puts it
+    back (it never began: no attempt counted) or recovers it as abandoned (it had begun)."""
+    import subprocess
+    import sys
+
+    e = fake_env(env, home)
+    job_id = submit_book(e, home, voice_wav, book(8))
+    proc = subprocess.run([sys.executable, "-c", KILL_AT, where], env=e, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(job_id, timeout=60)
+    assert st["status"] == "finished", st
+    assert st["result"]["attempts"] == 1  # the killed worker never began an attempt

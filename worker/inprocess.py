@@ -45,7 +45,7 @@ def run_in_process(
         try:
             job_id = api.submit(settings, r, req, queue_name=q.name).job.id
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
-                worker = make_worker(r, [q.name], settings, rt.make_context)
+                worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status
             try:
                 return api.status(r, job_id)

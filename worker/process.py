@@ -17,6 +17,7 @@ from pathlib import Path
 
 from narrate.jobs import scratch, task
 from narrate.jobs.checkpoints import CheckpointStore
+from narrate.jobs.claims import recover_claims
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.lifecycle import recover_abandoned
@@ -53,7 +54,8 @@ def run_worker(
     scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
     with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
         names = queue_names(queue_name or settings.queue)
-        worker = make_worker(conn.redis, names, settings, rt.make_context, rt.beat)
+        worker = make_worker(conn.redis, names, settings, rt.make_context, rt.host_id, rt.beat)
+        recover_claims(conn.redis, rt.host_id)  # taken by the last worker of this host, never begun
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
         for q in worker.queues:
             recover_abandoned(conn.redis, q, rt.host_id, settings.max_attempts, crashed_from_inside)

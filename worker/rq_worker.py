@@ -8,17 +8,12 @@ rq's stop-job command (``send_stop_job_command``) would, on a plain SimpleWorker
 recorded as "stopped" and kill a work horse that a SimpleWorker does not have: the job ran on to
 its end. Here it cancels the job like ``narrate cancel``: it stops after its batch in flight.
 
-A stop signal never drops a job: rq's SIGTERM handler raises in an idle worker, and "idle" lasts
-until the job it just popped off its queue is registered as started, so a stop in that window
-would lose the job (its hash says "queued"; no queue holds it). Here a stop while a job is being
-claimed only sets the flag; the wait for a job polls every ``DEQUEUE_POLL_S`` so the flag is seen,
-and a job popped after the stop goes back to the front of its queue."""
+Taking a job (atomically, for this host) and stop signals while taking one: worker.claiming."""
 
 from __future__ import annotations
 
 import functools
 import logging
-import signal
 import threading
 from collections.abc import Callable
 
@@ -27,17 +22,17 @@ from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.context import JobContext, StopRequested
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
-from narrate.jobs.rq_compat import callback_names, give_back_popped, parse_command
+from narrate.jobs.rq_compat import callback_names, parse_command
 from narrate.jobs.settings import Settings
 from redis import Redis, RedisError
-from rq import Queue, SimpleWorker
+from rq import Queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
-from rq.worker import WorkerStatus
+
+from .claiming import ClaimingWorker
 
 log = logging.getLogger("narrate.worker")
 FUNCTIONS = {JOB_FUNCTION: task.narrate_job}
-DEQUEUE_POLL_S = 1  # the longest one wait for a job blocks: a stop request is acted on within it
 
 
 class RefusedJob(Exception):
@@ -80,7 +75,7 @@ class NarrateJob(Job):
 ContextFactory = Callable[[Job], JobContext]
 
 
-class NarrateWorker(SimpleWorker):
+class NarrateWorker(ClaimingWorker):
     """SimpleWorker: the job runs in this process, so loaded models survive between jobs."""
 
     job_class = NarrateJob
@@ -93,7 +88,6 @@ class NarrateWorker(SimpleWorker):
         self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
         self.stop_event = threading.Event()
         self.context: JobContext | None = None  # of the job running now
-        self._claiming = False  # from asking for a job until it is registered as started
 
     def register_birth(self, *args, **kwargs):
         super().register_birth(*args, **kwargs)
@@ -118,49 +112,9 @@ class NarrateWorker(SimpleWorker):
 
     def request_stop(self, signum, frame):
         self.stop_event.set()  # the running job stops after its batch in flight
-        if not self._claiming:
-            return super().request_stop(signum, frame)
-        # rq would raise StopRequested here and drop a job just popped off its queue: only note it.
-        self._stop_requested = True
-        self.handle_warm_shutdown_request()
-        signal.signal(signal.SIGINT, self.request_force_stop)
-        signal.signal(signal.SIGTERM, self.request_force_stop)
-
-    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None):
-        """rq's wait for a job, in slices of at most DEQUEUE_POLL_S so a stop request is seen; a job
-        popped after a stop goes back to the front of its queue."""
-        self._claiming = True
-        waited = 0
-        while not self._stop_requested:
-            step = None if timeout is None else min(timeout, DEQUEUE_POLL_S)
-            result = super().dequeue_job_and_maintain_ttl(step, max_idle_time=step)
-            if result is not None:
-                if self._stop_requested:
-                    self._give_back(*result)
-                    break
-                return result  # still claiming: until execute_job registers it as started
-            waited += step or 0
-            if timeout is None or (max_idle_time is not None and waited >= max_idle_time):
-                break  # burst: the queues are empty; or idle for max_idle_time
-        self._claiming = False
-        return None
-
-    def _give_back(self, job: Job, queue: Queue) -> None:
-        with self.connection.pipeline() as pipeline:
-            give_back_popped(queue, job.id, pipeline)
-            pipeline.execute()
-        log.info("job %s put back at the front of its queue: the worker is stopping", job.id)
-
-    def set_state(self, state, pipeline=None):
-        super().set_state(state, pipeline=pipeline)
-        if state == WorkerStatus.BUSY:
-            self._claiming = False  # from here rq's own stop handling keeps the job (warm stop)
+        super().request_stop(signum, frame)
 
     def execute_job(self, job: Job, queue: Queue):
-        if self._stop_requested and self._claiming:  # stopped between the dequeue and here
-            self._give_back(job, queue)
-            self._claiming = False
-            return
         ctx = self.make_context(job)
         ctx.stop = self.stop_event
         job.context = ctx  # type: ignore[attr-defined]
@@ -241,6 +195,7 @@ def make_worker(
     queue_names: list[str],
     settings: Settings,
     make_context: ContextFactory,
+    host_id: str,
     beat: Callable[[str], None] = lambda _state: None,
 ) -> NarrateWorker:
     queues = [Queue(n, connection=r, serializer=JSONSerializer, job_class=NarrateJob) for n in queue_names]
@@ -251,6 +206,7 @@ def make_worker(
         job_class=NarrateJob,
         settings=settings,
         make_context=make_context,
+        host_id=host_id,
         beat=beat,
     )
 
