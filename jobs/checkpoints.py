@@ -14,8 +14,10 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # loaded where audio is read or written (`narrate status` and friends need none)
+    import numpy as np
 
 # Format: MAGIC, a JSON header line, then the body (int16 little-endian samples). The header
 # holds the sha256 of the body, so a damaged body is found and the sentence synthesized again.
@@ -86,12 +88,16 @@ class CheckpointStore:
         body = raw[first + 1 :]
         if meta is None or len(body) != 2 * meta["samples"] or hashlib.sha256(body).hexdigest() != meta["sha256"]:
             return None
+        import numpy as np
+
         pcm = np.frombuffer(body, dtype="<i2")
         self.touch(key)
         return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]))
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
+        import numpy as np
+
         ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
         body = ints.tobytes()
         meta = {

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is loaded by what makes audio, not by every command that imports this
+    import numpy as np
 
 OnBatch = Callable[[list[int]], None]
 

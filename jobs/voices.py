@@ -8,8 +8,10 @@ import tempfile
 import wave
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # loaded where audio is read or written (`narrate status` and friends need none)
+    import numpy as np
 
 from .errors import BadInput, NarrateError
 from .ffmpeg import FfmpegError, run_ffmpeg
@@ -78,6 +80,8 @@ def decode_voice(raw: bytes, origin: str, ffmpeg: str) -> bytes:
 
 
 def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
+    import numpy as np
+
     pcm = decode_voice(raw, origin, ffmpeg)
     samples = np.frombuffer(pcm, dtype="<i2")
     seconds = samples.size / SAMPLE_RATE
@@ -103,6 +107,8 @@ def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
 
 def voice_samples(wav: bytes) -> np.ndarray:
     """The float32 samples in [-1, 1) of a normalized voice WAV."""
+    import numpy as np
+
     with wave.open(io.BytesIO(wav), "rb") as w:
         frames = w.readframes(w.getnframes())
     return np.frombuffer(frames, dtype="<i2").astype(np.float32) / 32768.0

@@ -89,3 +89,11 @@ def test_readme_settings_table_is_the_code():
     from narrate.jobs.settings import settings_markdown
 
     assert settings_markdown() in (ROOT / "README.md").read_text()
+
+
+def test_the_cli_starts_without_numpy():
+    """Commands that read the queue (status, list, cancel, ...) start without numpy; what reads or
+    writes audio loads it when it does."""
+    code = "import sys, narrate.cli.main; print('numpy' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == "False"
