@@ -28,8 +28,13 @@ from .store import PREFIX
 log = logging.getLogger("narrate.claims")
 
 # KEYS: the queue keys in priority order, then the claim list. Returns {queue key, job id} or nil.
+# A job already on the claim list comes first ({"", job id}): a live worker has none there unless
+# the reply to an earlier claim was lost (the connection broke and the client retried), which
+# would otherwise strand that job until the host's next worker start.
 _CLAIM = """
 local claims = KEYS[#KEYS]
+local held = redis.call('LINDEX', claims, 0)
+if held then return {'', held} end
 for i = 1, #KEYS - 1 do
   local id = redis.call('LMOVE', KEYS[i], claims, 'LEFT', 'RIGHT')
   if id then return {KEYS[i], id} end
@@ -44,7 +49,8 @@ def claim_key(host_id: str) -> str:
 
 def claim_next(r: redis.Redis, queue_keys: list[str], host_id: str) -> tuple[str, str] | None:
     """Move the first job of the first non-empty queue onto this host's claim list, atomically:
-    (queue key, job id), or None when every queue is empty."""
+    (queue key, job id), or None when every queue is empty. A job left on the claim list comes
+    first, with an empty queue key."""
     got = r.eval(_CLAIM, len(queue_keys) + 1, *queue_keys, claim_key(host_id))
     if not got:
         return None

@@ -51,6 +51,32 @@ def test_redis_gone_mid_job(env, home, voice_wav, monkeypatch):
         server.close()
 
 
+def test_an_idle_worker_waits_out_an_outage(env, home, voice_wav, monkeypatch):
+    """The server goes away while the worker waits for a job: it waits for it (patient connection, or
+    trying again), and takes the job submitted once the server is back, without a restart or a
+    traceback."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, delay_ms=0, NARRATE_REDIS_URL=server.url)
+        monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
+        supervisor = start_worker(e)
+        time.sleep(2)  # idle, polling for jobs
+        server.kill()
+        time.sleep(3)
+        server.start()
+        try:
+            job_id = submit_book(e, home, voice_wav, book(4))
+            st = wait_for_job(job_id, timeout=60)
+        finally:
+            log = stop_worker(supervisor)
+        assert st["status"] == "finished", (st, log[-2000:])
+        assert "Traceback" not in log, log[-3000:]
+        assert "restarting" not in log, log[-3000:]
+    finally:
+        server.close()
+
+
 def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatch):
     """A server out of memory (maxmemory, noeviction) refuses the submit: one line, exit 1,
     no job; once the limit is lifted the same submit works."""

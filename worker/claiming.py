@@ -19,9 +19,10 @@ import time
 
 from narrate.jobs import claims
 from redis import RedisError
+from redis.exceptions import ConnectionError as ServerUnreachable
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.worker import WorkerStatus
 
 log = logging.getLogger("narrate.worker")
@@ -51,15 +52,23 @@ class ClaimingWorker(SimpleWorker):
         self.procline("Listening on " + ",".join(self.queue_names()))
         by_key = {q.key: q for q in self.queues}
         idle_since = time.monotonic()
+        wait_s = 1.0  # before trying again when the server cannot be reached (doubling, at most a minute)
         while not self._stop_requested:
-            self.heartbeat()
-            if self.should_run_maintenance_tasks:
-                self.run_maintenance_tasks()
-            got = claims.claim_next(self.connection, [q.key for q in self.queues], self.host_id)
+            try:
+                self.heartbeat()
+                if self.should_run_maintenance_tasks:
+                    self.run_maintenance_tasks()
+                got = claims.claim_next(self.connection, [q.key for q in self.queues], self.host_id)
+            except ServerUnreachable as e:  # as rq's own wait for a job: log, wait, try again
+                self.log.error("could not reach the Redis server: %s; trying again in %.0f s", e, wait_s)
+                time.sleep(wait_s)
+                wait_s = min(wait_s * 2, self.max_connection_wait_time)
+                continue
+            wait_s = 1.0
             if got is not None:
-                job = self._claimed(by_key[got[0]], got[1])
-                if job is not None:
-                    return job, by_key[got[0]]
+                taken = self._claimed(by_key, *got)
+                if taken is not None:
+                    return taken
                 continue
             if timeout is None or (max_idle_time is not None and time.monotonic() - idle_since >= max_idle_time):
                 break
@@ -67,11 +76,14 @@ class ClaimingWorker(SimpleWorker):
         self._claiming = False
         return None
 
-    def _claimed(self, queue: Queue, job_id: str) -> Job | None:
+    def _claimed(self, by_key: dict[str, Queue], queue_key: str, job_id: str) -> tuple[Job, Queue] | None:
         try:
             job = self.job_class.fetch(job_id, connection=self.connection, serializer=self.serializer)
         except NoSuchJobError:  # deleted while queued: rq skips those too
             claims.release(self.connection, self.host_id, job_id)
+            return None
+        queue = by_key[queue_key] if queue_key else self._left_claimed(by_key, job)
+        if queue is None:
             return None
         if self._stop_requested:
             self._give_back(queue, job_id)
@@ -80,7 +92,20 @@ class ClaimingWorker(SimpleWorker):
         job.save_meta()
         job.redis_server_version = self.get_redis_server_version()
         self.log.info("Worker %s: %s: %s", self.name, queue.name, job.id)
-        return job
+        return job, queue
+
+    def _left_claimed(self, by_key: dict[str, Queue], job: Job) -> Queue | None:
+        """A job found on the claim list (the reply to its claim was lost): this worker's to run if it
+        still waits (queued, in no queue) in one of its queues; else put back or only unclaimed."""
+        origin = Queue(job.origin, connection=self.connection).key
+        waiting = job.get_status(refresh=False) == JobStatus.QUEUED and self.connection.lpos(origin, job.id) is None
+        if waiting and origin in by_key:
+            return by_key[origin]
+        if waiting:
+            claims.give_back(self.connection, origin, self.host_id, job.id)
+        else:
+            claims.release(self.connection, self.host_id, job.id)
+        return None
 
     def _give_back(self, queue: Queue, job_id: str) -> None:
         claims.give_back(self.connection, queue.key, self.host_id, job_id)
