@@ -53,7 +53,7 @@ def run_worker(
     scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
     with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
         names = queue_names(queue_name or settings.queue)
-        worker = make_worker(conn.redis, names, settings, rt.make_context, rt.beat)
+        worker = make_worker(conn.redis, names, settings, rt.make_context, rt.beat, rt.host_id)
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
         for q in worker.queues:
             recover_abandoned(conn.redis, q, rt.host_id, settings.max_attempts, crashed_from_inside)

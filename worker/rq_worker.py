@@ -22,10 +22,11 @@ import signal
 import threading
 from collections.abc import Callable
 
-from narrate.jobs import task
+from narrate.jobs import parts, task
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.context import JobContext, StopRequested
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.fanout import HOST_FIELD, PART_FUNCTION
 from narrate.jobs.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
 from narrate.jobs.rq_compat import callback_names, give_back_popped, parse_command
 from narrate.jobs.settings import Settings
@@ -36,7 +37,7 @@ from rq.serializers import JSONSerializer
 from rq.worker import WorkerStatus
 
 log = logging.getLogger("narrate.worker")
-FUNCTIONS = {JOB_FUNCTION: task.narrate_job}
+FUNCTIONS = {JOB_FUNCTION: task.narrate_job, PART_FUNCTION: parts.part_job}
 DEQUEUE_POLL_S = 1  # the longest one wait for a job blocks: a stop request is acted on within it
 
 
@@ -86,9 +87,10 @@ class NarrateWorker(SimpleWorker):
     job_class = NarrateJob
 
     def __init__(self, *args, settings: Settings, make_context: ContextFactory,
-                 beat: Callable[[str], None] = lambda _state: None, **kwargs):  # fmt: skip
+                 beat: Callable[[str], None] = lambda _state: None, host_id: str = "", **kwargs):  # fmt: skip
         super().__init__(*args, **kwargs)
         self.settings = settings
+        self.host_id = host_id  # in the worker's hash: fan-out counts the hosts (jobs.fanout)
         self.make_context = make_context
         self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
         self.stop_event = threading.Event()
@@ -97,7 +99,8 @@ class NarrateWorker(SimpleWorker):
 
     def register_birth(self, *args, **kwargs):
         super().register_birth(*args, **kwargs)
-        self.connection.hset(self.key, "narrate_model", self.settings.model)  # `narrate info` shows it
+        fields = {"narrate_model": self.settings.model, HOST_FIELD: self.host_id}  # `narrate info`; fan-out
+        self.connection.hset(self.key, mapping=fields)
 
     def handle_payload(self, message):
         """rq's worker commands: stop-job cancels the running job (see the module docstring)."""
@@ -242,6 +245,7 @@ def make_worker(
     settings: Settings,
     make_context: ContextFactory,
     beat: Callable[[str], None] = lambda _state: None,
+    host_id: str = "",
 ) -> NarrateWorker:
     queues = [Queue(n, connection=r, serializer=JSONSerializer, job_class=NarrateJob) for n in queue_names]
     return NarrateWorker(
@@ -252,6 +256,7 @@ def make_worker(
         settings=settings,
         make_context=make_context,
         beat=beat,
+        host_id=host_id,
     )
 
 
