@@ -6,7 +6,7 @@ import click
 
 from .cache import cache_group
 from .chapters import chapters
-from .queue import resume, status
+from .queue import fetch, resume, status
 from .queue_ops import cancel, info, list_jobs, watch
 from .schedule import schedule, scheduler
 from .services import bench, dashboard, worker
@@ -20,7 +20,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, status, list_jobs, watch, cancel, resume, info,  # jobs
+    submit, run, chapters, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools
     cache_group,  # the sentence cache

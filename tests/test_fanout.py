@@ -62,14 +62,14 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool) -> dict:
             assert st["status"] == "finished", st
             assert conn.redis.exists(partaudio.audio_key(job_id)) == 0  # deleted after the stitch
             part_hosts = [wait_for_job(p["id"], timeout=5)["result"]["host"] for p in st["parts"]]
+            fetched = home / "fetched.wav"  # through Redis from the host that stitched it
+            proc = narrate(e, "fetch", job_id, "-o", str(fetched), "--via-redis")
     finally:
         logs = [stop_worker(w) if w.poll() is None else "" for w in workers]
     out = Path(st["output"])
     assert out.read_bytes() == want, logs  # sample-identical to the single-worker render
     assert any(str(out).startswith(str(h)) for _, h in hosts)  # landed on a host's own output dir
-    fetched = home / "fetched.wav"
-    proc = narrate(e, "fetch", job_id, "-o", str(fetched))
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0 and "through Redis" in proc.stdout, proc.stderr
     assert fetched.read_bytes() == want
     synth = sum(len(synthesized(h)) for _, h in hosts)
     figures = {"parts_hosts": len(set(part_hosts)), "synthesized": synth, "sentences": CHAPTERS * PER_CHAPTER,
