@@ -45,9 +45,9 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool) -> dict:
     doc = home / "book.txt"
     doc.write_text(text)
     job_id = submit(e, doc, voice_wav, Path("book.wav"), "--fan-out", "chapters")
-    workers = [start_worker(he) for he, _ in hosts]
-    try:
-        with Connection(Settings.from_env()) as conn:
+    with Connection(Settings.from_env()) as conn:  # holds the embedded server until the workers are gone
+        workers = [start_worker(he) for he, _ in hosts]
+        try:
             st = api.status(conn.redis, job_id)
             assert len(st["parts"]) == CHAPTERS and st["status"] == "queued", st
             killed = None
@@ -64,15 +64,15 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool) -> dict:
             part_hosts = [wait_for_job(p["id"], timeout=5)["result"]["host"] for p in st["parts"]]
             fetched = home / "fetched.wav"  # through Redis from the host that stitched it
             proc = narrate(e, "fetch", job_id, "-o", str(fetched), "--via-redis")
-    finally:
-        logs = [stop_worker(w) if w.poll() is None else "" for w in workers]
+        finally:
+            logs = [stop_worker(w) if w.poll() is None else "" for w in workers]
     out = Path(st["output"])
     assert out.read_bytes() == want, logs  # sample-identical to the single-worker render
     assert any(str(out).startswith(str(h)) for _, h in hosts)  # landed on a host's own output dir
     assert proc.returncode == 0 and "through Redis" in proc.stdout, proc.stderr
     assert fetched.read_bytes() == want
     synth = sum(len(synthesized(h)) for _, h in hosts)
-    figures = {"parts_hosts": len(set(part_hosts)), "synthesized": synth, "sentences": CHAPTERS * PER_CHAPTER,
+    figures = {"parts_hosts": len(set(part_hosts)), "synthesized": synth, "sentences": st["result"]["sentences"],
                "killed_after": killed}  # fmt: skip
     for _, h in hosts:
         shutil.rmtree(h, ignore_errors=True)
