@@ -208,6 +208,9 @@ def _submit(
         pass
     job = fetch(r, p.job_id)
     state = job.get_status(refresh=False)
+    if fanout.is_book(job) and state in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.DEFERRED):
+        fanout.resume_book(r, job)  # its failed or canceled parts run again
+        return Submitted(job, "resumed" if state != JobStatus.DEFERRED else "queued", note)
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         if at is not None:
             return Submitted(lifecycle.reschedule(r, job, at, into=q.name), "rescheduled", note, at)

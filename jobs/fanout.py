@@ -191,3 +191,51 @@ def fail_book(r: redis.Redis, book_id: str, error: str) -> None:
         book.set_status(JobStatus.FAILED, pipeline=p)
         FailedJobRegistry(queue=q).add(book, ttl=book.failure_ttl, exc_string=error, pipeline=p)
         p.execute()
+
+
+def book_state(own: str, parts: list[tuple[str, str | None, int]]) -> tuple[str, str | None]:
+    """A book's status (and error) from its own and its parts' (status, error, number): while it waits
+    for its parts (deferred) it is failed if a part failed, canceled if a part was, started once a
+    part started, else queued; otherwise its own job's status."""
+    if own != "deferred":
+        return own, None
+    for state, error, number in parts:
+        if state in ("failed", "stopped"):
+            return "failed", f"part {number} failed: {error or 'see its worker log'}"
+    if any(state == "canceled" for state, _, _ in parts):
+        return "canceled", None
+    if any(state in ("started", "finished") for state, _, _ in parts):
+        return "started", None
+    return "queued", None
+
+
+def resume_book(r: redis.Redis, book: Job) -> str:
+    """`resume` of a book: its failed, canceled or abandoned parts are requeued (the finished ones
+    stay), and the book waits for its unfinished parts again (or is requeued at once when none is)."""
+    from .lifecycle import CANCEL_FIELD, _fresh_start, _leave_registries, abandoned, requeue_front
+
+    ids = book.meta["parts"]
+    parts = Job.fetch_many(ids, connection=r, serializer=book.serializer)
+    if any(p is None for p in parts):
+        raise BadInput(f"parts of book {book.id} expired; submit the book again")
+    again = []
+    for p in parts:
+        state = p.get_status(refresh=False)
+        gone = state == JobStatus.STARTED and abandoned(r, p)[0]
+        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED) or gone:
+            requeue_front(r, p, "resume")
+            again.append(p.id)
+    waiting = [p.id for p in parts if p.get_status(refresh=True) != JobStatus.FINISHED]
+    if not waiting:
+        requeue_front(r, book, "resume")
+        return f"requeued (all {len(ids)} parts are done: it stitches now)"
+    _fresh_start(book)
+    book.save_meta()
+    book._dependency_ids = list(ids)
+    with r.pipeline() as pipe:
+        _leave_registries(r, book, pipe)
+        pipe.hdel(book.key, CANCEL_FIELD)
+        book.set_status(JobStatus.DEFERRED, pipeline=pipe)
+        book.register_dependency(pipeline=pipe)
+        pipe.execute()
+    return f"requeued {len(again)} part(s); the book waits for {len(waiting)} of {len(ids)} parts"

@@ -11,7 +11,7 @@ from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
 
-from . import lifecycle, ownership
+from . import fanout, lifecycle, ownership
 from .lifecycle import fetch
 from .queues import priority_of
 
@@ -77,14 +77,9 @@ def _fold_parts(r: redis.Redis, book: Job, out: dict) -> None:
         out["hosts"] = sorted({*out["hosts"], book.meta["host"]})
     if out["status"] != "deferred":
         return  # the book's own job runs (it stitches) or ended: its own figures
-    failed = [row for row in rows if row["status"] in ("failed", "stopped")]
-    if failed:
-        out["status"] = "failed"
-        out["error"] = f"part {failed[0]['part']} ({failed[0]['id']}) failed: {failed[0]['error'] or 'see its log'}"
-    elif any(row["status"] in ("started", "finished") for row in rows):
-        out["status"] = "started"
-    else:
-        out["status"] = "queued"
+    out["status"], error = fanout.book_state("deferred", [(row["status"], row["error"], row["part"]) for row in rows])
+    if error:
+        out["error"] = error
     done = sum(row["done"] for row in rows)
     total = int((book.meta.get("progress") or {}).get("total", 0))
     starts = [row["started_at"] for row in rows if row["started_at"] is not None]

@@ -19,7 +19,13 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from rq.registry import CanceledJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.registry import (
+    CanceledJobRegistry,
+    DeferredJobRegistry,
+    FailedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 from rq.worker import Worker
@@ -136,6 +142,7 @@ def _leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
     members = started_executions(started, job.id)
     FailedJobRegistry(queue=q).remove(job, pipeline=p)
     p.zrem(CanceledJobRegistry(queue=q).key, job.id)
+    p.zrem(DeferredJobRegistry(queue=q).key, job.id)  # a fanned-out book waiting for its parts
     if members:
         p.zrem(started.key, *members)
 
@@ -225,6 +232,11 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
     for job_id in dict.fromkeys(job_ids):
         job = fetch(r, job_id)
         state = job.get_status(refresh=False)
+        if job.meta.get("parts") and state not in (JobStatus.STARTED, JobStatus.FINISHED):
+            from .fanout import resume_book  # a fanned-out book waiting for (or failed by) its parts
+
+            out.append((job_id, resume_book(r, job)))
+            continue
         if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             requeue_front(r, job, "resume")
             out.append((job_id, "requeued"))

@@ -103,3 +103,30 @@ def test_bad_fan_out_is_refused(env, home, voice_wav, value):
     doc.write_text("Chapter 1\n\nOne. Two.\n\nChapter 2\n\nThree.")
     proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "--fan-out", value)
     assert proc.returncode != 0 and "--fan-out" in proc.stderr
+
+
+def test_failed_part_fails_the_book_and_resume_reruns_only_it(env, home, voice_wav):
+    """One host (burst workers): a part that fails fails its book with the part's error; `list` shows
+    the book once; `resume BOOK` reruns only the failed part; `cancel BOOK` cancels its parts too."""
+    text = chaptered_book().replace("Sentence number 7 ", "Sentence number 7 poison ")
+    e = fake_env(env, home, delay_ms=0, NARRATE_MAX_ATTEMPTS="1")
+    doc = home / "book.txt"
+    doc.write_text(text)
+    job_id = submit(e, doc, voice_wav, Path("book.wav"), "--fan-out", "chapters")
+    assert narrate(dict(e, NARRATE_FAKE_FAIL_ON="poison"), "worker", "--burst", "--quiet").returncode == 0
+    st = json.loads(narrate(e, "status", job_id, "--json").stdout)
+    assert st["status"] == "failed" and st["error"].startswith("part 0"), st
+    rows = [json.loads(line) for line in narrate(e, "list", "--json").stdout.splitlines()]
+    assert [row["id"] for row in rows] == [job_id] and rows[0]["status"] == "failed"
+    before = len(synthesized(home))
+    assert narrate(e, "resume", job_id).returncode == 0
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = json.loads(narrate(e, "status", job_id, "--json").stdout)
+    assert st["status"] == "finished", st
+    redone = [i for i, _ in synthesized(home)[before:]]
+    assert redone and max(redone) < st["parts"][0]["total"], redone  # only the failed part's missing sentences
+    again = submit(e, doc, voice_wav, Path("other.wav"), "--fan-out", "2")  # another output: another book
+    said = narrate(e, "cancel", again).stdout
+    assert "parts canceled" in said, said
+    st = json.loads(narrate(e, "status", again, "--json").stdout)
+    assert st["status"] == "canceled" and {p["status"] for p in st["parts"]} == {"canceled"}, st
