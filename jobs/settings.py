@@ -257,7 +257,7 @@ class Settings:
         "its own job synthesizes the rest (a warning says so). See Many hosts.",
     )  # fmt: skip
     fetch_max_mb: float = setting(
-        "NARRATE_FETCH_MAX_MB", 2048.0, reads=BOTH, parse=_seconds(0.001, "MB"), shown="`2048`",
+        "NARRATE_FETCH_MAX_MB", 2048.0, reads=WORKER, parse=_seconds(0.001, "MB"), shown="`2048`",
         doc="Largest output `narrate fetch` copies through Redis (streamed in chunks, kept 1 hour).",
     )  # fmt: skip
     engine: str = setting(

@@ -130,3 +130,16 @@ def test_failed_part_fails_the_book_and_resume_reruns_only_it(env, home, voice_w
     assert "parts canceled" in said, said
     st = json.loads(narrate(e, "status", again, "--json").stdout)
     assert st["status"] == "canceled" and {p["status"] for p in st["parts"]} == {"canceled"}, st
+
+
+def test_real_engine_fanned_out_book_is_sample_identical(env, home, voice_wav):
+    """The tiny random-weight Qwen3-TTS: parts + stitch give the same samples as one job."""
+    text = "Chapter 1\n\nThe first line. A second one.\n\nChapter 2\n\nThe last line here."
+    want = golden(env, home, voice_wav, text)
+    doc = home / "real.txt"
+    doc.write_text(text)
+    job_id = submit(env, doc, voice_wav, Path("real.wav"), "--fan-out", "chapters")
+    assert narrate(env, "worker", "--burst", "--quiet").returncode == 0
+    st = json.loads(narrate(env, "status", job_id, "--json").stdout)
+    assert st["status"] == "finished" and len(st["parts"]) == 2, st
+    assert Path(st["output"]).read_bytes() == want
