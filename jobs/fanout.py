@@ -26,6 +26,7 @@ from .budgets import frame_budget, speaking_seconds
 from .documents import Document
 from .errors import BadInput
 from .plan import spoken_paragraphs
+from .rq_compat import defer_on
 from .settings import SAMPLE_RATE, Settings
 from .spec import JobSpec, job_timeout
 
@@ -231,11 +232,9 @@ def resume_book(r: redis.Redis, book: Job) -> str:
         return f"requeued (all {len(ids)} parts are done: it stitches now)"
     _fresh_start(book)
     book.save_meta()
-    book._dependency_ids = list(ids)
     with r.pipeline() as pipe:
         _leave_registries(r, book, pipe)
         pipe.hdel(book.key, CANCEL_FIELD)
-        book.set_status(JobStatus.DEFERRED, pipeline=pipe)
-        book.register_dependency(pipeline=pipe)
+        defer_on(book, ids, pipe)
         pipe.execute()
     return f"requeued {len(again)} part(s); the book waits for {len(waiting)} of {len(ids)} parts"
