@@ -148,3 +148,42 @@ def test_real_engine_fanned_out_book_is_sample_identical(env, home, voice_wav):
     assert a["status"] == b["status"] == "finished" and len(b["parts"]) == 2, (a, b)
     assert a["result"]["synthesized"] == b["result"]["sentences"]
     assert Path(b["output"]).read_bytes() == Path(a["output"]).read_bytes()
+
+
+def test_redis_cap_fans_out_fewer_parts_with_a_warning(env, home, voice_wav):
+    """A book whose estimated part audio is over NARRATE_FANOUT_MAX_MB: only the first parts that fit are
+    fanned out, the rest is the book job's own; submit warns. Without a cap the same book gets 4 parts."""
+    doc = home / "book.txt"
+    doc.write_text(chaptered_book())
+    e = dict(env, NARRATE_FANOUT_MAX_MB="3")  # one chapter (about 2.3 MB each, estimated)
+    proc = narrate(e, "submit", str(doc), "--voice", str(voice_wav), "--fan-out", "chapters", "--json")
+    assert proc.returncode == 0 and "would not fit in NARRATE_FANOUT_MAX_MB=3 " in proc.stderr, proc.stderr
+    st = json.loads(narrate(e, "status", json.loads(proc.stdout)["id"], "--json").stdout)
+    assert len(st["parts"]) == 1 and st["parts"][0]["total"] < st["progress"]["total"], st
+    assert narrate(fake_env(e, home, delay_ms=0), "worker", "--burst", "--quiet").returncode == 0
+    st = json.loads(narrate(e, "status", st["id"], "--json").stdout)
+    assert st["status"] == "finished" and st["result"]["synthesized"] == 44 - st["parts"][0]["total"], st
+
+
+def test_default_fans_out_chapters_only_with_two_worker_hosts(external_redis):
+    """The default rule: chapters when the document has chapters and two hosts have registered workers."""
+    from narrate.jobs import fanout
+    from narrate.jobs.documents import Document
+    from rq import Queue, Worker
+
+    doc = Document(
+        title="b", paragraphs=[["Chapter 1"], ["One."], ["Chapter 2"], ["Two."]], chapters=[(0, "1"), (2, "2")]
+    )
+    plain = Document(title="p", paragraphs=[["One."], ["Two."]], chapters=[])
+    q = Queue("fanout-default", connection=external_redis)
+    assert fanout.choose(external_redis, doc, None) == "none"
+    for n, h in enumerate(["host-a", "host-a", "host-b"]):
+        w = Worker([q], connection=external_redis, name=f"w{n}")
+        w.register_birth()
+        external_redis.hset(w.key, fanout.HOST_FIELD, h)
+        if n == 1:
+            assert fanout.choose(external_redis, doc, None) == "none"  # two workers, one host
+    assert fanout.choose(external_redis, doc, None) == "chapters"
+    assert fanout.choose(external_redis, plain, None) == "none"
+    assert fanout.choose(external_redis, doc, "none") == "none"
+    assert fanout.cut(doc, "chapters") == [(0, 2), (2, 4)]
