@@ -13,7 +13,6 @@ from narrate.jobs import api, batch, when
 from narrate.jobs.bookmeta import BookOptions
 from narrate.jobs.connection import Connection
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.fanout import check_fan_out
 from narrate.jobs.outputs import FORMATS
 from narrate.jobs.queues import PRIORITIES
 from narrate.jobs.settings import Settings
@@ -85,6 +84,8 @@ def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, de
     settings = settings_from_env(seed=seed, max_frames=max_frames, **pauses)
     try:
         due = when.due(at, delay)
+        from narrate.jobs.fanout import check_fan_out  # here: `narrate worker` starts without it
+
         fan_out = check_fan_out(fan_out)
         book = BookOptions.make(**book_kw)
         reading = reading_from(input_format, include_front_matter)
