@@ -14,7 +14,7 @@ import click  # noqa: E402
 
 from .cache import cache_group  # noqa: E402
 from .chapters import chapters  # noqa: E402
-from .queue import resume, status  # noqa: E402
+from .queue import fetch, resume, status  # noqa: E402
 from .queue_ops import cancel, info, list_jobs, watch  # noqa: E402
 from .schedule import schedule, scheduler  # noqa: E402
 from .services import bench, dashboard, worker  # noqa: E402
@@ -28,7 +28,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, status, list_jobs, watch, cancel, resume, info,  # jobs
+    submit, run, chapters, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools
     cache_group,  # the sentence cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import redis
@@ -46,8 +47,29 @@ def status(job_id, as_json, follow) -> None:
         click.echo(f"sentences: {result['synthesized']} synthesized, {result['reused']} reused from the cache")
     if st.get("output_replaced_by"):
         click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
+    if st.get("parts"):
+        done = sum(p["status"] == "finished" for p in st["parts"])
+        hosts = f"; hosts at work: {len(st['hosts'])}" if st.get("hosts") else ""
+        click.echo(f"parts: {done}/{len(st['parts'])} finished{hosts}")
     if st.get("error"):
         click.echo(f"error: {st['error']}")
+
+
+@click.command()
+@click.argument("job_id")
+@click.option("-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write it here.")
+@click.option("--via-redis", is_flag=True, help="Through Redis even when the output's path is visible here.")
+def fetch(job_id, dest, via_redis) -> None:
+    """Copy a finished job's output here (through Redis when another host wrote it)."""
+    from narrate.jobs.fetch import fetch as fetch_output
+
+    settings = settings_from_env()
+    try:
+        with Connection(settings) as conn:
+            how = fetch_output(settings, conn.redis, job_id, dest, via_redis)
+    except (NarrateError, redis.RedisError, OSError) as e:
+        raise fail(e) from None
+    click.echo(f"{dest} ({'copied from this host' if how == 'local' else 'through Redis from its host'})")
 
 
 @click.command()

@@ -62,6 +62,11 @@ from .common import (
 @click.option("--at", "at", default=None, metavar="TIME", help="Run at TIME: 2026-12-01T02:00 (local) or with +01:00.")
 @click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")
 @click.option("--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority.")
+@click.option(
+    "--fan-out", "fan_out", default=None, metavar="chapters|N|none",
+    help="Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
+    "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
+)  # fmt: skip
 @overwrite_option
 @language_option
 @lexicon_option
@@ -69,8 +74,8 @@ from .common import (
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
 @reading_options
-def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, overwrite, language,
-           lexicon, wait, as_json, input_format, include_front_matter, **kw) -> None:  # fmt: skip
+def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, fan_out, overwrite,
+           language, lexicon, wait, as_json, input_format, include_front_matter, **kw) -> None:  # fmt: skip
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
@@ -79,13 +84,16 @@ def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, de
     settings = settings_from_env(seed=seed, max_frames=max_frames, **pauses)
     try:
         due = when.due(at, delay)
+        from narrate.jobs.fanout import check_fan_out  # here: `narrate worker` starts without it
+
+        fan_out = check_fan_out(fan_out)
         book = BookOptions.make(**book_kw)
         reading = reading_from(input_format, include_front_matter)
         reqs = batch.prepare_batch(
             settings, list(documents), voice, output, fmt, model, quant, overwrite, reading,
             language=language, lexicon=lexicon,
         )  # fmt: skip
-        reqs = [replace(req, book=book) for req in reqs]
+        reqs = [replace(req, book=book, fan_out=fan_out) for req in reqs]
         with Connection(settings) as conn:
             subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
             for sub, req in zip(subs, reqs, strict=True):

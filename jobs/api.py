@@ -14,22 +14,22 @@ import redis
 from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
-from rq.registry import ScheduledJobRegistry
 
-from . import lifecycle, ownership, store
+from . import fanout, lifecycle, ownership, store
 from .bookmeta import BookOptions
 from .budgets import frame_budget
 from .documents import Document
 from .durability import durable_writes
-from .errors import JobNotFound, NarrateError
+from .errors import BadInput, JobNotFound, NarrateError
 from .ffmpeg import ffmpeg_exe
+from .jobstatus import due_time, status
 from .languages import check_language
 from .lexicon import read_lexicon
 from .lifecycle import fetch, queue, requeue_front
 from .model_choice import check_model
 from .outputs import relative_output
 from .plan import spoken_paragraphs
-from .queues import priority_of, queue_for
+from .queues import queue_for
 from .readers import DEFAULT_READING, ReadOptions, read_any
 from .settings import Settings, check_quant
 from .spec import JobSpec, job_timeout
@@ -56,6 +56,7 @@ class Request:
     source: str = ""  # the document's file name as given (shown by `narrate list`)
     lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.lexicon)
     book: BookOptions = BookOptions()  # output options: subtitles, loudness, tags, cover, split
+    fan_out: str | None = None  # `--fan-out`: chapters, none, minutes a part; None: the default rule (jobs.fanout)
 
 
 def prepare(
@@ -198,13 +199,18 @@ def _submit(
             return Submitted(earlier, "done")
         earlier.delete()  # its output is gone or is not its own any more: narrate it again
     _check_beside(r, p, req)
+    ranges, warning = _fan_out(settings, r, req, p, at)
     note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite)
+    note = "; ".join(filter(None, [note, warning])) or None
     try:
-        return Submitted(_enqueue(q, p, req, settings, at), note=note, due=at)
+        return Submitted(_enqueue(q, p, req, settings, at, ranges), note=note, due=at)
     except DuplicateJobError:
         pass
     job = fetch(r, p.job_id)
     state = job.get_status(refresh=False)
+    if fanout.is_book(job) and state in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.DEFERRED):
+        fanout.resume_book(r, job)  # its failed or canceled parts run again
+        return Submitted(job, "resumed" if state != JobStatus.DEFERRED else "queued", note)
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         if at is not None:
             return Submitted(lifecycle.reschedule(r, job, at, into=q.name), "rescheduled", note, at)
@@ -278,12 +284,32 @@ def _own_output_in_place(r: redis.Redis, job: Job, final: Path) -> bool:
     return ownership.sha256_file(final) == want
 
 
-def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None) -> Job:
-    """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists)."""
+def _fan_out(settings: Settings, r: redis.Redis, req: Request, p: Planned, at: datetime | None) -> tuple[list, str]:
+    """The sentence ranges of the book's part jobs (none: one job) and a warning (jobs.fanout)."""
+    if at is not None:
+        if req.fan_out not in (None, "none"):
+            raise BadInput("--fan-out cannot be combined with --at/--in yet: submit the book when it should run")
+        return [], ""
+    how = fanout.choose(r, req.document, req.fan_out)
+    ranges = fanout.cut(req.document, how, req.lexicon) if how != "none" else []
+    if len(ranges) < 2:
+        return [], ""
+    ranges, warning = fanout.within_cap(req.document, ranges, settings.fanout_max_mb, req.lexicon)
+    return (ranges if ranges else []), warning or ""
+
+
+def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None, ranges=()) -> Job:
+    """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists); with
+    `ranges`, its part jobs first, and the job waits for them (it stitches the book)."""
     n = len(req.document.sentences)
+    keep_s, document = settings.keep_days * DAY_S, req.source or req.document.title
+    parts = []
+    if ranges:
+        parts = fanout.enqueue_parts(q, p.job_id, p.spec, req.document, ranges, settings, keep_s, document)
     job = q.create_job(
         JOB_FUNCTION,
-        args=(p.spec.to_json(),),
+        args=(p.spec.to_json(), {"parts": parts}) if parts else (p.spec.to_json(),),
+        depends_on=parts or None,
         job_id=p.job_id,
         timeout=p.timeout,
         result_ttl=settings.keep_days * DAY_S,
@@ -294,19 +320,14 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
             "max_retries": settings.max_attempts - 1,
             "document": req.source or req.document.title,
             "output": req.output,
+            **({"parts": parts} if parts else {}),
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
         status=JobStatus.SCHEDULED if at is not None else JobStatus.QUEUED,
     )
     if at is not None:
         return q.schedule_job(job, at, unique=True)  # atomic: id check, job, registry entry
-    return q.enqueue_job(job, unique=True)
-
-
-def due_time(r: redis.Redis, job: Job) -> datetime | None:
-    """When a scheduled job is due (None if it is not in its queue's scheduled registry)."""
-    score = r.zscore(ScheduledJobRegistry(job.origin, connection=r).key, job.id)
-    return datetime.fromtimestamp(score, UTC) if score is not None else None
+    return q.enqueue_job(job, unique=not parts)  # parts: enqueue_parts made sure the id is new
 
 
 def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
@@ -323,49 +344,6 @@ def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
         return None
     q = queue(r, job.origin)
     return None if Worker.all(queue=q) else q.name
-
-
-def status(r: redis.Redis, job_id: str) -> dict:
-    """A JSON-able view of a job: id, status, progress, output (finished), error (failed)."""
-    job = fetch(r, job_id)
-    state = job.get_status(refresh=False)
-    meta = job.get_meta(refresh=False) or {}
-    out: dict = {
-        "id": job.id,
-        "status": state.value if state is not None else "unknown",
-        "progress": meta.get("progress", {"done": 0, "total": 0, "audio_seconds": 0.0}),
-        "description": job.description,
-        "priority": priority_of(job.origin),
-        "document": meta.get("document"),
-        "enqueued_at": job.enqueued_at.isoformat() if job.enqueued_at else None,
-        "started_at": job.started_at.isoformat() if job.started_at else None,
-        "ended_at": job.ended_at.isoformat() if job.ended_at else None,
-    }
-    if state == JobStatus.SCHEDULED:
-        due = due_time(r, job)
-        out["scheduled_for"] = due.isoformat() if due else None
-    if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
-        out["cancel_requested"] = True  # it stops after its batch in flight
-    if state is not None and state.value == "finished":
-        result = job.return_value(refresh=True) or {}
-        out.update(
-            output=result.get("output"),
-            duration_seconds=result.get("duration_seconds"),
-            result=result,
-        )
-        replaced = ownership.replaced_by(r, result.get("output_relative", ""), job.id)
-        if replaced:
-            out["output_replaced_by"] = replaced  # a later job wrote the same output path
-    if state is not None and state.value == "failed":
-        out["error"] = meta.get("error") or _last_line(job)
-    return out
-
-
-def _last_line(job: Job) -> str:
-    res = job.latest_result()
-    text = (res.exc_string if res is not None else None) or job.exc_info or "failed"
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "failed"
 
 
 # For callers that read their inputs themselves and submit many at once (a schedule tick).

@@ -9,7 +9,7 @@ import redis
 from rq.job import Job, JobStatus
 
 from .durability import durable_writes
-from .errors import BadInput
+from .errors import BadInput, JobNotFound
 from .lifecycle import CANCEL_FIELD, abandoned, fetch, mark_canceled
 
 # What `cancel` did: the first two end the job now, the others are already so or will be soon.
@@ -21,7 +21,17 @@ def cancel(r: redis.Redis, job_id: str, asked_by: str = "narrate cancel") -> str
     """Cancel one job; returns what happened (see the constants above). Raises JobNotFound for an
     unknown or expired id and BadInput for a job that already ended."""
     with durable_writes(r):
-        return _cancel(r, job_id, asked_by)
+        said = _cancel(r, job_id, asked_by)
+        parts = (fetch(r, job_id).meta or {}).get("parts") or []  # a fanned-out book: its parts too
+        stopped = [p for p in parts if _cancel_part(r, p, asked_by)]
+        return f"{said}; {len(stopped)} of its {len(parts)} parts canceled or stopping" if parts else said
+
+
+def _cancel_part(r: redis.Redis, job_id: str, asked_by: str) -> bool:
+    try:
+        return _cancel(r, job_id, asked_by) in (CANCELED, CANCELED_GONE, STOPPING)
+    except (BadInput, JobNotFound):  # finished (or expired): nothing to stop
+        return False
 
 
 def _cancel(r: redis.Redis, job_id: str, asked_by: str) -> str:

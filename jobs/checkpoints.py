@@ -99,6 +99,11 @@ class CheckpointStore:
         import numpy as np
 
         ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
+        self.save_samples(key, ints, frames, runaway, takes)
+
+    def save_samples(self, key: str, ints: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
+        """`save` for samples already stored as int16 (a checkpoint that came from another host)."""
+        ints = np.asarray(ints, dtype="<i2")
         body = ints.tobytes()
         meta = {
             "samples": int(ints.size),

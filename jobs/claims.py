@@ -84,7 +84,8 @@ def recover_claims(r: redis.Redis, host_id: str) -> list[str]:
             continue
         status = job.get_status(refresh=False)
         q = queue(r, job.origin)
-        if status == JobStatus.QUEUED and r.lpos(q.key, job_id) is None:
+        ours = job.meta.get("host") in (None, host_id)  # another host's since (a part taken over): not ours
+        if status == JobStatus.QUEUED and ours and r.lpos(q.key, job_id) is None:
             requeue_front(r, job, "claimed")
             back.append(job_id)
         release(r, host_id, job_id)  # a started one of this host: recover_abandoned's; else not ours now

@@ -19,7 +19,13 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from rq.registry import CanceledJobRegistry, FailedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.registry import (
+    CanceledJobRegistry,
+    DeferredJobRegistry,
+    FailedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
 from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 from rq.worker import Worker
@@ -54,6 +60,10 @@ class JobMeta(TypedDict, total=False):
     attempts: int  # [job: +1 at each start; warm stop: -1; resume: 0] attempts begun
     host: str  # [job] identity of the host running it (narrate.worker.host); recovery compares it
     heartbeat_s: int  # [job] heartbeat interval of the worker running it: when it counts as abandoned
+    grace_s: int  # [job] its worker's NARRATE_ABANDONED_GRACE_S: abandoned after 3 missed beats + this
+    book: str  # [submit] a part job's book (jobs.fanout)
+    part: int  # [submit] a part job's number in its book
+    parts: list[str]  # [submit] a fanned-out book's part job ids (the book waits for them, then stitches)
     in_flight: list[int]  # [job] sentence indices of the batch being synthesized
     crashes: float  # [recovery] crashes in a row on the same batch (external SIGKILLs: 0.1)
     crash_in_flight: list[int]  # [recovery] the batch those crashes happened on
@@ -132,6 +142,7 @@ def _leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
     members = started_executions(started, job.id)
     FailedJobRegistry(queue=q).remove(job, pipeline=p)
     p.zrem(CanceledJobRegistry(queue=q).key, job.id)
+    p.zrem(DeferredJobRegistry(queue=q).key, job.id)  # a fanned-out book waiting for its parts
     if members:
         p.zrem(started.key, *members)
 
@@ -187,8 +198,8 @@ def fail_for_good(r: redis.Redis, job: Job, error: str) -> None:
 def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
     """Is this started job's worker gone? (True, "") or (False, why it is left alone). A worker beats
     every ``meta.heartbeat_s`` seconds (its own setting, recorded in the job) while it runs a job."""
-    beat_s = int(job.meta.get("heartbeat_s", 10))
-    limit = ABANDONED_AFTER_BEATS * beat_s + ABANDONED_GRACE_S
+    beat_s, grace_s = int(job.meta.get("heartbeat_s", 10)), int(job.meta.get("grace_s", ABANDONED_GRACE_S))
+    limit = ABANDONED_AFTER_BEATS * beat_s + grace_s
     worker = (
         Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name, connection=r)
         if (job.worker_name)
@@ -204,7 +215,7 @@ def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
         return True, ""
     return False, (
         f"its worker {job.worker_name} beat {age:.0f} s ago; it counts as gone after {limit} s "
-        f"without a heartbeat ({ABANDONED_AFTER_BEATS} x {beat_s} s + {ABANDONED_GRACE_S} s)"
+        f"without a heartbeat ({ABANDONED_AFTER_BEATS} x {beat_s} s + {grace_s} s)"
     )
 
 
@@ -221,6 +232,11 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
     for job_id in dict.fromkeys(job_ids):
         job = fetch(r, job_id)
         state = job.get_status(refresh=False)
+        if job.meta.get("parts") and state not in (JobStatus.STARTED, JobStatus.FINISHED):
+            from .fanout import resume_book  # a fanned-out book waiting for (or failed by) its parts
+
+            out.append((job_id, resume_book(r, job)))
+            continue
         if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             requeue_front(r, job, "resume")
             out.append((job_id, "requeued"))

@@ -12,6 +12,7 @@ from rq.job import Job
 from rq.registry import (
     BaseRegistry,
     CanceledJobRegistry,
+    DeferredJobRegistry,
     FailedJobRegistry,
     FinishedJobRegistry,
     ScheduledJobRegistry,
@@ -19,12 +20,14 @@ from rq.registry import (
 )
 from rq.serializers import JSONSerializer
 
+from .fanout import book_state
 from .lifecycle import queue
 from .queues import priority_of, queue_names
 
 STATES = ("queued", "scheduled", "started", "finished", "failed", "canceled")
 _ALSO = {"failed": ("failed", "stopped")}  # a stopped job (rq's own stop) is listed with the failed ones
 REGISTRIES: dict[str, type[BaseRegistry]] = {
+    "deferred": DeferredJobRegistry,
     "scheduled": ScheduledJobRegistry,
     "started": StartedJobRegistry,
     "finished": FinishedJobRegistry,
@@ -39,7 +42,7 @@ def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | 
     wanted = (status,) if status else STATES
     due_at = {}
     ids: dict[str, None] = {}
-    sources, results = _gather(r, base_queue, wanted)
+    sources, results = _gather(r, base_queue, (*wanted, "deferred"))  # deferred: fanned-out books
     for (state, registry), entries in zip(sources, results, strict=True):
         for entry in entries:
             if state == "queued":
@@ -61,10 +64,11 @@ def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | 
         fields = dict(zip(_FIELDS, values, strict=True))
         if fields["status"] is None:
             continue  # expired or deleted: a stale registry entry
-        state = fields["status"].decode()
-        if keep is not None and state not in keep:
-            continue
-        rows.append(_row(job_id, state, fields, due_at.get(job_id), root))
+        row = _row(job_id, fields["status"].decode(), fields, due_at.get(job_id), root)
+        if not row.pop("_book"):  # a part is shown in its book's row
+            rows.append(row)
+    _fold_parts(r, rows)
+    rows = [row for row in rows if keep is None or row["status"] in keep]
     rows.sort(key=lambda row: (row["created_at"] or "", row["id"]), reverse=True)
     return rows
 
@@ -107,4 +111,32 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "created_at": fields["created_at"].decode() if fields["created_at"] else None,
         "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
         "error": meta.get("error") if state in ("failed", "stopped") else None,
+        "_book": meta.get("book"),
+        "_parts": meta.get("parts"),
     }
+
+
+def _fold_parts(r: redis.Redis, rows: list[dict]) -> None:
+    """A fanned-out book's row: its parts' sentences done and its status (jobs.fanout.book_state);
+    one more round trip for the parts of every book listed."""
+    books = [row for row in rows if row["_parts"]]
+    with r.pipeline(transaction=False) as p:
+        for row in books:
+            for part in row["_parts"]:
+                p.hmget(Job.key_for(part), ["status", "meta"])
+        found = iter(p.execute())
+    for row in books:
+        parts = []
+        for number, _ in enumerate(row["_parts"]):
+            state, meta = next(found)
+            meta = JSONSerializer.loads(meta) if meta else {}
+            parts.append((state.decode() if state else "unknown", meta.get("error"), number,
+                          int((meta.get("progress") or {}).get("done", 0))))  # fmt: skip
+        own = row["status"]
+        row["status"], error = book_state(own, [q[:3] for q in parts])
+        row["error"] = error or row["error"]
+        if own == "deferred":
+            row["done"] = sum(q[3] for q in parts)
+            row["percent"] = round(100 * row["done"] / row["total"], 1) if row["total"] else 0.0
+    for row in rows:
+        del row["_parts"]

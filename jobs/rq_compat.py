@@ -8,6 +8,8 @@ public way to do:
 
 - put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);
 - read a job's callback names before rq imports them (``Job._success_callback_name`` etc.);
+- make an existing job wait again for its dependencies (``Job._dependency_ids``,
+  ``Job.register_dependency``: a resumed fanned-out book);
 - the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl`` (replaced:
   narrate.worker.claiming), ``set_state``, ``request_force_stop``, ``maintain_heartbeats``,
   ``handle_job_failure``, ``cleanup_execution``, ``handle_exception``, ``handle_payload`` (rq's
@@ -24,7 +26,7 @@ from redis.client import Pipeline
 from rq import Queue
 from rq.command import parse_payload
 from rq.executions import Execution
-from rq.job import Job
+from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
 from rq.worker import BaseWorker
 
@@ -48,6 +50,7 @@ REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "BaseWorker.handle_payload": ("message",),
     "BaseWorker.register_birth": (),
     "Job.func": (),
+    "Job.register_dependency": ("pipeline",),
     "StartedJobRegistry.get_job_and_execution_ids": ("cleanup",),
     "StartedJobRegistry.remove_executions": ("job", "pipeline"),
 }
@@ -73,7 +76,7 @@ def check_rq_internals() -> None:
         if missing:
             problems.append(f"{name} lacks {missing}")
     probe = Job(connection=Redis())  # no connection is made
-    problems += [f"Job.{a} is missing" for a in CALLBACK_ATTRIBUTES if not hasattr(probe, a)]
+    problems += [f"Job.{a} is missing" for a in (*CALLBACK_ATTRIBUTES, "_dependency_ids") if not hasattr(probe, a)]
     if not hasattr(Execution, "composite_key"):
         problems.append("Execution.composite_key is missing")
     if problems:
@@ -81,6 +84,14 @@ def check_rq_internals() -> None:
             "rq's internals changed; narrate's queue code needs updating (or install the rq version "
             "pyproject.toml pins): " + "; ".join(problems)
         )
+
+
+def defer_on(job: Job, dependency_ids: list[str], pipeline: Pipeline) -> None:
+    """Make an existing job wait again for `dependency_ids` (a fanned-out book resumed while some of its
+    parts are unfinished): rq enqueues it when the last of them finishes. No public API in rq 2.12."""
+    job._dependency_ids = list(dependency_ids)
+    job.set_status(JobStatus.DEFERRED, pipeline=pipeline)
+    job.register_dependency(pipeline=pipeline)
 
 
 def enqueue_at_front(queue: Queue, job: Job, pipeline: Pipeline) -> None:

@@ -24,6 +24,7 @@ from .connection import Connection
 from .due import enqueue_due
 from .settings import Settings
 from .store import PREFIX
+from .takeover import take_over_parts
 from .tick import lease_seconds, tick_if_due
 
 log = logging.getLogger("narrate.scheduler")
@@ -74,6 +75,10 @@ class Scheduler:
             moved = []
         if moved:
             log.info("moved %d due job(s) into their queue: %s", len(moved), ", ".join(moved))
+        try:
+            take_over_parts(self.r, self.queues)  # parts of a book whose host died (jobs/takeover.py)
+        except Exception as e:  # noqa: BLE001 - the next pass tries again
+            log.error("taking over abandoned parts failed (%s: %s); trying again", type(e).__name__, e)
         for sched in schedules.all_schedules(self.r):
             if stop is not None and stop.is_set():
                 return

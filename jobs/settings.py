@@ -54,14 +54,14 @@ def _int(minimum: int) -> Callable[[str, str], int]:
     return parse
 
 
-def _seconds(minimum: float) -> Callable[[str, str], float]:
+def _seconds(minimum: float, unit: str = "seconds") -> Callable[[str, str], float]:
     def parse(name: str, raw: str) -> float:
         try:
             value = float(raw)
         except ValueError:
-            raise BadInput(f"{name}={raw!r} is not a number of seconds") from None
+            raise BadInput(f"{name}={raw!r} is not a number of {unit}") from None
         if not value >= minimum or value == float("inf"):
-            raise BadInput(f"{name}={raw!r} must be a finite number of seconds, at least {minimum}")
+            raise BadInput(f"{name}={raw!r} must be a finite number of {unit}, at least {minimum}")
         return value
 
     return parse
@@ -199,6 +199,11 @@ class Settings:
         doc="How often a busy worker refreshes its liveness in Redis; `resume` treats a started job as "
         "abandoned after 3 missed beats of its worker (the interval is recorded in the job).",
     )  # fmt: skip
+    abandoned_grace_s: int = setting(
+        "NARRATE_ABANDONED_GRACE_S", 30, reads=WORKER, parse=_int(0),
+        doc="Added to 3 missed heartbeats before a started job counts as abandoned (`resume`; a part of a fanned-out "
+        "book is then taken over by another host's scheduler); recorded in the job by the worker running it.",
+    )  # fmt: skip
     keep_days: int = setting(
         "NARRATE_KEEP_DAYS", 30, reads=CLIENT, parse=_int(1),
         doc="Days a finished or failed job (its status, result and stored document and voice) is kept.",
@@ -244,6 +249,16 @@ class Settings:
         "job, so a resubmitted or edited book synthesizes only what changed), in GB (10^9 bytes, fractions "
         "allowed). When a job ends the least recently used are evicted until the cache fits, never that job's "
         "own; `0`: each job deletes its checkpoints once its output is written. See `narrate cache`.",
+    )  # fmt: skip
+    fanout_max_mb: float = setting(
+        "NARRATE_FANOUT_MAX_MB", 1024.0, reads=CLIENT, parse=_seconds(0.001, "MB"), shown="`1024`",
+        doc="Redis memory a fanned-out book's part audio may take while it waits for the stitch (estimated from "
+        "the text at submit, 16-bit samples before FLAC): a bigger book fans out only its first parts that fit and "
+        "its own job synthesizes the rest (a warning says so). See Many hosts.",
+    )  # fmt: skip
+    fetch_max_mb: float = setting(
+        "NARRATE_FETCH_MAX_MB", 2048.0, reads=WORKER, parse=_seconds(0.001, "MB"), shown="`2048`",
+        doc="Largest output `narrate fetch` copies through Redis (streamed in chunks, kept 1 hour).",
     )  # fmt: skip
     engine: str = setting(
         "NARRATE_ENGINE", "mlx", reads=WORKER, parse=_choice(ENGINES),

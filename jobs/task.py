@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 from rq.job import Job
 
-from . import cache, ownership, store, subtitles
+from . import cache, ownership, partaudio, store, subtitles
 from .batch_log import BatchLog
 from .checkpoints import Checkpoint, CheckpointStore
 from .context import JobContext, StopRequested
@@ -59,22 +59,30 @@ class CheckpointVanished(RuntimeError):
     """A sentence's checkpoint was removed again right after it was synthesized a second time."""
 
 
-def narrate_job(ctx: JobContext, spec_json: dict) -> dict:
-    job = ctx.job
+def narrate_job(ctx: JobContext, spec_json: dict, fanout: dict | None = None) -> dict:
+    """The book's job. With `fanout` ({"parts": [part job ids]}: jobs.fanout) it runs once all its
+    parts have finished: their audio comes from Redis into this host's checkpoints first, then it
+    is the same job as on one host (what no part covered, or what did not arrive, it synthesizes)."""
     try:
-        return _narrate(ctx, JobSpec.from_json(spec_json)).to_json()
+        return _narrate(ctx, JobSpec.from_json(spec_json), fanout is not None).to_json()
     except StopRequested:
         raise
     except Exception as e:
-        said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
-        job.meta["error"] = said.splitlines()[0][:500]
-        save_meta(job)
-        if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
-            job.retries_left = 0
+        record_failure(ctx.job, e)
         raise
 
 
-def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
+def record_failure(job: Job, e: Exception) -> str:
+    """The one-line error in the job's meta; a bad input is not retried. Returns the line."""
+    said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
+    job.meta["error"] = said.splitlines()[0][:500]
+    save_meta(job)
+    if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
+        job.retries_left = 0
+    return job.meta["error"]
+
+
+def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobResult:
     job = ctx.job
     _begin_attempt(ctx)
     _keep_inputs(job, spec)
@@ -87,6 +95,8 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
     job.meta["model"] = f"{engine.source} ({engine.quant})"
     plan = make_plan(doc, spec, engine.model_key, engine.quant)
     checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
+    if fanned_out:  # the parts' audio, synthesized on any host
+        partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
     todo = plan.missing(checkpoints)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress)
     progress.save()
@@ -116,6 +126,8 @@ def _narrate(ctx: JobContext, spec: JobSpec) -> JobResult:
 
     book = _stitch(ctx, spec, doc, plan, checkpoints, root, final, again)
     _settle_cache(ctx, checkpoints, plan)
+    if fanned_out:
+        partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
     if voices:
         voice_cache, encoder_runs = ("hit" if voices[0].cache_hit else "miss"), voices[0].encoder_runs
     progress.save()
@@ -156,6 +168,7 @@ def _begin_attempt(ctx: JobContext) -> None:
     job = ctx.job
     job.meta["host"] = ctx.host_id
     job.meta["heartbeat_s"] = ctx.settings.heartbeat_s
+    job.meta["grace_s"] = ctx.settings.abandoned_grace_s
     job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
     job.meta.pop("error", None)
     save_meta(job)

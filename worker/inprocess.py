@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 
 from narrate.jobs import api
 from narrate.jobs.connection import Connection
@@ -43,7 +44,7 @@ def run_in_process(
         q = queue(r, f"narrate-run-{uuid.uuid4().hex[:12]}")
         job_id = None
         try:
-            job_id = api.submit(settings, r, req, queue_name=q.name).job.id
+            job_id = api.submit(settings, r, replace(req, fan_out="none"), queue_name=q.name).job.id
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
                 worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status

@@ -17,10 +17,11 @@ import logging
 import threading
 from collections.abc import Callable
 
-from narrate.jobs import task
+from narrate.jobs import parts, task
 from narrate.jobs.api import JOB_FUNCTION
 from narrate.jobs.context import JobContext, StopRequested
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.fanout import HOST_FIELD, PART_FUNCTION
 from narrate.jobs.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
 from narrate.jobs.rq_compat import callback_names, parse_command
 from narrate.jobs.settings import Settings
@@ -32,7 +33,7 @@ from rq.serializers import JSONSerializer
 from .claiming import ClaimingWorker
 
 log = logging.getLogger("narrate.worker")
-FUNCTIONS = {JOB_FUNCTION: task.narrate_job}
+FUNCTIONS = {JOB_FUNCTION: task.narrate_job, PART_FUNCTION: parts.part_job}
 
 
 class RefusedJob(Exception):
@@ -82,7 +83,7 @@ class NarrateWorker(ClaimingWorker):
 
     def __init__(self, *args, settings: Settings, make_context: ContextFactory,
                  beat: Callable[[str], None] = lambda _state: None, **kwargs):  # fmt: skip
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, **kwargs)  # host_id: ClaimingWorker's; in the worker's hash, fan-out counts hosts
         self.settings = settings
         self.make_context = make_context
         self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
@@ -91,7 +92,8 @@ class NarrateWorker(ClaimingWorker):
 
     def register_birth(self, *args, **kwargs):
         super().register_birth(*args, **kwargs)
-        self.connection.hset(self.key, "narrate_model", self.settings.model)  # `narrate info` shows it
+        fields = {"narrate_model": self.settings.model, HOST_FIELD: self.host_id}  # `narrate info`; fan-out
+        self.connection.hset(self.key, mapping=fields)
 
     def handle_payload(self, message):
         """rq's worker commands: stop-job cancels the running job (see the module docstring)."""

@@ -31,12 +31,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from narrate.jobs import scheduler
+from narrate.jobs import fetch, scheduler
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.localstate import process_command
 from narrate.jobs.settings import Settings
 
-from .host import open_lock
+from .host import host_id, open_lock
 
 log = logging.getLogger("narrate.supervisor")
 POLL_S = 0.1
@@ -106,6 +106,8 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
 
     # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
     sched = None if burst else scheduler.start_thread(settings, queue_name)
+    if sched is not None:  # and `narrate fetch` of the outputs this host wrote (narrate.jobs.fetch)
+        fetch.start_thread(settings, host_id(settings.home), sched[1])
 
     def forward(signum, _frame):
         nonlocal stopping
