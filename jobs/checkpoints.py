@@ -103,6 +103,8 @@ class CheckpointStore:
 
     def save_samples(self, key: str, ints: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """`save` for samples already stored as int16 (a checkpoint that came from another host)."""
+        import numpy as np
+
         ints = np.asarray(ints, dtype="<i2")
         body = ints.tobytes()
         meta = {

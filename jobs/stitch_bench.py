@@ -50,7 +50,7 @@ def make_book(root: Path, hours: float) -> tuple[Plan, CheckpointStore]:
         total += length + SAMPLE_RATE // 4
         n += 1
     paragraph_end = frozenset(i for i in range(n) if i % 5 == 4)
-    return Plan(sentences, paragraph_end, chapters, keys), store
+    return Plan(sentences, paragraph_end, chapters, keys, [s.text for s in sentences]), store
 
 
 def main() -> None:

@@ -199,7 +199,8 @@ def golden(env, home, voice, text, name="golden.wav") -> bytes:
     job_id = submit(env, doc, voice, out)
     proc = narrate(env, "worker", "--burst", "--quiet")
     assert proc.returncode == 0, proc.stderr
-    assert wait_for_job(job_id)["status"] == "finished"
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished", (st, proc.stderr[-3000:])
     (home / "fake.log").unlink(missing_ok=True)
     return out.read_bytes()
 

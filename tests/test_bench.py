@@ -98,3 +98,19 @@ def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(en
     if made.exists():  # finished before the signal came: complete
         assert (made / "model.safetensors").is_file() and (made / "speech_tokenizer" / "model.safetensors").is_file()
     assert not [p for p in home.rglob("*") if p.name.startswith(".")]  # no hidden temp checkpoint
+
+
+def test_the_long_book_stitch_benchmark_runs(tmp_path):
+    """`python -m narrate.jobs.stitch_bench` (the 10-hour stitch figures) on a minute of audio."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "narrate.jobs.stitch_bench", "--hours", "0.02", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["sentences"] > 10 and report["chapters"] == 1 and 0.019 < report["hours"] < 0.03
+    assert list(tmp_path.iterdir()) == []  # its temporary directory is gone
