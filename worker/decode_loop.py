@@ -123,7 +123,9 @@ class DecodeLoop:
         """Prefill rows that join: their logits and hidden state, their caches joined to the batch."""
         model = self.model
         with xvector_rows(model, self.placeholder):
-            batch = model._prepare_batch_inputs([r.text for r in group], language=group[0].language, return_metadata=True)
+            batch = model._prepare_batch_inputs(
+                [r.text for r in group], language=group[0].language, return_metadata=True
+            )
         cache = model.talker.make_cache()
         mask = batch.attention_mask if len(group) > 1 else None
         lg, hd = model.talker(batch.input_embeds, cache=cache, attention_mask=mask)
@@ -165,9 +167,13 @@ class DecodeLoop:
             if g > 0:
                 code_input = predictor.codec_embedding[g - 1](tokens[-1])
             code_logits, self.code_cache, _ = predictor(code_input, cache=self.code_cache, generation_step=g)
-            tokens.append(sample_rows(code_logits[:, -1, :], seeds, steps, g + 1, self.sub_opts)[:, None].astype(mx.int32))
+            tokens.append(
+                sample_rows(code_logits[:, -1, :], seeds, steps, g + 1, self.sub_opts)[:, None].astype(mx.int32)
+            )
         all_codes = mx.concatenate(tokens, axis=1)  # (rows, 16)
-        s.embeds = model._next_batch_input_embeds(s.trailing, self.pad_embed, s.trailing_idx, tokens, pad_when_index_clamped=True)
+        s.embeds = model._next_batch_input_embeds(
+            s.trailing, self.pad_embed, s.trailing_idx, tokens, pad_when_index_clamped=True
+        )
         going = live & ~hit_eos
         s.trailing_idx = s.trailing_idx + going.astype(mx.int32)[:, None]
         shifted = mx.concatenate([s.history[:, 1:], first[:, None]], axis=1)
@@ -222,4 +228,3 @@ class DecodeLoop:
 
     def close(self) -> None:
         self.codec.close()
-
