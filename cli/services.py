@@ -117,7 +117,7 @@ def bench(
     import signal
 
     from narrate.worker.bench import default_json, random_checkpoint, run_bench
-    from narrate.worker.bench_report import format_table, plot
+    from narrate.worker.bench_report import format_table, plot, pyplot
     from narrate.worker.bench_workloads import workload as make_workload
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
@@ -132,10 +132,7 @@ def bench(
             raise click.BadParameter(f"{batch_sizes!r}: give positive sizes, e.g. 4,8,16", param_hint="--batch-sizes")
         items = make_workload(workload, sentences, frames, budget_scale)
         if plot_path is not None:
-            import importlib.util
-
-            if importlib.util.find_spec("matplotlib") is None:  # before minutes of measuring
-                plot({"variants": {}}, plot_path)
+            pyplot()  # fails now, not after minutes of measuring
         if checkpoint is None:
             checkpoint = random_checkpoint(home, size, log=lambda m: click.echo(m, err=True))
         report = run_bench(

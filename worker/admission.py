@@ -2,7 +2,8 @@
 
 Sentences come in groups (mlx_engine.batches: similar lengths, one language, reading-order
 windows). Continuous: a group's sentences take the slots free at each step, so a row that ends
-is replaced by the next sentence at once. Static: a group runs alone until its last row ends.
+is replaced by the next sentence at once (the first FIRST_ROWS rows start alone, for fast first
+audio). Static: a group runs alone until its last row ends.
 
 `on_batch` is told each group's sentence indices when its first sentence is admitted; if it
 raises (a stop or cancel request), nothing more is admitted, the rows in flight finish and their
@@ -20,9 +21,12 @@ from dataclasses import dataclass, field
 
 from narrate.jobs.synthesis import Chunk, OnBatch, Sentence
 
-from .decode_loop import DecodeLoop, Row
+from .decode_loop import FIRST_CHUNK, DecodeLoop, Row
 
 SeedFor = Callable[[int, int], int]  # (sentence seed, attempt) -> the seed of that take
+# Continuous: the first rows of a synthesis run alone until their first audio chunk is out, then
+# the batch fills up; so the first audio comes as fast as from a batch of FIRST_ROWS.
+FIRST_ROWS = 4
 
 
 @dataclass
@@ -51,7 +55,8 @@ def run(
     def admit() -> None:
         nonlocal stop
         if loop.continuous:
-            free = size - loop.running
+            warming = len(loop.computed) < FIRST_CHUNK  # the first rows' first chunk is not out yet
+            free = (min(size, FIRST_ROWS) if warming else size) - loop.running
         else:
             free = size if not loop.busy else 0
         while free > 0 and stop is None:

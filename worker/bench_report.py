@@ -20,8 +20,8 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def plot(report: dict, path: Path) -> None:
-    """A PNG: x realtime per variant (with its ratio to plain) and time to first audio."""
+def pyplot():
+    """matplotlib's pyplot drawing into files, or a NarrateError saying how to install it."""
     try:
         import matplotlib
 
@@ -31,6 +31,12 @@ def plot(report: dict, path: Path) -> None:
         raise NarrateError(
             "--plot needs matplotlib, an optional extra: pip install -e '.[plot]' (or pip install matplotlib)"
         ) from None
+    return plt
+
+
+def plot(report: dict, path: Path) -> None:
+    """A PNG: x realtime per variant (with its ratio to plain) and time to first audio."""
+    plt = pyplot()
     names = list(report["variants"])
     rows = [report["variants"][n] for n in names]
     colors = ["#888888" if n == "plain" else "#4c72b0" if n.startswith("static") else "#dd8452" for n in names]
