@@ -97,8 +97,13 @@ def run(
             if g.left == 0 and g.runaways:
                 queue.appendleft(_Group(sorted(g.runaways, key=lambda s: s.index), g.attempt + 1))
 
+    first_out = False
     try:
         while True:
+            if loop.continuous and not first_out and len(loop.computed) >= FIRST_CHUNK:
+                for c in loop.ready(wait=True):  # the first chunk out before the batch fills up
+                    yield from out(c)
+                first_out = True
             admit()
             if loop.busy:
                 for c in loop.step():
