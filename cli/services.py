@@ -68,11 +68,24 @@ def dashboard(bind, port) -> None:
     default="tiny",
     help="Shape of the random-weight checkpoint built when --model is not given.",
 )
-@click.option("--sentences", default=16, show_default=True, help="Sentences per variant.")
-@click.option("--frames", default=24, show_default=True, help="Codec frames per sentence (12.5 = 1 s).")
-@click.option("--batch-sizes", default="1,2,4,8,16", show_default=True, help="Batch sizes to run.")
+@click.option(
+    "--workload",
+    type=click.Choice(["book", "fixed"]),
+    default="book",
+    show_default=True,
+    help="book: a real chapter's sentences with the budgets jobs give them; fixed: --frames each.",
+)
+@click.option("--sentences", default=16, show_default=True, help="Sentences per variant (book: 0 = the whole chapter).")
+@click.option("--frames", default=24, show_default=True, help="fixed: codec frames per sentence (12.5 = 1 s).")
+@click.option(
+    "--budget-scale",
+    default=1.0,
+    show_default=True,
+    help="book: scale the budgets down (e.g. 0.2 on a CPU), keeping their spread.",
+)
+@click.option("--batch-sizes", default="4,8,16", show_default=True, help="Rows per batch (static and continuous).")
 @click.option("--warmup-frames", default=4, show_default=True, help="Frames per sentence in the warm-up.")
-@click.option("--allow-eos", is_flag=True, help="Let sentences stop at EOS (default: exactly --frames).")
+@click.option("--allow-eos", is_flag=True, help="Let sentences stop at EOS (default: exactly their budget).")
 @click.option(
     "--json",
     "out_json",
@@ -80,32 +93,64 @@ def dashboard(bind, port) -> None:
     default=None,
     help="Where to write the JSON (default: $NARRATE_HOME/bench/DATE-TIME.json).",
 )
-def bench(checkpoint, size, sentences, frames, batch_sizes, warmup_frames, allow_eos, out_json) -> None:
-    """Benchmark plain mlx-audio against narrate's sequential and batched engine."""
+@click.option(
+    "--plot",
+    "plot_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Also draw x realtime and first audio per variant into this PNG (needs matplotlib).",
+)
+def bench(
+    checkpoint,
+    size,
+    workload,
+    sentences,
+    frames,
+    budget_scale,
+    batch_sizes,
+    warmup_frames,
+    allow_eos,
+    out_json,
+    plot_path,
+) -> None:
+    """Benchmark the plain mlx-audio loop against narrate's static and continuous batches."""
     import signal
 
-    from narrate.worker.bench import default_json, format_table, random_checkpoint, run_bench
+    from narrate.worker.bench import default_json, random_checkpoint, run_bench
+    from narrate.worker.bench_report import format_table, plot, pyplot
+    from narrate.worker.bench_workloads import workload as make_workload
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
     home = settings_from_env().home
     out_json = out_json or default_json(home)
     try:
+        try:
+            sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
+        except ValueError:
+            sizes = ()
+        if not sizes or min(sizes) < 1:
+            raise click.BadParameter(f"{batch_sizes!r}: give positive sizes, e.g. 4,8,16", param_hint="--batch-sizes")
+        items = make_workload(workload, sentences, frames, budget_scale)
+        if plot_path is not None:
+            pyplot()  # fails now, not after minutes of measuring
         if checkpoint is None:
             checkpoint = random_checkpoint(home, size, log=lambda m: click.echo(m, err=True))
-        sizes = tuple(int(x) for x in batch_sizes.split(",") if x.strip())
         report = run_bench(
             checkpoint,
-            sentences,
-            frames,
+            items,
+            workload,
             sizes,
             warmup_frames,
             allow_eos,
             out_json,
             log=lambda m: click.echo(m, err=True),
         )
+        click.echo(format_table(report))
+        if plot_path is not None:
+            plot(report, plot_path)
+            click.echo(f"plot: {plot_path}")
     except NarrateError as e:
         raise fail(e) from None
-    click.echo(format_table(report))
     click.echo(
         f"speaker-encoder runs: narrate {report['speaker_encoder_runs_narrate_total']} in all, "
         f"plain {report['variants']['plain']['speaker_encoder_runs']} (measured run)"

@@ -60,5 +60,7 @@ class Engine(Protocol):
     ) -> Iterator[Chunk]:
         """Audio for every sentence, streamed in chunks (possibly out of reading order); each
         sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch
-        before it starts (it may raise to stop between batches)."""
+        before its first sentence starts (with continuous batching, rows of the batch before may
+        still be running); it may raise to stop: no sentence starts after that, the sentences
+        already started finish (their chunks still come), then the exception comes."""
         ...

@@ -111,18 +111,70 @@ def test_a_missing_model_attribute_fails_loudly(loaded, monkeypatch, where, attr
     mlx_compat.check_internals()  # the class-level checks alone cannot see it
 
 
-def test_same_audio_alone_or_in_any_batch(loaded, embedding):
+MIXED = (7, 3, 9, 5, 6)  # budgets: rows end at different steps, so others join late
+
+
+def mixed() -> list[Sentence]:
+    return [Sentence(i, t, 1000 + 17 * i, MIXED[i]) for i, t in enumerate(TEXTS)]
+
+
+@pytest.fixture(scope="module")
+def alone(loaded, embedding):
+    """Each sentence of `mixed()` synthesized alone (a batch of one)."""
     engine = MlxEngine(loaded, runaway_retries=0)
-    alone = {}
-    for s in sentences():
-        alone.update(collect(engine, [s], embedding, 1))
-    for size in (2, 5):
-        batched = collect(engine, sentences(), embedding, size)
-        assert set(batched) == set(alone)
-        for i, (pcm, frames, runaway, _) in batched.items():
-            assert frames == 7 and runaway  # random weights never emit EOS
-            assert pcm.size == frames * 1920
-            np.testing.assert_array_equal(pcm, alone[i][0])  # bit-identical, not just close
+    out = {}
+    for s in mixed():
+        out.update(collect(engine, [s], embedding, 1))
+    return out
+
+
+@pytest.mark.parametrize(("size", "continuous"), [(2, True), (5, True), (5, False)])
+def test_same_audio_alone_or_in_any_batch_joining_early_or_late(loaded, embedding, alone, size, continuous):
+    """Continuous batches of 2: sentences 2, 3, 4 join at steps 3, 7 and 9, beside rows at other
+    frames; static batches: finished rows stay. Every sentence is bit-identical to it alone."""
+    engine = MlxEngine(loaded, runaway_retries=0, continuous=continuous)
+    batched = collect(engine, mixed(), embedding, size)
+    assert set(batched) == set(alone)
+    for i, (pcm, frames, runaway, _) in batched.items():
+        assert frames == MIXED[i] and runaway  # random weights never emit EOS
+        assert pcm.size == frames * 1920
+        np.testing.assert_array_equal(pcm, alone[i][0])  # bit-identical, not just close
+
+
+def test_no_step_computes_a_finished_row(loaded, embedding):
+    """Rows computed per step: continuous batching never computes a finished row and refills
+    freed slots at once; the static batch of the same sentences computes its finished rows."""
+    continuous = MlxEngine(loaded, runaway_retries=0)
+    list(continuous.batched(mixed(), embedding, 2))
+    steps = continuous.last_loop.computed
+    assert all(done == 0 for _, done in steps)
+    assert sum(rows for rows, _ in steps) == sum(MIXED)  # one computed row per frame, no more
+    rows = [rows for rows, _ in steps]
+    assert rows == [2] * 13 + [1] * 4  # both slots busy until the last sentence is in, then it alone
+    static = MlxEngine(loaded, runaway_retries=0, continuous=False)
+    list(static.batched(mixed(), embedding, 5))
+    assert sum(rows for rows, _ in static.last_loop.computed) == 5 * max(MIXED)
+    assert sum(done for _, done in static.last_loop.computed) == 5 * max(MIXED) - sum(MIXED)
+
+
+def test_streaming_codec_equals_one_decode_of_the_whole_sentence(loaded, embedding, alone):
+    """Each frame is decoded once, in pieces of 4 then 24 frames by the row's streaming state;
+    the samples equal one decode of all the sentence's frames, within float rounding."""
+    from narrate.worker.codec_stream import CodecWorker
+
+    rng = np.random.default_rng(1)
+    codes = [rng.integers(0, 2048, 16).astype(np.int32) for _ in range(33)]
+    worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=True)
+    one, two = worker.row(), worker.row()
+    try:  # two rows interleaved: each keeps its own state
+        pieces = [worker.submit(r, codes[a:b]).result() for a, b in ((0, 4), (4, 28), (28, 33)) for r in (one, two)]
+    finally:
+        worker.close()
+    full = loaded.model.speech_tokenizer.decoder(mx.array(np.stack(codes, axis=1)[None]))[0, 0]
+    streamed = np.concatenate(pieces[0::2])
+    np.testing.assert_array_equal(streamed, np.concatenate(pieces[1::2]))
+    assert streamed.shape == (33 * 1920,)
+    np.testing.assert_allclose(streamed, np.array(full), atol=1e-5, rtol=0)
 
 
 def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
@@ -132,8 +184,8 @@ def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
 
     def eos_for_row_1_at_step_3(logits, seeds, step, stream, opts, *a, **k):
         tokens = real(logits, seeds, step, stream, opts, *a, **k)
-        if stream == 0 and step == 3:
-            tokens = mx.where(seeds == target_seed, mx.array(eos, dtype=tokens.dtype), tokens)
+        if stream == 0:  # `step`: each row's frame
+            tokens = mx.where((seeds == target_seed) & (step == 3), mx.array(eos, dtype=tokens.dtype), tokens)
         return tokens
 
     monkeypatch.setattr(decode_loop, "sample_rows", eos_for_row_1_at_step_3)
@@ -142,6 +194,28 @@ def test_rows_stop_at_their_own_eos(loaded, embedding, monkeypatch):
     pcm, frames, runaway, takes = out[1]
     assert (frames, runaway, takes) == (3, False, 1) and pcm.size == 3 * 1920
     assert all(out[i][1:] == (7, True, 2) for i in (0, 2, 3, 4))  # the others ran on, were retried
+
+
+def test_a_stop_between_groups_lets_the_rows_in_flight_finish(loaded, embedding):
+    """on_batch raising (a stop or cancel) admits nothing more; the rows already in the batch
+    finish and come out whole before the exception goes on."""
+
+    class Stop(Exception):
+        pass
+
+    told: list[list[int]] = []
+
+    def on_batch(indices):
+        told.append(indices)
+        if len(told) == 2:
+            raise Stop
+
+    finals = []
+    with pytest.raises(Stop):
+        for c in MlxEngine(loaded, runaway_retries=0).batched(mixed(), embedding, 2, on_batch):
+            if c.final:
+                finals.append(c.index)
+    assert len(told) == 2 and sorted(finals) == sorted(told[0])
 
 
 def test_runaway_is_retried_once_with_a_new_seed(loaded, embedding):

@@ -10,34 +10,40 @@ from pathlib import Path
 from conftest import narrate
 
 
-def test_bench_runs_all_variants_and_writes_json(env, checkpoint, tmp_path):
-    out = tmp_path / "bench.json"
-    proc = narrate(
-        env,
-        "bench",
-        "--model",
-        str(checkpoint),
-        "--sentences",
-        "4",
-        "--frames",
-        "6",
-        "--batch-sizes",
-        "1,2,4",
-        "--warmup-frames",
-        "2",
-        "--json",
-        str(out),
-    )
+def test_bench_runs_every_variant_on_the_book_workload_and_plots(env, checkpoint, tmp_path):
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    args = ["--workload", "book", "--sentences", "5", "--budget-scale", "0.03", "--batch-sizes", "2"]
+    proc = narrate(env, "bench", "--model", str(checkpoint), *args, "--warmup-frames", "2", "--json", str(out),
+                   "--plot", str(png))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert list(report["variants"]) == ["plain", "sequential", "batch-1", "batch-2", "batch-4"]
+    assert list(report["variants"]) == ["plain", "static-2", "continuous-2"]
+    budgets = report["budgets"]["each"]
+    assert len(budgets) == 5 and len(set(budgets)) > 2  # the chapter's sentences differ in length
+    plain = report["variants"]["plain"]["frames_per_s"]
     for name, v in report["variants"].items():
-        assert v["frames"] == 4 * 6, name  # EOS disabled: identical work in every variant
+        assert v["frames"] == sum(budgets), name  # EOS disabled: every sentence runs to its budget
         assert v["frames_per_s"] > 0 and v["first_audio_ms"] > 0 and v["peak_memory_mb"] > 0
-        assert v["ratio_to_plain"] == round(v["frames_per_s"] / report["variants"]["plain"]["frames_per_s"], 3)
-    assert report["variants"]["plain"]["speaker_encoder_runs"] == 4  # once per sentence
+        assert v["ratio_to_plain"] == round(v["frames_per_s"] / plain, 3)
+    static, continuous = report["variants"]["static-2"], report["variants"]["continuous-2"]
+    assert continuous["idle_row_waste_pct"] == 0 and continuous["rows_computed"] == sum(budgets)
+    assert static["idle_row_waste_pct"] > 0 and static["rows_computed"] > sum(budgets)
+    assert report["variants"]["plain"]["speaker_encoder_runs"] == 5  # once per sentence
     assert report["speaker_encoder_runs_narrate_total"] == 1  # once per voice, for the whole run
-    assert "vs plain" in proc.stdout and "batch-4" in proc.stdout
+    assert "vs plain" in proc.stdout and "continuous-2" in proc.stdout
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bench_plot_without_matplotlib_is_a_clear_error_before_measuring(env, checkpoint, tmp_path):
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "matplotlib.py").write_text("raise ImportError('no matplotlib here')\n")
+    e = dict(env, PYTHONPATH=str(shadow))
+    args = ["--model", str(checkpoint), "--plot", str(tmp_path / "b.png"), "--json", str(tmp_path / "b.json")]
+    proc = narrate(e, "bench", *args)
+    assert proc.returncode != 0
+    assert "--plot needs matplotlib" in proc.stderr and "pip install" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "b.json").exists()
 
 
 def bench_env(env: dict, tmp_path) -> dict:
@@ -50,20 +56,21 @@ def test_bench_leaves_nothing_behind_and_writes_its_json_under_narrate_home(env,
     e = bench_env(env, tmp_path)
     here = tmp_path / "here"
     here.mkdir()
-    args = ["bench", "--model", str(checkpoint), "--sentences", "2", "--frames", "3", "--batch-sizes", "1"]
-    proc = narrate(e, *args, "--warmup-frames", "1", cwd=here)
+    args = ["bench", "--model", str(checkpoint), "--workload", "fixed", "--sentences", "2", "--frames", "3"]
+    proc = narrate(e, *args, "--batch-sizes", "1", "--warmup-frames", "1", cwd=here)
     assert proc.returncode == 0, proc.stderr
     assert list(here.iterdir()) == []  # no bench-results.json in the current directory
     assert list((tmp_path / "tmp").glob("narrate-bench-*")) == []  # its temp folder is gone
     shown = [line for line in proc.stdout.splitlines() if line.startswith("JSON: ")]
     path = Path(shown[0].removeprefix("JSON: "))
     assert path.is_relative_to(home / "bench") and path.suffix == ".json", shown
-    assert list(json.loads(path.read_text())["variants"]) == ["plain", "sequential", "batch-1"]
+    assert list(json.loads(path.read_text())["variants"]) == ["plain", "static-1", "continuous-1"]
 
 
 def test_ctrl_c_during_bench_removes_its_temp_folder(env, checkpoint, tmp_path):
     e = bench_env(env, tmp_path)
-    args = ["bench", "--model", str(checkpoint), "--sentences", "8", "--frames", "2000", "--batch-sizes", "1"]
+    args = ["bench", "--model", str(checkpoint), "--workload", "fixed", "--sentences", "8", "--frames", "2000"]
+    args += ["--batch-sizes", "1"]
     proc = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args, "--warmup-frames", "1"], env=e,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:

@@ -1,16 +1,21 @@
-"""``narrate bench``: plain mlx-audio against narrate's engine, side by side, in one process.
+"""``narrate bench``: the plain mlx-audio loop against narrate's engine, side by side, in one process.
 
-On the same sentences, voice and loaded checkpoint, after a warm-up of every variant:
+On the same sentences (a workload: bench_workloads.py), voice and loaded checkpoint, after a
+warm-up of every variant:
 
-  (a) plain      mlx-audio ``generate`` per sentence with ``ref_audio`` (a wav path), the way a
-                 script would call it: the speaker encoder runs for every sentence
-  (b) sequential narrate's engine, one sentence at a time, cached voice embedding
-  (c) batch-N    narrate's batched x-vector engine with N rows per batch
+  plain         mlx-audio ``generate`` per sentence with ``ref_audio`` (a wav path), the way a
+                script would call it: the speaker encoder runs for every sentence
+  static-N      narrate's batched engine, static batches of N rows: a batch runs until its
+                longest row ends, finished rows are still computed (narrate before continuous
+                batching, with today's streaming codec)
+  continuous-N  narrate's job path: N slots, a finished row leaves at once and the next sentence
+                takes its slot
 
-Every sentence generates exactly ``frames`` codec frames (EOS is disabled, unless --allow-eos)
-so all variants do the same work. Reported per variant: codec frames/s, audio seconds per wall
-second (x realtime), time to first audio, speaker-encoder runs, MLX peak memory, and the
-frames/s ratio to (a). Compare ratios, not single times: shared machines are noisy.
+EOS is disabled (unless --allow-eos), so every sentence generates exactly its budget and all
+variants do the same work. Reported per variant: codec frames/s, audio seconds per wall second
+(x realtime), time to first audio, idle-row waste (% of the rows a step computed that had already
+finished), speaker-encoder runs, MLX peak memory, and the frames/s ratio to plain. Compare ratios,
+not single times: shared machines are noisy.
 """
 
 from __future__ import annotations
@@ -28,23 +33,14 @@ from pathlib import Path
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.localstate import private_dir
-from narrate.jobs.synthesis import Chunk, Sentence
+from narrate.jobs.synthesis import Sentence
 
+from .bench_workloads import Item
 from .mlx_engine import STREAM_INTERVAL_S, MlxEngine
 from .models import LoadedModel, SpeakerEncoderRuns, load, resolve
 
 SAMPLE_RATE = 24_000
 FRAMES_PER_SECOND = 12.5
-SENTENCES = [
-    "The storm came in from the west just after dark.",
-    "By nine o'clock the rain was falling sideways, and the old lighthouse shook with every gust.",
-    "Mara climbed the spiral stairs with a lantern in one hand.",
-    "She had kept the light for eleven years.",
-    "In all that time it had never once gone out, and tonight would not be the first.",
-    "At the top, the great lens turned slowly, throwing its beam across the black water.",
-    "Somewhere out there a ship was fighting its way toward the harbor.",
-    "She checked the oil, trimmed the wick, and settled in to wait for morning.",
-]
 
 
 def synthetic_voice(seconds: float = 4.0) -> np.ndarray:
@@ -90,19 +86,19 @@ def _measure(run: Callable[[], Iterator[int]]) -> dict:
 
 
 class Bench:
-    def __init__(self, loaded: LoadedModel, sentences: list[str], frames: int, voice_path: Path):
+    def __init__(self, loaded: LoadedModel, items: list[Item], voice_path: Path):
         self.loaded = loaded
         self.model = loaded.model
-        self.sentences = sentences
-        self.frames = frames
+        self.items = items
         self.voice_path = voice_path
         self.embedding: mx.array | None = None
+        self.steps: list[tuple[int, int]] = []  # the last narrate run's (rows computed, of them done) per step
 
-    def plain(self, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        for i, text in enumerate(texts or self.sentences):
+    def plain(self, items: list[Item] | None = None) -> Iterator[int]:
+        for i, it in enumerate(items or self.items):
             mx.random.seed(i)
             for r in self.model.generate(
-                text=text, ref_audio=str(self.voice_path), max_tokens=frames or self.frames, stream=True,
+                text=it.text, ref_audio=str(self.voice_path), max_tokens=it.budget, stream=True,
                 streaming_interval=STREAM_INTERVAL_S, verbose=False,
             ):  # fmt: skip
                 yield int(r.token_count)
@@ -117,18 +113,12 @@ class Bench:
             mx.eval(self.embedding)
         return self.embedding
 
-    def _sentences(self, frames: int | None, texts: list[str] | None) -> list[Sentence]:
-        return [Sentence(i, t, 1000 + i, frames or self.frames) for i, t in enumerate(texts or self.sentences)]
-
-    def sequential(self, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        chunks: Iterator[Chunk] = MlxEngine(self.loaded).sequential(self._sentences(frames, texts), self._voice())
-        for c in chunks:
+    def narrate(self, size: int, continuous: bool, items: list[Item] | None = None) -> Iterator[int]:
+        sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(items or self.items)]
+        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0, continuous=continuous)
+        for c in engine.batched(sentences, self._voice(), size):
             yield c.frames
-
-    def batched(self, size: int, frames: int | None = None, texts: list[str] | None = None) -> Iterator[int]:
-        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0)
-        for c in engine.batched(self._sentences(frames, texts), self._voice(), size):
-            yield c.frames
+        self.steps = engine.last_loop.computed if engine.last_loop else []
 
 
 def default_json(home: Path) -> Path:
@@ -168,9 +158,9 @@ def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print)
 
 def run_bench(
     checkpoint: Path,
-    sentences: int = 16,
-    frames: int = 24,
-    batch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16),
+    items: list[Item],
+    workload_name: str,
+    batch_sizes: tuple[int, ...] = (4, 8, 16),
     warmup_frames: int = 4,
     allow_eos: bool = False,
     out_json: Path | None = None,
@@ -179,33 +169,44 @@ def run_bench(
     t0 = time.perf_counter()
     loaded = load(resolve(str(checkpoint), None))
     load_s = time.perf_counter() - t0
-    if not allow_eos:  # an id the sampler can never produce: every sentence runs to `frames`
+    if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
         tc = loaded.model.config.talker_config
         tc.codec_eos_token_id = tc.vocab_size
-    texts = (SENTENCES * (sentences // len(SENTENCES) + 1))[:sentences]
     cfg = loaded.model.config.talker_config
+    budgets = [it.budget for it in items]
     report: dict = {
         "checkpoint": checkpoint.name,
         "talker": {"hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers},
         "device": str(mx.default_device()),
         "platform": platform.platform(),
         "mlx": mx.__version__,
-        "sentences": sentences,
-        "frames_per_sentence": frames,
-        "eos": "allowed" if allow_eos else "disabled (every sentence generates exactly frames_per_sentence)",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "workload": workload_name,
+        "sentences": len(items),
+        "budgets": {"total": sum(budgets), "min": min(budgets), "max": max(budgets), "each": budgets},
+        "eos": "allowed" if allow_eos else "disabled (every sentence generates exactly its budget)",
         "load_s": round(load_s, 2),
         "variants": {},
     }
     if out_json:
         out_json.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
-        bench = Bench(loaded, texts, frames, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
+        bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
         _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log)
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     if out_json:
         out_json.write_text(json.dumps(report, indent=2))
     return report
+
+
+def _variants(bench: Bench, batch_sizes: tuple[int, ...]) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
+    """(name, rows, run) for plain, static-N and continuous-N."""
+    out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
+    for n in batch_sizes:
+        out.append((f"static-{n}", n, lambda items=None, n=n: bench.narrate(n, False, items)))
+        out.append((f"continuous-{n}", n, lambda items=None, n=n: bench.narrate(n, True, items)))
+    return out
 
 
 def _run_variants(
@@ -217,22 +218,21 @@ def _run_variants(
     log: Callable[[str], None],
 ) -> None:
     """Warm every variant up, then measure each in turn into report["variants"]."""
-    texts = bench.sentences
-    variants: list[tuple[str, Callable[..., Iterator[int]]]] = [
-        ("plain", bench.plain),
-        ("sequential", bench.sequential),
-    ] + [(f"batch-{n}", lambda n=n, **k: bench.batched(n, **k)) for n in batch_sizes]
+    variants = _variants(bench, batch_sizes)
     enc_total0 = SpeakerEncoderRuns.count
     bench._voice()  # narrate's one speaker-encoder run for this voice, for every narrate variant
     narrate_runs = SpeakerEncoderRuns.count - enc_total0
-    for name, fn in variants:  # warm-up: compile kernels for every shape the variants use
-        warm_texts = texts[: int(name.split("-")[1])] if name.startswith("batch-") else texts[:1]
-        for _ in fn(frames=warmup_frames, texts=warm_texts):
+    for _, rows, fn in variants:  # warm-up: compile kernels for the shapes the variants use
+        for _ in fn(items=[Item(it.text, warmup_frames) for it in bench.items[:rows]]):
             pass
-    for name, fn in variants:
+    for name, _, fn in variants:
+        bench.steps = []
         res = _measure(fn)
+        computed = sum(r for r, _ in bench.steps)
+        res["rows_computed"] = computed if name != "plain" else res["frames"]
+        res["idle_row_waste_pct"] = round(100 * sum(d for _, d in bench.steps) / computed, 2) if computed else 0.0
         report["variants"][name] = res
-        log(f"  {name:<11} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
+        log(f"  {name:<14} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
         if out_json:  # write as results come: long GPU runs keep what they measured
             out_json.write_text(json.dumps(report, indent=2))
     base = report["variants"]["plain"]["frames_per_s"]
@@ -241,16 +241,10 @@ def _run_variants(
     narrate_runs += sum(v["speaker_encoder_runs"] for k, v in report["variants"].items() if k != "plain")
     report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: must be 1
     report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
-
-
-def format_table(report: dict) -> str:
-    head = f"{'variant':<12}{'frames':>8}{'frames/s':>10}{'x realtime':>12}{'first audio':>13}{'spk enc':>9}"
-    head += f"{'peak MB':>9}{'vs plain':>10}"
-    lines = [head, "-" * len(head)]
-    for name, r in report["variants"].items():
-        lines.append(
-            f"{name:<12}{r['frames']:>8}{r['frames_per_s']:>10.2f}{r['x_realtime']:>12.3f}"
-            f"{r['first_audio_ms']:>10.0f} ms{r['speaker_encoder_runs']:>9}{r['peak_memory_mb']:>9.0f}"
-            f"{r['ratio_to_plain']:>9.2f}x"
-        )
-    return "\n".join(lines)
+    best = max(
+        (k for k in report["variants"] if k.startswith("continuous-")),
+        key=lambda k: report["variants"][k]["frames_per_s"],
+        default=None,
+    )
+    if best:
+        report["best_continuous"] = {"variant": best, "ratio_to_plain": report["variants"][best]["ratio_to_plain"]}

@@ -1,35 +1,42 @@
 """narrate's batched decode loop for mlx-audio Qwen3-TTS: many sentences of one voice per forward
-pass, each row on its own terms.
+pass, each row on its own terms, rows joining and leaving between steps (continuous batching).
 
-mlx-audio builds the batch's prefill (``_prepare_batch_inputs``, every row with the injected
-x-vector: see mlx_compat.py); from there this loop drives the talker, the code predictor and the
-codec itself, so that:
+mlx-audio builds each joining group's prefill (``_prepare_batch_inputs``, every row with the
+injected x-vector: see mlx_compat.py); from there this loop drives the talker, the code predictor
+and the codec itself, so that:
 
-- every row samples from its own counter-based random stream (sampling.py), so a sentence comes
-  out the same alone or in any batch;
-- every row stops at its own end of speech (EOS) or frame budget (a runaway);
-- every row streams its audio in chunks as its frames accumulate (the piecewise codec decode).
+- every row samples from its own counter-based random stream (sampling.py), keyed by its own
+  frame number, so a sentence comes out the same alone, in any batch, joining early or late;
+- every row stops at its own end of speech (EOS) or frame budget (a runaway) and, in the
+  continuous mode, leaves the batch at once: no step computes a finished row (batch_rows.py);
+  the static mode keeps finished rows in the batch until its last row ends (the old batches,
+  kept for the benchmark and the equivalence tests);
+- every row streams its audio in chunks as its frames accumulate, each frame decoded once by
+  the row's own streaming codec state, on a background thread (codec_stream.py).
+
+One host sync a step: the EOS flags are read back to retire rows (reading them every few steps
+instead measured no faster on a CPU and would compute finished rows meanwhile).
 """
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.synthesis import Chunk
 
+from .batch_rows import Rows, join, keep
+from .codec_stream import CodecWorker, RowCodec
 from .mlx_compat import xvector_rows
 from .sampling import UINT32, options, sample_rows
 
-# The piecewise codec decode: a row's frames are turned into audio in pieces as they arrive;
-# each piece is decoded with up to DECODE_CONTEXT earlier frames in front (the codec decoder is
-# causal with a limited receptive field; mlx-audio's streaming decode uses the same 25 frames of
-# left context), and only the new frames' samples are kept.
-DECODE_CONTEXT = 25  # codec frames of left context for each decoded piece
 FIRST_CHUNK = 4  # frames in a row's first audio chunk (fast first audio)
-LATER_CHUNK = 48  # frames in later chunks (less context re-decoding)
+LATER_CHUNK = 24  # frames in later chunks (fewer, larger codec calls)
 
 HISTORY = 64  # repetition-penalty window (first-codebook tokens), as in mlx-audio
 # The talker's codec vocabulary is the 2048 audio codes followed by 1024 control ids (BOS, EOS,
@@ -40,15 +47,19 @@ CONTROL_TOKENS = 1024
 
 @dataclass
 class Row:
-    """One sentence's place in a batch and what it has produced so far."""
+    """One sentence in the batch and what it has produced so far."""
 
     index: int  # sentence index in the document
     seed: int
     budget: int
-    codes: list[mx.array] = field(default_factory=list)  # per frame: (1, 16)
-    decoded: int = 0  # frames already turned into audio
+    text: str = ""
+    language: str = "auto"  # Qwen3-TTS's name (english, german...) or auto
+    frames: int = 0  # frames generated (also the sampler's frame counter)
+    fresh: list[np.ndarray] = field(default_factory=list)  # frames not yet decoded, each (16,)
     done: bool = False
     eos: bool = False
+    codec: RowCodec | None = None
+    chunks: int = 0  # audio chunks handed out
 
 
 def suppressed_tokens(vocab: int, eos: int) -> mx.array:
@@ -56,94 +67,164 @@ def suppressed_tokens(vocab: int, eos: int) -> mx.array:
     return mx.array([(vocab - CONTROL_TOKENS <= i < vocab) and i != eos for i in range(vocab)])
 
 
-def decode_piece(model, row: Row, end: int) -> np.ndarray:
-    """Audio of frames [row.decoded, end), decoded with up to DECODE_CONTEXT frames of context."""
-    ctx = min(DECODE_CONTEXT, row.decoded)
-    codes = mx.concatenate(row.codes[row.decoded - ctx : end], axis=0)[None]  # (1, T, 16)
-    wav = model.speech_tokenizer.decoder.chunked_decode(mx.transpose(codes, (0, 2, 1))).squeeze(1)[0]
-    upsample = model.speech_tokenizer.decode_upsample_rate  # samples per codec frame
-    wav = wav[ctx * upsample : (ctx + end - row.decoded) * upsample]
-    mx.eval(wav)
-    row.decoded = end
-    return np.array(wav.astype(mx.float32))
+class DecodeLoop:
+    """A batch that rows join (`add`) and leave; `step` advances every running row one frame."""
 
+    def __init__(self, model, placeholder: mx.array, continuous: bool = True, threaded_codec: bool = True):
+        self.model = model
+        self.placeholder = placeholder
+        self.continuous = continuous
+        self.talker_opts, self.sub_opts = options(model.generate_config)
+        self.config = model.config.talker_config
+        self.eos = self.config.codec_eos_token_id
+        self.suppress = suppressed_tokens(self.config.vocab_size, self.eos)
+        self.codec = CodecWorker(model.speech_tokenizer.decoder, threaded=threaded_codec)
+        self.code_cache = model.talker.code_predictor.make_cache()
+        self.rows: list[Row] = []  # the batch, in the order of self.state's rows
+        self.state: Rows | None = None
+        self.pad_embed: mx.array | None = None
+        self.pending: list[Row] = []  # prefilled at the next step
+        self.outbox: deque[tuple[Row, Future, int, bool]] = deque()
+        self.computed: list[tuple[int, int]] = []  # per step: (rows computed, of them already done)
 
-def generate_batch(
-    model, texts: Sequence[str], rows: list[Row], placeholder: mx.array, language: str = "auto"
-) -> Iterator[Chunk]:
-    """Synthesize one batch (the voice must be injected by the caller). Yields audio per row;
-    each row ends with a ``final`` chunk (``runaway`` when it used its budget without EOS).
-    `language`: Qwen3-TTS's name for the batch's language (english, german...) or auto."""
-    talker, sub = options(model.generate_config)
-    config = model.config.talker_config
-    eos = config.codec_eos_token_id
-    n = len(rows)
-    with xvector_rows(model, placeholder):
-        batch = model._prepare_batch_inputs(list(texts), language=language, return_metadata=True)
-    input_embeds = batch.input_embeds
-    trailing = batch.trailing_text_hidden
-    pad_embed = batch.tts_pad_embed
-    attention_mask = batch.attention_mask if n > 1 else None
-    cache = model.talker.make_cache()
-    code_cache = model.talker.code_predictor.make_cache()
-    embed_codes = model.talker.get_input_embeddings()
-    vocab = config.vocab_size
-    suppress = suppressed_tokens(vocab, eos)
-    seeds = mx.array([r.seed & UINT32 for r in rows], dtype=mx.uint32)
-    budgets = mx.array([r.budget for r in rows])
-    history = mx.full((n, HISTORY), vocab, dtype=mx.int32)  # recent first-codebook tokens; vocab = none
-    no_recent = mx.zeros((n, vocab + 1), dtype=mx.bool_)
-    true = mx.ones((n, HISTORY), dtype=mx.bool_)
-    finished = mx.zeros((n,), dtype=mx.bool_)
-    trailing_idx = mx.zeros((n, 1), dtype=mx.int32)
-    eos_fill = mx.full((n,), eos, dtype=mx.int32)
-    max_steps = max(r.budget for r in rows)
+    def add(self, rows: Sequence[Row]) -> None:
+        self.pending.extend(rows)
 
-    for step in range(max_steps):
-        logits, hidden = model.talker(input_embeds, cache=cache, attention_mask=attention_mask)
-        recent = mx.put_along_axis(no_recent, history, true, axis=-1)[:, :vocab]
-        first = sample_rows(logits[:, -1, :], seeds, step, 0, talker, suppress=suppress, recent=recent)
-        first = mx.where(finished, eos_fill, first.astype(mx.int32))
-        hit_eos = first == eos
-        finished = finished | hit_eos
+    @property
+    def running(self) -> int:
+        """Rows in the batch or waiting for their prefill that have not finished."""
+        return sum(not r.done for r in self.rows) + len(self.pending)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.rows or self.pending)
+
+    def step(self) -> Iterator[Chunk]:
+        """One frame for every row (prefilling the rows that join), then the audio that is ready."""
+        logits, hidden = [], []
+        if self.rows:
+            s = self.state
+            lg, hd = self.model.talker(s.embeds, cache=s.cache, attention_mask=s.attention_mask())
+            s.advanced()
+            logits.append(lg[:, -1, :])
+            hidden.append(hd[:, -1:, :])
+        joining, self.pending = self.pending, []
+        for _, same in itertools.groupby(sorted(joining, key=lambda r: r.language), key=lambda r: r.language):
+            group = list(same)
+            lg, hd = self._prefill(group)
+            logits.append(lg)
+            hidden.append(hd)
+            self.rows.extend(group)
+        self.computed.append((len(self.rows), sum(r.done for r in self.rows)))
+        self._advance(mx.concatenate(logits, axis=0), mx.concatenate(hidden, axis=0))
+        yield from self.ready()
+
+    def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array]:
+        """Prefill rows that join: their logits and hidden state, their caches joined to the batch."""
+        model = self.model
+        with xvector_rows(model, self.placeholder):
+            batch = model._prepare_batch_inputs(
+                [r.text for r in group], language=group[0].language, return_metadata=True
+            )
+        cache = model.talker.make_cache()
+        mask = batch.attention_mask if len(group) > 1 else None
+        lg, hd = model.talker(batch.input_embeds, cache=cache, attention_mask=mask)
+        if self.pad_embed is None:
+            self.pad_embed = batch.tts_pad_embed
+        n = len(group)
+        new = Rows(
+            cache=cache,
+            kv_lens=list(batch.prefill_lens),
+            embeds=mx.zeros((n, 1, hd.shape[-1]), dtype=hd.dtype),  # replaced by this step's codes
+            trailing=batch.trailing_text_hidden,
+            trailing_idx=mx.zeros((n, 1), dtype=mx.int32),
+            history=mx.full((n, HISTORY), self.config.vocab_size, dtype=mx.int32),  # vocab = none yet
+        )
+        self.state = join(self.state, new, self.pad_embed)
+        for r in group:
+            r.codec = self.codec.row()
+        return lg[:, -1, :], hd[:, -1:, :]
+
+    def _advance(self, logits: mx.array, hidden: mx.array) -> None:
+        """Sample this frame's 16 codes for every row, prepare the next inputs, retire rows."""
+        s, rows, model, config = self.state, self.rows, self.model, self.config
+        n, vocab = len(rows), config.vocab_size
+        seeds = mx.array([r.seed & UINT32 for r in rows], dtype=mx.uint32)
+        steps = mx.array([r.frames for r in rows], dtype=mx.uint32)
+        live = mx.array([not r.done for r in rows])
+        no_recent = mx.zeros((n, vocab + 1), dtype=mx.bool_)
+        recent = mx.put_along_axis(no_recent, s.history, mx.ones(s.history.shape, dtype=mx.bool_), axis=-1)
+        first = sample_rows(logits, seeds, steps, 0, self.talker_opts, suppress=self.suppress, recent=recent[:, :vocab])
+        first = mx.where(live, first.astype(mx.int32), mx.full((n,), self.eos, dtype=mx.int32))
+        hit_eos = first == self.eos
         # Code predictor: the other 15 codebooks of this frame, one token per row each.
-        for c in code_cache:  # a fresh KV cache for every frame, as mlx-audio's _reset_code_cache
+        for c in self.code_cache:  # a fresh KV cache for every frame, as mlx-audio's _reset_code_cache
             c.keys, c.values, c.offset = None, None, 0
         tokens = [first[:, None]]
-        code_input = mx.concatenate([hidden[:, -1:, :], embed_codes(tokens[0])], axis=1)
+        predictor = model.talker.code_predictor
+        code_input = mx.concatenate([hidden, model.talker.get_input_embeddings()(tokens[0])], axis=1)
         for g in range(config.num_code_groups - 1):
             if g > 0:
-                code_input = model.talker.code_predictor.codec_embedding[g - 1](tokens[-1])
-            code_logits, code_cache, _ = model.talker.code_predictor(code_input, cache=code_cache, generation_step=g)
-            tokens.append(sample_rows(code_logits[:, -1, :], seeds, step, g + 1, sub)[:, None].astype(mx.int32))
+                code_input = predictor.codec_embedding[g - 1](tokens[-1])
+            code_logits, self.code_cache, _ = predictor(code_input, cache=self.code_cache, generation_step=g)
+            tokens.append(
+                sample_rows(code_logits[:, -1, :], seeds, steps, g + 1, self.sub_opts)[:, None].astype(mx.int32)
+            )
         all_codes = mx.concatenate(tokens, axis=1)  # (rows, 16)
-        input_embeds = model._next_batch_input_embeds(
-            trailing, pad_embed, trailing_idx, tokens, pad_when_index_clamped=True
+        s.embeds = model._next_batch_input_embeds(
+            s.trailing, self.pad_embed, s.trailing_idx, tokens, pad_when_index_clamped=True
         )
-        trailing_idx = trailing_idx + (~finished).astype(mx.int32)[:, None]
-        if attention_mask is not None:
-            attention_mask = mx.concatenate([attention_mask, mx.ones((n, 1))], axis=1)
-        # Rows still running append this frame's first code to their repetition window.
-        running = mx.array([not r.done for r in rows]) & ~hit_eos
-        history = mx.where(running[:, None], mx.concatenate([history[:, 1:], first[:, None]], axis=1), history)
-        mx.eval(all_codes, input_embeds, finished, hit_eos, history)
-        eos_now = hit_eos.tolist()
+        going = live & ~hit_eos
+        s.trailing_idx = s.trailing_idx + going.astype(mx.int32)[:, None]
+        shifted = mx.concatenate([s.history[:, 1:], first[:, None]], axis=1)
+        s.history = mx.where(going[:, None], shifted, s.history)
+        mx.eval(all_codes, s.embeds, hit_eos, s.history, s.trailing_idx)
+        eos_now = hit_eos.tolist()  # the step's one host sync
+        codes = np.array(all_codes)  # to the host: the codec thread builds its own arrays
         for b, row in enumerate(rows):
             if row.done:
                 continue
             if eos_now[b]:
                 row.done, row.eos = True, True
             else:
-                row.codes.append(all_codes[b : b + 1])
-                if len(row.codes) >= row.budget:
-                    row.done = True
-            chunk = FIRST_CHUNK if row.decoded == 0 else LATER_CHUNK
-            if row.done or len(row.codes) - row.decoded >= chunk:
-                start = row.decoded
-                pcm = decode_piece(model, row, len(row.codes)) if len(row.codes) > start else np.zeros(0, np.float32)
-                yield Chunk(row.index, pcm, len(row.codes) - start, row.done, row.done and not row.eos)
-        if all(r.done for r in rows):
-            break
-        # Rows at their budget stop advancing: treat them as finished for the next step.
-        finished = finished | (mx.array([len(r.codes) for r in rows]) >= budgets)
-    mx.clear_cache()
+                row.fresh.append(codes[b])
+                row.frames += 1
+                row.done = row.frames >= row.budget
+            self._emit(row)
+        self._retire()
+
+    def _emit(self, row: Row) -> None:
+        """Send the row's undecoded frames to the codec when a chunk is due (or the row ended)."""
+        due = FIRST_CHUNK if row.chunks == 0 else LATER_CHUNK
+        if not (row.done or len(row.fresh) >= due):
+            return
+        if row.fresh:
+            future = self.codec.submit(row.codec, row.fresh)
+        else:
+            future = Future()
+            future.set_result(np.zeros(0, np.float32))
+        self.outbox.append((row, future, len(row.fresh), row.done))
+        row.fresh = []
+        row.chunks += 1
+
+    def _retire(self) -> None:
+        """Continuous: finished rows leave now. Static: the batch ends with its last row."""
+        going = [i for i, r in enumerate(self.rows) if not r.done]
+        if len(going) == len(self.rows) or (going and not self.continuous):
+            return
+        if going:
+            self.state = keep(self.state, going)
+            self.rows = [self.rows[i] for i in going]
+        else:
+            self.state, self.rows = None, []
+            mx.clear_cache()
+
+    def ready(self, wait: bool = False) -> Iterator[Chunk]:
+        """Audio chunks whose decode is done, in the order they were sent (all of them: `wait`)."""
+        while self.outbox and (wait or self.outbox[0][1].done()):
+            row, future, frames, final = self.outbox.popleft()
+            runaway = final and not row.eos
+            yield Chunk(row.index, future.result(), frames, final, runaway)
+
+    def close(self) -> None:
+        self.codec.close()

@@ -80,12 +80,19 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "talker.Qwen3TTSTalkerCodePredictor.__call__": ("inputs_embeds", "cache", "generation_step"),
         "talker.Qwen3TTSTalkerCodePredictor.make_cache": (),
         "talker.Qwen3TTSTalkerCodePredictor.codec_embedding": (),
-        "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.chunked_decode": ("codes",),
+        "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.streaming_step": ("codes",),
+        "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.reset_streaming_state": (),
         "speaker_encoder.Qwen3TTSSpeakerEncoder.__call__": (),
     },
     # Dataclasses, with the fields narrate reads.
     "fields": {
-        "qwen3_tts.Qwen3BatchInputs": ("input_embeds", "trailing_text_hidden", "tts_pad_embed", "attention_mask"),
+        "qwen3_tts.Qwen3BatchInputs": (
+            "input_embeds",
+            "trailing_text_hidden",
+            "tts_pad_embed",
+            "attention_mask",
+            "prefill_lens",
+        ),
         "config.ModelConfig": ("tts_model_type", "talker_config"),
         "config.Qwen3TTSTalkerConfig": (
             "vocab_size",
@@ -103,7 +110,9 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
     "attributes": {
         "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
         "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
+        "Model.speech_tokenizer.decoder": ("_transformer_cache",),  # streaming state (codec_stream.py)
         "Model.talker.code_predictor.make_cache()[i]": ("keys", "values", "offset"),
+        "Model.talker.make_cache()[i]": ("keys", "values", "offset"),
     },
 }
 
@@ -153,12 +162,15 @@ def _attribute_problems(model: Any) -> list[str]:
     speech_tokenizer = getattr(model, "speech_tokenizer", None)
     try:
         caches = list(model.talker.code_predictor.make_cache())
+        talker_caches = list(model.talker.make_cache())
     except AttributeError:
-        caches = []  # reported through the signature checks
+        caches = talker_caches = []  # reported through the signature checks
     owners = {
         "Model": [model],
         "Model.speech_tokenizer": [speech_tokenizer] if speech_tokenizer is not None else [],
+        "Model.speech_tokenizer.decoder": [speech_tokenizer.decoder] if hasattr(speech_tokenizer, "decoder") else [],
         "Model.talker.code_predictor.make_cache()[i]": caches,
+        "Model.talker.make_cache()[i]": talker_caches,
     }
     problems = []
     for name, attrs in REQUIRED_INTERNALS["attributes"].items():

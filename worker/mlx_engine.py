@@ -5,15 +5,14 @@ Two paths, both with the voice embedding injected (mlx_compat.injected_voice: th
 encoder never runs here) and a per-sentence frame budget:
 
 - ``batched`` (the job path): narrate's x-vector batching (decode_loop.py), sentences grouped by
-  length within a reading-order window, each row with its own seed and budget; a runaway is
-  synthesized again with a new seed;
+  length within a reading-order window and admitted into a continuous batch (admission.py), each
+  row with its own seed and budget; a runaway is synthesized again with a new seed;
 - ``sequential``: mlx-audio's own ``Model.generate`` (x-vector cloning, stream=True), one
   sentence at a time, seeded per sentence (used by the benchmark and the dtype tests).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -22,7 +21,8 @@ import mlx.core as mx
 import numpy as np
 from narrate.jobs.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
 
-from .decode_loop import Row, generate_batch
+from . import admission
+from .decode_loop import DecodeLoop
 from .mlx_compat import check_internals, injected_voice, placeholder_reference
 from .models import LoadedModel, SpeakerEncoderRuns
 
@@ -83,10 +83,20 @@ def retry_seed(seed: int, attempt: int) -> int:
 class MlxEngine:
     """A loaded Qwen3-TTS Base model as a narrate.jobs.synthesis.Engine."""
 
-    def __init__(self, loaded: LoadedModel, batch_size: int | None = None, runaway_retries: int = 1):
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        batch_size: int | None = None,
+        runaway_retries: int = 1,
+        continuous: bool = True,
+        threaded_codec: bool = True,
+    ):
         self.loaded = loaded
         self.batch_size = batch_size
         self.runaway_retries = runaway_retries
+        self.continuous = continuous  # False: static batches (the benchmark's and the tests' reference)
+        self.threaded_codec = threaded_codec
+        self.last_loop: DecodeLoop | None = None  # the decode loop of the latest synthesis (its step counts)
 
     @property
     def model_key(self) -> str:
@@ -121,36 +131,16 @@ class MlxEngine:
     def batched(
         self, sentences: Sequence[Sentence], embedding: mx.array, size: int, on_batch: OnBatch | None = None
     ) -> Iterator[Chunk]:
-        """Batches of similar length; a runaway row (budget used, no EOS) is synthesized again
-        with a new seed, up to `runaway_retries` times, right after its batch."""
+        """Groups of similar length through one decode loop, at most `size` rows at a time
+        (continuous: a finished row's slot goes to the next sentence at once; static: each group
+        runs to its last row); a runaway row (budget used, no EOS) is synthesized again with a
+        new seed, up to `runaway_retries` times, after its group."""
         check_internals(self.loaded.model)
-        with injected_voice(self.loaded.model, embedding):
-            for group in batches(sentences, size):
-                yield from self._group(group, attempt=0, on_batch=on_batch)
-
-    def _group(self, group: Sequence[Sentence], attempt: int, on_batch: OnBatch | None) -> Iterator[Chunk]:
-        if on_batch is not None:
-            on_batch([s.index for s in group])
         model = self.loaded.model
-        rows = [Row(s.index, retry_seed(s.seed, attempt), s.budget) for s in group]
-        by_index = {s.index: s for s in group}
-        retry: list[Sentence] = []
-        held: dict[int, list[Chunk]] = {}
-        can_retry = attempt < self.runaway_retries
-        for c in generate_batch(model, [s.text for s in group], rows, placeholder_reference(), group[0].language):
-            chunk = dataclasses.replace(c, takes=attempt + 1)
-            if not can_retry:
-                yield chunk
-                continue
-            held.setdefault(c.index, []).append(chunk)  # hold a sentence until it is known good
-            if c.final:
-                parts = held.pop(c.index)
-                if c.runaway:
-                    retry.append(by_index[c.index])
-                else:
-                    yield from parts
-        if retry:
-            yield from self._group(retry, attempt + 1, on_batch)
+        with injected_voice(model, embedding):
+            loop = DecodeLoop(model, placeholder_reference(), self.continuous, self.threaded_codec)
+            self.last_loop = loop
+            yield from admission.run(loop, batches(sentences, size), size, self.runaway_retries, retry_seed, on_batch)
 
     def sequential(self, sentences: Sequence[Sentence], embedding: mx.array) -> Iterator[Chunk]:
         """Each sentence alone through mlx-audio's generate, in order, streamed."""

@@ -33,9 +33,15 @@ def _mix(x: mx.array) -> mx.array:
     return x ^ (x >> 16)
 
 
-def row_uniform(seeds: mx.array, step: int, stream: int, vocab: int) -> mx.array:
-    """(rows, vocab) uniforms in (0, 1), a pure function of (row seed, step, stream, column)."""
-    salt = _mix(mx.array((step * STEP_SALT + stream * STREAM_SALT) & UINT32, dtype=mx.uint32))
+def row_uniform(seeds: mx.array, step: int | mx.array, stream: int, vocab: int) -> mx.array:
+    """(rows, vocab) uniforms in (0, 1), a pure function of (row seed, step, stream, column).
+    `step`: the frame, one for all rows or (rows,) per row (rows of a continuous batch joined at
+    different frames); uint32 arithmetic wraps like the int version's ``& UINT32``."""
+    if isinstance(step, int):
+        salt = _mix(mx.array((step * STEP_SALT + stream * STREAM_SALT) & UINT32, dtype=mx.uint32))
+    else:
+        stream_salt = mx.array((stream * STREAM_SALT) & UINT32, dtype=mx.uint32)
+        salt = _mix(step.astype(mx.uint32) * mx.array(STEP_SALT, dtype=mx.uint32) + stream_salt)[:, None]
     cols = mx.arange(vocab, dtype=mx.uint32) * mx.array(COLUMN_SALT, dtype=mx.uint32)
     x = _mix(_mix(seeds[:, None] ^ salt) + cols[None, :])
     return ((x >> (32 - UNIFORM_BITS)).astype(mx.float32) + 0.5) * (1.0 / (1 << UNIFORM_BITS))
@@ -73,7 +79,7 @@ def options(generate_config: dict | None) -> tuple[Sampling, Sampling]:
 def sample_rows(
     logits: mx.array,
     seeds: mx.array,
-    step: int,
+    step: int | mx.array,
     stream: int,
     opts: Sampling,
     suppress: mx.array | None = None,

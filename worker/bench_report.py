@@ -1,0 +1,55 @@
+"""``narrate bench``'s results for people: the table it prints and the chart of ``--plot``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from narrate.jobs.errors import NarrateError
+
+
+def format_table(report: dict) -> str:
+    head = f"{'variant':<15}{'frames':>8}{'frames/s':>10}{'x realtime':>12}{'first audio':>13}{'waste':>8}"
+    head += f"{'spk enc':>9}{'peak MB':>9}{'vs plain':>10}"
+    lines = [head, "-" * len(head)]
+    for name, r in report["variants"].items():
+        lines.append(
+            f"{name:<15}{r['frames']:>8}{r['frames_per_s']:>10.2f}{r['x_realtime']:>12.3f}"
+            f"{r['first_audio_ms']:>10.0f} ms{r['idle_row_waste_pct']:>7.1f}%{r['speaker_encoder_runs']:>9}"
+            f"{r['peak_memory_mb']:>9.0f}{r['ratio_to_plain']:>9.2f}x"
+        )
+    return "\n".join(lines)
+
+
+def pyplot():
+    """matplotlib's pyplot drawing into files, or a NarrateError saying how to install it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no display needed
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise NarrateError(
+            "--plot needs matplotlib, an optional extra: pip install -e '.[plot]' (or pip install matplotlib)"
+        ) from None
+    return plt
+
+
+def plot(report: dict, path: Path) -> None:
+    """A PNG: x realtime per variant (with its ratio to plain) and time to first audio."""
+    plt = pyplot()
+    names = list(report["variants"])
+    rows = [report["variants"][n] for n in names]
+    colors = ["#888888" if n == "plain" else "#4c72b0" if n.startswith("static") else "#dd8452" for n in names]
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(names) + 2), 7), sharex=True)
+    bars = top.bar(names, [r["x_realtime"] for r in rows], color=colors)
+    top.bar_label(bars, labels=[f"{r['ratio_to_plain']:.2f}x" for r in rows], fontsize=8)
+    top.set_ylabel("x realtime (audio s / wall s)")
+    title = f"narrate bench: {report['workload']} workload, {report['sentences']} sentences"
+    top.set_title(f"{title}\n{report['checkpoint']} on {report['device']} (labels: frames/s vs plain)")
+    bottom.bar(names, [r["first_audio_ms"] for r in rows], color=colors)
+    bottom.set_ylabel("time to first audio (ms)")
+    bottom.tick_params(axis="x", labelrotation=45)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
