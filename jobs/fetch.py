@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 import threading
 import time
@@ -23,6 +24,7 @@ from pathlib import Path
 import redis
 from rq.job import JobStatus
 
+from . import confined
 from .errors import BadInput, NarrateError
 from .lifecycle import fetch as fetch_job
 from .settings import Settings
@@ -134,16 +136,17 @@ def answer(settings: Settings, r: redis.Redis, job_id: str, reply: str, stop: th
     """Stream one output into `reply`: a JSON head (size, or the error), the chunks, then b""."""
     try:
         result = fetch_job(r, job_id).return_value(refresh=True) or {}
-        path = Path(result["output"])
-        size = path.stat().st_size
-        cap = int(settings.fetch_max_mb * 1e6)
-        if size > cap:
-            raise NarrateError(
-                f"{path.name} is {size / 1e6:.0f} MB, more than NARRATE_FETCH_MAX_MB={settings.fetch_max_mb:g} "
-                "lets through Redis: copy it from its host, or raise the cap on both hosts"
-            )
-        _push(r, reply, json.dumps({"size": size}).encode())
-        with open(path, "rb") as f:
+        fd = _open_output(settings, Path(result["output"]), str(result.get("output_sha256", "")))
+        with os.fdopen(fd, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            cap = int(settings.fetch_max_mb * 1e6)
+            if size > cap:
+                name, limit = Path(result["output"]).name, settings.fetch_max_mb
+                raise NarrateError(
+                    f"{name} is {size / 1e6:.0f} MB, more than NARRATE_FETCH_MAX_MB={limit:g} lets through Redis: "
+                    "copy it from its host, or raise the cap on both hosts"
+                )
+            _push(r, reply, json.dumps({"size": size}).encode())
             while chunk := f.read(CHUNK):
                 while r.llen(reply) >= AHEAD and not stop.is_set():
                     time.sleep(0.02)  # the reader is behind: Redis holds at most AHEAD chunks
@@ -154,6 +157,34 @@ def answer(settings: Settings, r: redis.Redis, job_id: str, reply: str, stop: th
         _push(r, reply, json.dumps({"error": str(why)}).encode())
     except redis.RedisError as e:
         log.warning("fetch of %s: %s", job_id, e)
+
+
+def _open_output(settings: Settings, path: Path, want: str) -> int:
+    """A read descriptor of a job's output, refused unless it is a regular file under this host's
+    output root (reached without following links) whose content has the sha256 the job recorded:
+    anyone who can write to Redis can forge a job's result, and must not get other files sent."""
+    root = confined.OutputRoot.pin(settings.output_dir)
+    if not path.is_absolute() or not path.is_relative_to(root.path) or path == root.path:
+        raise NarrateError(f"refusing to send {path}: it is not under this host's output root")
+    rel = path.relative_to(root.path)
+    dir_fd = confined.open_dir(root, rel.parts[:-1], create=False)
+    try:
+        fd = os.open(rel.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NarrateError(f"refusing to send {path}: not a regular file")
+        h = hashlib.sha256()
+        while chunk := os.read(fd, CHUNK):
+            h.update(chunk)
+        if not want or h.hexdigest() != want:
+            raise NarrateError(f"refusing to send {path}: it is not what the job wrote (its checksum differs)")
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _push(r: redis.Redis, key: str, value: bytes) -> None:
