@@ -67,12 +67,19 @@ def test_bench_leaves_nothing_behind_and_writes_its_json_under_narrate_home(env,
     assert list(json.loads(path.read_text())["variants"]) == ["plain", "static-1", "continuous-1"]
 
 
+def ctrl_c_works() -> None:
+    """In the child: SIGINT as in a terminal (a shell ignores it for a command it runs in the
+    background, and the child would inherit that)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_bench_removes_its_temp_folder(env, checkpoint, tmp_path):
     e = bench_env(env, tmp_path)
     args = ["bench", "--model", str(checkpoint), "--workload", "fixed", "--sentences", "8", "--frames", "2000"]
     args += ["--batch-sizes", "1"]
     proc = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args, "--warmup-frames", "1"], env=e,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_works)  # fmt: skip
     try:
         for line in proc.stderr:
             if line.startswith("loaded "):  # the temp folder exists now; measuring takes minutes
@@ -91,7 +98,8 @@ def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(en
     e = bench_env(env, tmp_path)
     args = ["bench", "--sentences", "1", "--frames", "2", "--batch-sizes", "1", "--warmup-frames", "1"]
     proc = subprocess.Popen([sys.executable, "-m", "narrate.cli.main", *args], env=e,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=ctrl_c_works)  # fmt: skip
     try:
         for line in proc.stderr:
             if line.startswith("writing a random-weight tiny checkpoint"):

@@ -106,8 +106,9 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
 
     # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
     sched = None if burst else scheduler.start_thread(settings, queue_name)
-    if sched is not None:  # and `narrate fetch` of the outputs this host wrote (narrate.jobs.fetch)
-        fetch.start_thread(settings, host_id(settings.home), sched[1])
+    fetcher = None  # and `narrate fetch` of the outputs this host wrote (narrate.jobs.fetch)
+    if sched is not None:
+        fetcher = fetch.start_thread(settings, host_id(settings.home), sched[1])
 
     def forward(signum, _frame):
         nonlocal stopping
@@ -147,6 +148,8 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
         if sched is not None:
             sched[1].set()
             sched[0].join(timeout=30)  # a tick in progress stops after its document (the lease is released)
+        if fetcher is not None:  # its server connection is let go: the last user shuts the embedded server down
+            fetcher.join(timeout=10)
 
 
 @dataclass
