@@ -20,7 +20,18 @@ import pytest
 import redis
 
 SR = 24_000
-EXTERNAL_REDIS_URL = os.environ.get("NARRATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+
+
+def _external_redis_url() -> str:
+    """The external server's DB for this test process: NARRATE_TEST_REDIS_URL (default DB 9), and
+    with pytest-xdist the next DBs for the other workers (gw1 takes DB 10, ...), each flushed alone."""
+    url = os.environ.get("NARRATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    base, _, db = url.rpartition("/")
+    return f"{base}/{int(db) + int(worker.removeprefix('gw'))}" if db.isdigit() else url
+
+
+EXTERNAL_REDIS_URL = _external_redis_url()
 
 
 def write_voice(path: Path, seconds: float = 3.0, amplitude: float = 0.3) -> Path:

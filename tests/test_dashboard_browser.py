@@ -25,7 +25,7 @@ def _until(check, timeout: float = 15) -> None:
 
 def _answers(port: int) -> bool:
     try:
-        return request(port, "GET", "/attack.html").status == 200
+        return request(port, "GET", "/").status == 200  # its directory listing
     except OSError:
         return False
 
@@ -42,11 +42,14 @@ def test_a_page_on_another_origin_cannot_change_or_read_anything(jobs, home):
     e, r, (a, b, c, f) = jobs
     before = state(r)
     evil_port = free_port()
-    with dashboard(e) as port:
-        site = home / "evil"
-        site.mkdir()
-        base = f"http://127.0.0.1:{port}"
-        (site / "attack.html").write_text(f"""<!doctype html><title>cute cats</title>
+    site = home / "evil"
+    site.mkdir()
+    server = serve_directory(site, evil_port)  # listening before the dashboard picks its port
+    try:
+        _until(lambda: _answers(evil_port))
+        with dashboard(e) as port:
+            base = f"http://127.0.0.1:{port}"
+            (site / "attack.html").write_text(f"""<!doctype html><title>cute cats</title>
 <form id="f" method="POST" action="{base}/job/{a}/delete"></form>
 <img src="{base}/requeue/narrate">
 <script>
@@ -55,9 +58,6 @@ Promise.allSettled([post("/queue/narrate/queued/empty"), post("/job/{f}/requeue"
                     post("/job/{b}/delete")])
   .then(() => setTimeout(() => document.getElementById("f").submit(), 300));
 </script>""")
-        server = serve_directory(site, evil_port)
-        try:
-            _until(lambda: _answers(evil_port))
             with Browser(CHROMIUM, host_rules="MAP evil.example 127.0.0.1") as browser:
                 browser.goto(f"http://evil.example:{evil_port}/attack.html")
                 # the form post lands on the dashboard, which refuses it
@@ -73,9 +73,9 @@ Promise.allSettled([post("/queue/narrate/queued/empty"), post("/job/{f}/requeue"
                 assert "not served" in text and a not in text, text
                 browser.goto(f"http://evil.example:{port}/")
                 assert "not served" in browser.eval("document.body.innerText")
-        finally:
-            server.terminate()
-            server.wait()
+    finally:
+        server.terminate()
+        server.wait()
     assert state(r) == before
 
 
