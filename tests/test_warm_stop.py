@@ -6,6 +6,7 @@ import os
 import signal
 import time
 
+import pytest
 from conftest import narrate, start_worker, stop_worker, wait_for_job
 from faults import (
     book,
@@ -16,6 +17,8 @@ from faults import (
     wait_for_job_state,
     wait_synthesized,
 )
+from narrate.jobs.connection import Connection
+from narrate.jobs.settings import Settings
 
 N = 40
 KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
@@ -63,3 +66,44 @@ def test_sigterm_while_the_worker_starts_is_a_clean_stop(env, home):
         os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops the whole group
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0, (delay, proc.returncode, out[-2000:])
+
+
+def test_a_second_stop_signal_while_the_first_is_handled_does_not_deadlock(env, home):
+    """A stop of the whole process group reaches the worker process twice (directly, and passed on by
+    its supervisor). The second can be handled while the first handler holds the stop event's lock:
+    setting the event again there deadlocked the worker (seen with py-spy). Here the second signal
+    comes exactly then, and an alarm breaks a deadlock."""
+    import threading
+
+    from narrate.jobs.queues import queue_names
+    from narrate.worker.rq_worker import make_worker
+    from narrate.worker.runtime import WorkerRuntime
+    from rq.exceptions import StopRequested
+
+    settings = Settings.from_env()
+    rt = WorkerRuntime(settings)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM)}
+    with Connection(settings) as conn:
+        worker = make_worker(conn.redis, queue_names(settings.queue), settings, rt.make_context, rt.host_id)
+
+        class SecondSignalInside(threading.Event):
+            def set(self):
+                with self._cond:  # the first handler holds the lock: the second signal is handled now
+                    worker.request_stop(signal.SIGTERM, None)
+                    self._flag = True
+                    self._cond.notify_all()
+
+        def deadlocked(*_):
+            raise TimeoutError("the second stop signal deadlocked the worker")
+
+        worker.stop_event = SecondSignalInside()
+        signal.signal(signal.SIGALRM, deadlocked)
+        signal.alarm(5)
+        try:
+            with pytest.raises(StopRequested):  # idle: rq's stop ends the work loop
+                worker.request_stop(signal.SIGTERM, None)
+        finally:
+            signal.alarm(0)
+            for s, h in saved.items():
+                signal.signal(s, h)
+    assert worker.stop_event.is_set()

@@ -88,6 +88,7 @@ class NarrateWorker(ClaimingWorker):
         self.make_context = make_context
         self.beat = beat  # tells the supervisor's hang watchdog: "busy" while a job runs, "idle" after
         self.stop_event = threading.Event()
+        self._stop_signalled = False
         self.context: JobContext | None = None  # of the job running now
 
     def register_birth(self, *args, **kwargs):
@@ -113,6 +114,12 @@ class NarrateWorker(ClaimingWorker):
         return None
 
     def request_stop(self, signum, frame):
+        # A stop of the whole process group reaches this process twice (directly, and passed on by the
+        # supervisor): the second signal can come while this handler holds the stop event's lock,
+        # and setting it again there deadlocked the worker. The first signal does everything.
+        if self._stop_signalled:
+            return
+        self._stop_signalled = True
         self.stop_event.set()  # the running job stops after its batch in flight
         super().request_stop(signum, frame)
 
