@@ -65,9 +65,14 @@ def release(r: redis.Redis | redis.client.Pipeline, host_id: str, job_id: str) -
 def give_back(r: redis.Redis, queue_key: str, host_id: str, job_id: str) -> None:
     """Undo a claim of a job that did not begin: back at the front of its queue."""
     with r.pipeline() as p:
-        p.lrem(claim_key(host_id), 0, job_id)
+        release(p, host_id, job_id)
         p.lpush(queue_key, job_id)
         p.execute()
+
+
+def never_begun(r: redis.Redis, job: Job) -> bool:
+    """A claimed job that still waits: "queued", and its queue does not hold it (the claim took it)."""
+    return job.get_status(refresh=False) == JobStatus.QUEUED and r.lpos(queue(r, job.origin).key, job.id) is None
 
 
 def recover_claims(r: redis.Redis, host_id: str) -> list[str]:
@@ -82,10 +87,8 @@ def recover_claims(r: redis.Redis, host_id: str) -> list[str]:
         except NoSuchJobError:
             release(r, host_id, job_id)
             continue
-        status = job.get_status(refresh=False)
-        q = queue(r, job.origin)
         ours = job.meta.get("host") in (None, host_id)  # another host's since (a part taken over): not ours
-        if status == JobStatus.QUEUED and ours and r.lpos(q.key, job_id) is None:
+        if ours and never_begun(r, job):
             requeue_front(r, job, "claimed")
             back.append(job_id)
         release(r, host_id, job_id)  # a started one of this host: recover_abandoned's; else not ours now

@@ -195,6 +195,17 @@ def fail_for_good(r: redis.Redis, job: Job, error: str) -> None:
         p.execute()
 
 
+def kept_canceled(r: redis.Redis, job: Job) -> bool:
+    """A job canceled while it ran, whose worker then died, stays canceled: recorded so (True), or
+    False when no cancel was asked for it."""
+    if not cancel_reason(r, job.id):
+        return False
+    with r.pipeline() as p:
+        mark_canceled(r, job, p)
+        p.execute()
+    return True
+
+
 def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
     """Is this started job's worker gone? (True, "") or (False, why it is left alone). A worker beats
     every ``meta.heartbeat_s`` seconds (its own setting, recorded in the job) while it runs a job."""
@@ -243,10 +254,7 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
             continue
         if state == JobStatus.STARTED:
             gone, why = abandoned(r, job)
-            if gone and not asked and cancel_reason(r, job_id):  # canceled, then its worker died
-                with r.pipeline() as p:
-                    mark_canceled(r, job, p)
-                    p.execute()
+            if gone and not asked and kept_canceled(r, job):
                 out.append((job_id, "canceled (it was canceled and its worker is gone)"))
             elif gone:
                 requeue_front(r, job, "resume")
@@ -279,10 +287,7 @@ def recover_abandoned(
         meta: JobMeta = job.meta  # type: ignore[assignment]
         if meta.get("host") != host_id or job.get_status(refresh=False) != JobStatus.STARTED:
             continue
-        if cancel_reason(r, job_id):  # canceled while running, then its worker died: it stays canceled
-            with r.pipeline() as p:
-                mark_canceled(r, job, p)
-                p.execute()
+        if kept_canceled(r, job):
             continue
         in_flight = meta.get("in_flight")
         same = in_flight is not None and meta.get("crash_in_flight") == in_flight

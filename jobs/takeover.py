@@ -20,7 +20,7 @@ from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from .fanout import part_of
-from .lifecycle import abandoned, cancel_reason, mark_canceled, queue, requeue_front
+from .lifecycle import abandoned, kept_canceled, queue, requeue_front
 from .rq_compat import started_job_ids
 
 log = logging.getLogger("narrate.jobs")
@@ -40,10 +40,7 @@ def take_over_parts(r: redis.Redis, queue_names: list[str]) -> list[str]:
             gone, _ = abandoned(r, job)
             if not gone:
                 continue
-            if cancel_reason(r, job_id):  # canceled, then its host died: it stays canceled
-                with r.pipeline() as p:
-                    mark_canceled(r, job, p)
-                    p.execute()
+            if kept_canceled(r, job):  # canceled, then its host died
                 continue
             requeue_front(r, job, "crash")
             taken.append(job_id)

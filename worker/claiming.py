@@ -22,7 +22,7 @@ from redis import RedisError
 from redis.exceptions import ConnectionError as ServerUnreachable
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from rq.job import Job
 from rq.worker import WorkerStatus
 
 log = logging.getLogger("narrate.worker")
@@ -98,7 +98,7 @@ class ClaimingWorker(SimpleWorker):
         """A job found on the claim list (the reply to its claim was lost): this worker's to run if it
         still waits (queued, in no queue) in one of its queues; else put back or only unclaimed."""
         origin = Queue(job.origin, connection=self.connection).key
-        waiting = job.get_status(refresh=False) == JobStatus.QUEUED and self.connection.lpos(origin, job.id) is None
+        waiting = claims.never_begun(self.connection, job)
         if waiting and origin in by_key:
             return by_key[origin]
         if waiting:
