@@ -112,8 +112,10 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
 
     def forward(signum, _frame):
         nonlocal stopping
-        stopping = True
-        if sched is not None:
+        first, stopping = not stopping, True
+        # Only the first signal sets the event: a second one handled inside that set() (it holds the
+        # event's lock) would wait for the lock forever, as the worker process did (rq_worker).
+        if first and sched is not None:
             sched[1].set()  # no new tick; one in progress stops after its document
         if child is not None and child.poll() is None:
             signalled.add(child.pid)
