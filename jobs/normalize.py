@@ -3,7 +3,8 @@
 The lexicon (jobs.lexicon) goes first, then the built-in rules. English has the full set
 (jobs.normalize_en: URLs and e-mail addresses, currency, percentages, dates, times, phone-like
 digit strings, ordinals, years, Roman numerals after Chapter/Part/..., abbreviations, symbols,
-numbers). Other languages num2words speaks get their numbers written out; text in a language it
+numbers). Other languages num2words speaks get their numbers written out, and French, Spanish,
+Italian, Portuguese, German and Russian their written ordinals (jobs.normalize_ordinals); text in a language it
 does not speak (Chinese) is left as it is. The plan (jobs.plan) keeps the original text for
 subtitles and manifests and synthesizes the normalized one, so checkpoints are keyed by what is
 spoken: a changed rule or lexicon entry re-renders exactly the sentences whose spoken text changed.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 
 from .lexicon import Lexicon
+from .normalize_ordinals import ordinals
 
 # num2words' code for each supported document language that it speaks; the decimal mark there.
 _NUM2WORDS = {c: c for c in ("en", "de", "fr", "es", "it", "pt", "ru", "ja", "ko")}
@@ -41,7 +43,7 @@ class Normalizer:
 
             text = normalize_english(text, heading)
         elif self.language in _NUM2WORDS:
-            text = _numbers(text, self.language)
+            text = _numbers(ordinals(text, self.language), self.language)
         return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 

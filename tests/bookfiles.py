@@ -151,3 +151,56 @@ def make_image_pdf(path: Path) -> Path:
         pdf.image(img, x=10, y=10, w=190)
     pdf.output(str(path))
     return path
+
+
+def make_headed_pdf(path: Path, bold_only: bool = False) -> Path:
+    """A PDF without bookmarks whose headings are only set apart by their type: a 24 pt title, 18 pt
+    chapter headings (one of them mid-page), 14 pt section headings inside chapters, 11 pt body,
+    a 9 pt running header and page numbers. `bold_only`: chapter headings in bold at the body size,
+    nothing larger."""
+    from fpdf import FPDF
+
+    class Book(FPDF):
+        def header(self):
+            self.set_font("Helvetica", size=9)
+            self.cell(0, 8, "Notes from the Coast", align="C")
+            self.ln(12)
+
+        def footer(self):
+            self.set_y(-15)
+            self.set_font("Helvetica", size=9)
+            self.cell(0, 8, str(self.page_no()), align="C")
+
+    pdf = Book()
+
+    def text(size: int, line: str, style: str = "") -> None:
+        pdf.set_font("Helvetica", style, size=size)
+        pdf.cell(0, size * 0.6, line)
+        pdf.ln(size * 0.6)
+
+    def body(*lines: str) -> None:
+        for line in lines:
+            text(11, line)
+
+    chapter = (lambda t: text(11, t, "B")) if bold_only else (lambda t: text(18, t, "B"))
+    pdf.add_page()
+    if not bold_only:
+        text(24, "Winter by the Sea")
+    body("These notes were kept over one long winter by the sea.")
+    chapter("Chapter One")
+    body("The keeper climbed the stairs every evening to light the lamp.")
+    if not bold_only:
+        text(14, "The Lamp")
+    body("It burned all night and the ships saw it far out at sea.")
+    chapter("Chapter Two")
+    body("A storm came in from the west and the sea rose high.")
+    pdf.add_page()
+    body("The village waited for the morning.")
+    if not bold_only:
+        text(14, "The Storm")
+    body("Boats were pulled up past the tide line.")
+    pdf.add_page()
+    chapter("Chapter Three")
+    body("Morning came at last and the water was calm again.", "The end.")
+    pdf.output(str(path))
+    return path

@@ -97,6 +97,41 @@ def test_other_languages(language, text, spoken):
     assert normalize(text, language) == spoken
 
 
+ORDINALS = [
+    ("fr", "Le 1er mai, elle arriva 2e.", "Le premier mai, elle arriva deuxième."),
+    (
+        "fr",
+        "La 1re fois, au XIXe siècle, sous la Ve République.",
+        "La première fois, au dix-neuvième siècle, sous la cinquième République.",
+    ),
+    ("fr", "Ce matin, De Gaulle et Le Monde.", "Ce matin, De Gaulle et Le Monde."),  # words, not Roman numerals
+    ("fr", "Il habite au 3ème étage.", "Il habite au troisième étage."),
+    (
+        "es",
+        "Es la 2ª vez en el 1.er piso del 21º edificio.",
+        "Es la segunda vez en el primer piso del vigésimo primero edificio.",
+    ),
+    ("es", "Llegó 3º.", "Llegó tercero."),
+    ("it", "Il 1° maggio è la 3ª volta.", "Il primo maggio è la terza volta."),
+    ("pt", "A 21ª edição do 2º ano.", "A vigésima primeira edição do segundo ano."),
+    ("de", "Am 3. Mai 1999 kam er.", "Am dritten Mai neunzehnhundertneunundneunzig kam er."),
+    ("de", "Heute ist der 1. April.", "Heute ist der erste April."),
+    (
+        "de",
+        "Im Jahr 2024 und 1848 kostete es 2,5 Euro.",
+        "Im Jahr zweitausendvierundzwanzig und achtzehnhundertachtundvierzig kostete es zwei Komma fünf Euro.",
+    ),
+    ("de", "Er kam um 3. Dann ging er.", "Er kam um drei. Dann ging er."),  # a bare "3." ends a sentence
+    ("ru", "Это 1-й раз, 2-я попытка, до 5-го мая.", "Это первый раз, вторая попытка, до пятого мая."),
+    ("ru", "В 21-м веке.", "В двадцать первом веке."),
+]
+
+
+@pytest.mark.parametrize(("language", "text", "spoken"), ORDINALS)
+def test_ordinals_in_other_languages(language, text, spoken):
+    assert normalize(text, language) == spoken
+
+
 def test_lexicon_first_whole_word_case_sensitive():
     lex = parse_lexicon("# names\nNguyen = Win\nSQL\tsequel\nNew York = the Big Apple  # a phrase\n")
     assert lex == [["Nguyen", "Win"], ["SQL", "sequel"], ["New York", "the Big Apple"]]

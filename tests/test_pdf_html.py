@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from bookfiles import make_epub3, make_text_pdf
+from bookfiles import make_epub3, make_headed_pdf, make_text_pdf
 from conftest import narrate
 from narrate.jobs.readers import read_any
 
@@ -78,3 +78,39 @@ def test_chapters_of_markdown_and_a_book_without_chapters(env, tmp_path):
     plain.write_text("Just one line.")
     data = json.loads(narrate(env, "chapters", str(plain), "--json").stdout)
     assert [(c["title"], c["sentences"]) for c in data["chapters"]] == [("plain", 1)]
+
+
+def test_pdf_without_bookmarks_takes_chapters_from_heading_sizes(tmp_path):
+    doc = read_any(make_headed_pdf(tmp_path / "coast.pdf"))
+    titles = [t for _, t in doc.chapters]
+    # The one 24 pt line opens the book (as a lone <h1> does in HTML); the 18 pt headings, one of
+    # them mid-page, are the chapters; the 14 pt section headings are read but start no chapter.
+    assert titles == ["Winter by the Sea", "Chapter One", "Chapter Two", "Chapter Three"]
+    first = {t: doc.paragraphs[p][0] for p, t in doc.chapters}
+    assert first["Chapter Two"] == "Chapter Two"  # the heading is read, as a paragraph of its own
+    assert doc.paragraphs[doc.chapters[2][0] + 1][0].startswith("A storm came in")
+    sentences = doc.sentences
+    assert "The Lamp" in sentences and "The Storm" in sentences  # sections: their own paragraph
+    assert not any("Notes from the Coast" in s for s in sentences)  # the running header
+    assert not any(s.strip().isdigit() for s in sentences)
+
+
+def test_pdf_whose_chapter_headings_are_only_bold(tmp_path):
+    doc = read_any(make_headed_pdf(tmp_path / "plain.pdf", bold_only=True))
+    assert [t for _, t in doc.chapters] == ["Chapter One", "Chapter Two", "Chapter Three"]
+    assert doc.paragraphs[0] == ["These notes were kept over one long winter by the sea."]
+
+
+def test_pdf_in_one_type_size_has_no_chapters(tmp_path):
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Helvetica", size=12)
+    for line in ("A short note.", "Chapter and verse are quoted here in plain type.", "The end."):
+        pdf.cell(0, 7, line)
+        pdf.ln(7)
+    pdf.output(str(tmp_path / "note.pdf"))
+    doc = read_any(tmp_path / "note.pdf")
+    assert doc.chapters == []
+    assert doc.sentences[0] == "A short note."

@@ -63,3 +63,12 @@ def build_document(
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate{nothing}")
     return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, meta=meta)
+
+
+def chapter_level(levels: list[int]) -> int:
+    """The deepest heading level that still starts chapters: the shallowest level used more
+    than once (a single <h1> is the page's title, its <h2>s the chapters), else the shallowest."""
+    if not levels:
+        return 0
+    repeated = [lv for lv in set(levels) if levels.count(lv) > 1]
+    return min(repeated) if repeated else min(levels)

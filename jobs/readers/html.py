@@ -8,7 +8,7 @@ import re
 
 from ..documents import BookMeta, Document
 from ..encodings import decode_text
-from .blocks import Block, build_document, one_line
+from .blocks import Block, build_document, chapter_level, one_line
 from .xhtml import page_of, parse_html
 
 PAGE_CHROME = frozenset({"nav", "header", "footer", "menu"})
@@ -18,7 +18,7 @@ _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", r
 def parse_html_document(raw: bytes, origin: str, fallback_title: str, language: str | None = None) -> Document:
     root = parse_html(_decode(raw, origin), origin)
     blocks = page_of(root, drop=PAGE_CHROME).blocks
-    level = _chapter_level([b.heading for b in blocks if b.heading])
+    level = chapter_level([b.heading for b in blocks if b.heading])
     marked = [Block(b.text, b.heading, b.text) if b.heading and b.heading <= level else b for b in blocks]
     title = one_line(root.findtext(".//title") or "")
     author = root.xpath("string(//meta[translate(@name,'AUTHOR','author')='author']/@content)")
@@ -36,12 +36,3 @@ def _decode(raw: bytes, origin: str) -> str:
         except LookupError:
             pass
     return decode_text(raw, origin)
-
-
-def _chapter_level(levels: list[int]) -> int:
-    """The deepest heading level that still starts chapters: the shallowest level used more
-    than once (a single <h1> is the page's title, its <h2>s the chapters), else the shallowest."""
-    if not levels:
-        return 0
-    repeated = [lv for lv in set(levels) if levels.count(lv) > 1]
-    return min(repeated) if repeated else min(levels)

@@ -1,6 +1,7 @@
 """PDF with a text layer (pypdf): pages joined, running headers and footers and page numbers
 removed, hyphenation at line ends undone, lines rejoined into paragraphs; chapters from the
-outline (bookmarks) where it has one."""
+outline (bookmarks) where it has one, else from headings set larger than the body text
+(readers/pdf_headings.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from collections import Counter
 
 from ..documents import Document
 from ..errors import BadInput
-from .blocks import Block, build_document
+from .blocks import Block, build_document, chapter_level
+from .pdf_headings import PageSizes, heading_levels
 
 EDGE_LINES = 2  # lines at the top and at the bottom of a page looked at for running heads
 _PAGE_NUMBER = re.compile(r"^\W*((page|p\.|seite)\s*)?(\d{1,4}|[ivxlcdm]{1,7})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
@@ -30,8 +32,12 @@ def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None
         reader = PdfReader(io.BytesIO(raw))
         if reader.is_encrypted and not reader.decrypt(""):
             raise BadInput(f"{origin} is password-protected: save an unprotected copy first")
-        pages = [page.extract_text() or "" for page in reader.pages]
         starts = _outline(reader)
+        sizes = [PageSizes() for _ in reader.pages]
+        pages = [
+            page.extract_text(visitor_text=None if starts else seen) or ""
+            for page, seen in zip(reader.pages, sizes, strict=True)
+        ]
         title = (reader.metadata.title or "").strip() if reader.metadata else ""
     except BadInput:
         raise
@@ -41,7 +47,8 @@ def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None
     if not any(re.search(r"\w", p) for p in pages):
         raise BadInput(f"{origin} {_NO_TEXT}")
     lines = _strip_running_heads([[ln.strip() for ln in p.splitlines() if ln.strip()] for p in pages])
-    blocks = _paragraphs(lines, starts)
+    headings = [{} for _ in lines] if starts else heading_levels((s.finish() for s in sizes), lines)
+    blocks = _paragraphs(lines, starts, headings)
     return build_document(blocks, title[:200] or fallback_title, origin, nothing=f" (it {_NO_TEXT})", language=language)
 
 
@@ -78,11 +85,13 @@ def _strip_running_heads(pages: list[list[str]]) -> list[list[str]]:
     return out
 
 
-def _paragraphs(pages: list[list[str]], starts: dict[int, str]) -> list[Block]:
+def _paragraphs(pages: list[list[str]], starts: dict[int, str], headings: list[dict[str, int]]) -> list[Block]:
     """Lines joined into paragraphs across pages: a line that ends a sentence and is clearly
-    shorter than the page's lines ends a paragraph; "narra-" + "tion" is "narration"."""
+    shorter than the page's lines ends a paragraph; "narra-" + "tion" is "narration". A heading
+    line is a paragraph of its own; at the chapter level it starts a chapter."""
     blocks: list[Block] = []
     para = ""
+    level = chapter_level([lv for page in headings for lv in page.values()])
     for index, lines in enumerate(pages):
         if index in starts:
             if para:
@@ -91,6 +100,13 @@ def _paragraphs(pages: list[list[str]], starts: dict[int, str]) -> list[Block]:
             blocks.append(Block("", chapter=starts[index]))
         width = max((len(ln) for ln in lines), default=0)
         for line in lines:
+            heading = headings[index].get(" ".join(line.split()), 0)
+            if heading:
+                if para:
+                    blocks.append(Block(para))
+                    para = ""
+                blocks.append(Block(line, heading, line if heading <= level else None))
+                continue
             if not para:
                 para = line
             elif _HYPHENATED.search(para) and line[:1].islower():
