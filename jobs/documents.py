@@ -64,10 +64,16 @@ class Document:
     chapters: list[tuple[int, str]] = field(default_factory=list)
     language: str = DEFAULT_LANGUAGE  # ISO 639-1 code (jobs.languages): splitting, normalization, synthesis
     meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML); None for text and Markdown
+    # Each paragraph's own language where a passage is marked as another one (EPUB/HTML lang
+    # attributes); empty when every paragraph is in the document's language.
+    languages: list[str] = field(default_factory=list)
 
     @property
     def sentences(self) -> list[str]:
         return [s for p in self.paragraphs for s in p]
+
+    def language_of(self, paragraph: int) -> str:
+        return self.languages[paragraph] if self.languages else self.language
 
     def to_json(self) -> dict:
         data = {
@@ -76,6 +82,7 @@ class Document:
             "chapters": self.chapters,
             "language": self.language,
         }
+        data |= {"languages": self.languages} if self.languages else {}
         return data | ({"meta": self.meta.to_json()} if self.meta else {})
 
     @classmethod
@@ -83,7 +90,8 @@ class Document:
         chapters = [(int(i), str(t)) for i, t in data.get("chapters", [])]
         language = str(data.get("language", DEFAULT_LANGUAGE))
         meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
-        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta)
+        languages = [str(code) for code in data.get("languages", [])]
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages)
 
 
 def read_document(path: Path, language: str | None = None) -> Document:

@@ -3,7 +3,9 @@ and what each step calls it (sentencex and num2words take ISO codes, Qwen3-TTS t
 
 A document carries its language as an ISO 639-1 code (`Document.language`). It comes from, in
 order: `--language` when given, the document's own metadata (a reader may fill `metadata` in
-`resolve_language`, e.g. an EPUB's dc:language), detection on the text (langdetect), English."""
+`resolve_language`, e.g. an EPUB's dc:language), detection on the text (langdetect), English.
+A passage of an EPUB or HTML document marked as another language (a `lang`/`xml:lang` attribute
+inside the body) is split, normalized and spoken in that one (`Document.languages`)."""
 
 from __future__ import annotations
 
@@ -74,6 +76,18 @@ def resolve_language(requested: str | None, text: str, metadata: str | None = No
         if found != AUTO:
             return found
     return detect_language(text)
+
+
+def passage_language(marked: str | None, document: str) -> str:
+    """The language of a passage marked `marked` (a lang attribute, e.g. "fr" or "de-AT") in a
+    document in `document`: the marked one where the model speaks it, else the document's."""
+    if not marked:
+        return document
+    try:
+        code = check_language(marked)
+    except BadInput:
+        return document
+    return document if code == AUTO else code
 
 
 def tts_name(code: str) -> str:

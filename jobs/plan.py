@@ -44,10 +44,16 @@ class Plan:
 
 def spoken_paragraphs(doc: Document, lexicon: list[list[str]] | None = None) -> list[list[str]]:
     """The document's paragraphs as they are spoken: the lexicon, then normalization in the
-    document's language; a chapter's heading paragraph is normalized as a heading."""
-    normalize = Normalizer(doc.language, lexicon)
+    paragraph's language (the document's, or a marked passage's); a chapter's heading paragraph
+    is normalized as a heading."""
+    normalizers: dict[str, Normalizer] = {}
     headings = {p for p, _ in doc.chapters}
-    return [[normalize(s, heading=p in headings) for s in para] for p, para in enumerate(doc.paragraphs)]
+    spoken = []
+    for p, para in enumerate(doc.paragraphs):
+        code = doc.language_of(p)
+        normalize = normalizers.setdefault(code, Normalizer(code, lexicon))
+        spoken.append([normalize(s, heading=p in headings) for s in para])
+    return spoken
 
 
 def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
@@ -55,8 +61,8 @@ def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
     so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed."""
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
-    language = tts_name(doc.language)
-    for para in spoken_paragraphs(doc, spec.lexicon):
+    for p, para in enumerate(spoken_paragraphs(doc, spec.lexicon)):
+        language = tts_name(doc.language_of(p))
         for text in para:
             seed, budget = sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
             sentences.append(Sentence(len(sentences), text, seed, budget, language))

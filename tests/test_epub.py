@@ -80,3 +80,26 @@ def test_epub_chapters_reach_the_m4b(env, home, voice_wav):
 
     tags = MP4(str(out)).tags
     assert tags["\xa9ART"] == ["Ada Lovelace"] and bytes(tags["covr"][0]) == COVER
+
+
+def test_epub_passage_marked_xml_lang_is_read_in_its_language(tmp_path):
+    from bookfiles import _page
+    from ebooklib import epub
+
+    book = epub.EpubBook()
+    book.set_identifier("mixed")
+    book.set_title("Mixed")
+    book.set_language("en")
+    ch = _page(epub, "ch1.xhtml", "One", '<h1>One</h1><p>She wrote:</p><p xml:lang="de">Am 3. Mai kam er.</p>', "ch1")
+    book.add_item(ch)
+    book.toc = [epub.Link("ch1.xhtml", "One", "ch1")]
+    book.add_item(epub.EpubNcx())
+    book.add_item(epub.EpubNav())
+    book.spine = ["nav", ch]
+    epub.write_epub(str(tmp_path / "mixed.epub"), book)
+    doc = read_any(tmp_path / "mixed.epub")
+    assert doc.language == "en"
+    assert list(zip(doc.languages, doc.paragraphs, strict=True))[-2:] == [
+        ("en", ["She wrote:"]),
+        ("de", ["Am 3. Mai kam er."]),
+    ]

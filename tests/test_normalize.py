@@ -214,6 +214,17 @@ def test_plan_speaks_normalized_text_and_keeps_the_original():
     assert [a == b for a, b in zip(plan.keys, changed.keys, strict=True)] == [True, True, False]
 
 
+def test_marked_passages_keep_their_language_through_json_and_into_the_plan():
+    doc = Document("t", [["Hello there."], ["Le 1er mai."]], [], "en", languages=["en", "fr"])
+    assert Document.from_json(doc.to_json()) == doc
+    assert "languages" not in Document("t", [["Hi."]], [], "en").to_json()  # one language: JSON as before
+    plan = make_plan(doc, JobSpec("d", "v", "o.wav"), "m", "bf16")
+    assert [(s.language, s.text) for s in plan.sentences] == [
+        ("english", "Hello there."),
+        ("french", "Le premier mai."),
+    ]
+
+
 def test_spec_json_without_lexicon_is_unchanged():
     assert "lexicon" not in JobSpec("d", "v", "o.wav").to_json()
     spec = JobSpec("d", "v", "o.wav", lexicon=[["a", "b"]])

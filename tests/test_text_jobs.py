@@ -53,6 +53,43 @@ def test_language_flag_reaches_the_engine(env, home, voice_wav, external_redis):
     assert {s["language"] for s in said} == {"german"}
 
 
+MIXED_HTML = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Letters</title></head>
+<body lang="en"><h1>Letters</h1><p>She opened the letter and read it aloud.</p>
+<blockquote lang="fr"><p>Le 1er mai, il est arrivé. Il a 21 ans.</p></blockquote>
+<p>He said <i lang="fr">bonjour</i> on the 2nd day.</p>
+<div xml:lang="de"><p>Am 3. Mai kam er mit 2 Hunden.</p></div><p lang="tlh">Qapla' is a word.</p></body></html>"""
+
+
+def test_passages_marked_in_another_language_are_read_in_it(env, home, voice_wav, external_redis):
+    """A lang attribute on a block inside the body: that passage is split, normalized and spoken
+    in its language; an inline one (a word in italics) is not a passage; a language the model
+    does not speak, and the body's own lang, leave the document's."""
+    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"))
+    doc = home / "letters.html"
+    doc.write_text(MIXED_HTML)
+    job = submit(e, doc, voice_wav, home / "out" / "letters.wav")
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job)["status"] == "finished"
+    said = [(s["language"], s["text"]) for s in spoken(home)]
+    assert sorted(said, key=lambda x: x[1]) == sorted([
+        ("english", "Letters"),
+        ("english", "She opened the letter and read it aloud."),
+        ("french", "Le premier mai, il est arrivé."),
+        ("french", "Il a vingt et un ans."),
+        ("english", "He said bonjour on the second day."),
+        ("german", "Am dritten Mai kam er mit zwei Hunden."),
+        ("english", "Qapla' is a word."),
+    ], key=lambda x: x[1])  # fmt: skip
+    # --language sets the document's language; marked passages keep theirs.
+    job = submit(e, doc, voice_wav, home / "out" / "letters-it.wav", "--language", "it")
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job)["status"] == "finished"
+    again = {s["text"]: s["language"] for s in spoken(home)[len(said) :]}
+    assert again["She opened the letter and read it aloud."] == "italian"
+    # The French and German passages are the same sentences in the same language: reused from the cache.
+    assert "Le premier mai, il est arrivé." not in again and "Am dritten Mai kam er mit zwei Hunden." not in again
+
+
 def test_bad_lexicon_or_language_is_a_one_line_error_and_nothing_is_queued(env, home, voice_wav, external_redis):
     doc = home / "a.txt"
     doc.write_text("Hello there.\n")

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from ..cleaning import clean_text
 from ..documents import BookMeta, Document, sentences_of
 from ..errors import BadInput
-from ..languages import resolve_language
+from ..languages import passage_language, resolve_language
 from ..settings import MAX_SENTENCES
 
 _SPACES = re.compile(r"\s+")
@@ -22,6 +22,7 @@ class Block:
     text: str
     heading: int = 0  # 1-6 for <h1>-<h6>, else 0
     chapter: str | None = None  # a chapter with this title starts here (at the next block with words)
+    language: str | None = None  # a passage marked as being in a language (lang attribute), as written
 
 
 def one_line(text: str) -> str:
@@ -43,6 +44,7 @@ def build_document(
     sample = " ".join(b.text for b in blocks[:400])
     lang = resolve_language(language, sample, meta.language if meta else None)
     paragraphs: list[list[str]] = []
+    languages: list[str] = []
     chapters: list[tuple[int, str]] = []
     pending: str | None = None
     count = 0
@@ -50,19 +52,22 @@ def build_document(
         if block.chapter is not None and _HAS_WORD.search(block.chapter):
             pending = one_line(block.chapter)[:200]
         text = one_line(block.text)
-        sentences = sentences_of(text, lang) if _HAS_WORD.search(text) else []
+        here = passage_language(block.language, lang)
+        sentences = sentences_of(text, here) if _HAS_WORD.search(text) else []
         if not sentences:
             continue
         if pending:
             chapters.append((len(paragraphs), pending))
             pending = None
         paragraphs.append(sentences)
+        languages.append(here)
         count += len(sentences)
         if count > MAX_SENTENCES:
             raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate{nothing}")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, meta=meta)
+    mixed = languages if any(code != lang for code in languages) else []
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, meta=meta, languages=mixed)
 
 
 def chapter_level(levels: list[int]) -> int:

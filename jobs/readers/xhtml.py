@@ -22,6 +22,7 @@ DROP_TAGS = frozenset(
 )
 NOTE_TYPES = frozenset("noteref footnote endnote rearnote footnotes endnotes rearnotes note".split())
 NOTE_ROLES = frozenset("doc-noteref doc-footnote doc-endnote doc-endnotes doc-backlink".split())
+XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 _MARKER = re.compile(r"^[\s\[\(]*([0-9]{1,3}|[ivxlc]{1,6}|[a-z]|[*†‡§¶#]+)[\]\)\s]*$", re.IGNORECASE)
 
 
@@ -58,12 +59,13 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
     page = Page()
     anchors = anchors or {}
     buf: list[str] = []
+    lang: list[str | None] = [None]  # the language marked on the innermost open block, if any
 
     def flush(heading: int = 0) -> None:
         text = "".join(buf).strip()
         buf.clear()
         if text:
-            page.blocks.append(Block(text, heading))
+            page.blocks.append(Block(text, heading, language=lang[-1]))
 
     def walk(el: etree._Element, in_link: bool) -> None:
         tag = el.tag.lower() if isinstance(el.tag, str) else ""
@@ -75,6 +77,10 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
         block = tag in BLOCK_TAGS
         if block:
             flush()
+            # The body's own lang is the document's language (--language may override it); a
+            # passage inside it may be marked as another.
+            marked = None if tag in ("html", "body") else el.get("lang") or el.get("xml:lang") or el.get(XML_LANG)
+            lang.append(marked.strip() if marked else lang[-1])
         if el.get("id") in anchors:
             flush()
             page.blocks.append(Block("", chapter=anchors[el.get("id")]))
@@ -87,6 +93,7 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
                 _add(child.tail, link)
         if block:
             flush(int(tag[1]) if tag in ("h1", "h2", "h3", "h4", "h5", "h6") else 0)
+            lang.pop()
 
     def _add(text: str, link: bool) -> None:
         buf.append(text)
