@@ -98,15 +98,14 @@ def write_zip(path: Path, files: dict[str, str | bytes]) -> Path:
     return path
 
 
-def make_text_pdf(path: Path) -> Path:
-    """Three pages of text with a running header ("The Lighthouse Keeper"), page numbers in the
-    footer and a word hyphenated at a line end; a bookmark per chapter."""
+def _pdf_with_running_heads(header: str):
+    """An fpdf2 document whose every page has `header` at the top and its number at the bottom (9 pt)."""
     from fpdf import FPDF
 
     class Book(FPDF):
         def header(self):
             self.set_font("Helvetica", size=9)
-            self.cell(0, 8, "The Lighthouse Keeper", align="C")
+            self.cell(0, 8, header, align="C")
             self.ln(12)
 
         def footer(self):
@@ -114,7 +113,13 @@ def make_text_pdf(path: Path) -> Path:
             self.set_font("Helvetica", size=9)
             self.cell(0, 8, str(self.page_no()), align="C")
 
-    pdf = Book()
+    return Book()
+
+
+def make_text_pdf(path: Path) -> Path:
+    """Three pages of text with a running header ("The Lighthouse Keeper"), page numbers in the
+    footer and a word hyphenated at a line end; a bookmark per chapter."""
+    pdf = _pdf_with_running_heads("The Lighthouse Keeper")
     pdf.set_font("Helvetica", size=12)
     pages = [
         ("Chapter One", ["The keeper climbed the stairs every evening to light the great",
@@ -158,20 +163,7 @@ def make_headed_pdf(path: Path, bold_only: bool = False) -> Path:
     chapter headings (one of them mid-page), 14 pt section headings inside chapters, 11 pt body,
     a 9 pt running header and page numbers. `bold_only`: chapter headings in bold at the body size,
     nothing larger."""
-    from fpdf import FPDF
-
-    class Book(FPDF):
-        def header(self):
-            self.set_font("Helvetica", size=9)
-            self.cell(0, 8, "Notes from the Coast", align="C")
-            self.ln(12)
-
-        def footer(self):
-            self.set_y(-15)
-            self.set_font("Helvetica", size=9)
-            self.cell(0, 8, str(self.page_no()), align="C")
-
-    pdf = Book()
+    pdf = _pdf_with_running_heads("Notes from the Coast")
 
     def text(size: int, line: str, style: str = "") -> None:
         pdf.set_font("Helvetica", style, size=size)
