@@ -17,7 +17,7 @@ def test_bench_runs_every_variant_on_the_book_workload_and_plots(env, checkpoint
                    "--plot", str(png))  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
-    assert list(report["variants"]) == ["plain", "static-2", "continuous-2"]
+    assert list(report["variants"]) == ["plain", "mlx-batch-2", "static-2", "continuous-2"]
     budgets = report["budgets"]["each"]
     assert len(budgets) == 5 and len(set(budgets)) > 2  # the chapter's sentences differ in length
     plain = report["variants"]["plain"]["frames_per_s"]
@@ -28,6 +28,9 @@ def test_bench_runs_every_variant_on_the_book_workload_and_plots(env, checkpoint
     static, continuous = report["variants"]["static-2"], report["variants"]["continuous-2"]
     assert continuous["idle_row_waste_pct"] == 0 and continuous["rows_computed"] == sum(budgets)
     assert static["idle_row_waste_pct"] > 0 and static["rows_computed"] > sum(budgets)
+    anchor = report["variants"]["mlx-batch-2"]  # mlx-audio's batch_generate: rows run to the call's longest budget
+    assert anchor["idle_row_waste_pct"] > 0 and anchor["rows_computed"] > sum(budgets)
+    assert anchor["speaker_encoder_runs"] == 5  # mlx-audio runs it for every row of a call
     assert report["variants"]["plain"]["speaker_encoder_runs"] == 5  # once per sentence
     assert report["speaker_encoder_runs_narrate_total"] == 1  # once per voice, for the whole run
     assert "vs plain" in proc.stdout and "continuous-2" in proc.stdout
@@ -64,7 +67,7 @@ def test_bench_leaves_nothing_behind_and_writes_its_json_under_narrate_home(env,
     shown = [line for line in proc.stdout.splitlines() if line.startswith("JSON: ")]
     path = Path(shown[0].removeprefix("JSON: "))
     assert path.is_relative_to(home / "bench") and path.suffix == ".json", shown
-    assert list(json.loads(path.read_text())["variants"]) == ["plain", "static-1", "continuous-1"]
+    assert list(json.loads(path.read_text())["variants"]) == ["plain", "mlx-batch-1", "static-1", "continuous-1"]
 
 
 def ctrl_c_works() -> None:

@@ -39,7 +39,8 @@ def plot(report: dict, path: Path) -> None:
     plt = pyplot()
     names = list(report["variants"])
     rows = [report["variants"][n] for n in names]
-    colors = ["#888888" if n == "plain" else "#4c72b0" if n.startswith("static") else "#dd8452" for n in names]
+    palette = {"plain": "#888888", "mlx-batch": "#55a868", "static": "#4c72b0", "continuous": "#dd8452"}
+    colors = [palette[n.rsplit("-", 1)[0] if n != "plain" else n] for n in names]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(names) + 2), 7), sharex=True)
     bars = top.bar(names, [r["x_realtime"] for r in rows], color=colors)
     top.bar_label(bars, labels=[f"{r['ratio_to_plain']:.2f}x" for r in rows], fontsize=8)
