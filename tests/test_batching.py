@@ -269,3 +269,18 @@ def test_fake_engine_implements_the_protocol_without_mlx():
         "assert not [m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_audio')], 'mlx imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("size", "continuous"), [(4, True), (5, False)])
+def test_first_audio_comes_after_a_few_frames_whatever_the_batch(loaded, embedding, size, continuous):
+    """What keeps the first audio as fast in a batch of 16 as in a batch of 4: a row's first chunk
+    is sent to the codec after FIRST_CHUNK frames, not when the row or the batch ends (when it
+    arrives depends on the codec thread; the bench measures that time)."""
+    from narrate.worker.decode_loop import FIRST_CHUNK
+
+    long = [Sentence(i, t, 1000 + 17 * i, 9) for i, t in enumerate(TEXTS)]
+    engine = MlxEngine(loaded, runaway_retries=0, continuous=continuous)
+    firsts: dict[int, int] = {}
+    for c in engine.batched(long, embedding, size):
+        firsts.setdefault(c.index, c.frames)
+    assert len(firsts) == len(long) and set(firsts.values()) == {FIRST_CHUNK}
