@@ -25,8 +25,17 @@ def _key(line: str) -> str:
 
 
 def _scale(m: list[float]) -> float:
-    """The vertical scale of a PDF matrix [a b c d e f]."""
-    return math.sqrt(abs(m[0] * m[3] - m[1] * m[2])) or 1.0
+    """The vertical scale of a PDF matrix [a b c d e f] (1 for a degenerate one)."""
+    return math.sqrt(abs(float(m[0]) * float(m[3]) - float(m[1]) * float(m[2]))) or 1.0
+
+
+def _effective(size: object, tm: list[float], cm: list[float]) -> float:
+    """The size text is drawn at (0 when a broken PDF says nothing usable: never a heading)."""
+    try:
+        value = float(size) * _scale(tm) * _scale(cm)  # type: ignore[arg-type]
+    except (TypeError, ValueError, IndexError, ZeroDivisionError):
+        return 0.0
+    return round(value, 1) if math.isfinite(value) and value > 0 else 0.0
 
 
 class PageSizes:
@@ -45,11 +54,12 @@ class PageSizes:
             if i:
                 self._end_line()
             if part.strip():
-                effective = round(float(size) * _scale(tm) * _scale(cm), 1)
+                effective = _effective(size, tm, cm)
                 self._text += part
                 self._size = max(self._size, effective)
                 self._bold = self._bold and "bold" in str((font or {}).get("/BaseFont", "")).lower()
-                self.chars[effective] += len(part.strip())
+                if effective:
+                    self.chars[effective] += len(part.strip())
             else:
                 self._text += part
 
@@ -85,7 +95,7 @@ def heading_levels(pages: Iterable[PageSizes], kept: list[list[str]]) -> list[di
                 continue
             if size >= LARGER * body:
                 here[key] = size
-            elif bold and _CHAPTER_WORD.match(key) and size >= body:
+            elif bold and _CHAPTER_WORD.match(key) and size >= body > 0:
                 here[key] = body * LARGER  # ranks as the smallest heading size
         found.append(here)
     sizes = sorted({s for page in found for s in page.values()}, reverse=True)
