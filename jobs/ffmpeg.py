@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from pathlib import Path
 
 from .errors import NarrateError
 
@@ -33,7 +34,9 @@ def ffmpeg_exe(configured: str | None = None) -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: float | None = None) -> bytes:
+def run_ffmpeg(
+    exe: str, args: list[str], stdin: bytes | None = None, timeout: float | None = None, cwd: Path | None = None
+) -> bytes:
     """Run ffmpeg quietly; return stdout. Raises FfmpegError with ffmpeg's last error line (also
     when it runs past `timeout` seconds: it is killed), NarrateError when it cannot be started."""
     try:
@@ -43,6 +46,7 @@ def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: f
             capture_output=True,
             check=False,
             timeout=timeout,
+            cwd=cwd,
         )
     except subprocess.TimeoutExpired:
         raise FfmpegError(f"ffmpeg took longer than {timeout:.0f} s and was stopped") from None

@@ -1,0 +1,226 @@
+"""The book's segments (jobs/segments.py) rendered and encoded while synthesis continues.
+
+A segment whose sentences all have checkpoints is handed over at once. A background thread in the
+job's process measures its loudness (one gain for the segment, per-sentence true-peak guard:
+jobs/assemble.py) and renders it: for m4a/m4b into its own ffmpeg child, which encodes it to a raw
+AAC stream in the job's scratch directory, trimmed for a gapless join (jobs/adts.py); for the other
+formats into the book's WAV, in reading order (one encode of the WAV after the last sentence).
+During synthesis one thread works; after the last sentence the segments left are encoded by up to
+one ffmpeg per CPU at once. ``close()`` (a stop, a cancel, a failure) ends the threads and kills
+the ffmpeg children; the scratch directory goes with the BookWriter. A child of a worker that was
+killed outright reads the end of its input and exits; the next book written on the host removes
+the dead scratch directory (jobs/scratch.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from . import adts
+from .assemble import CheckpointMissing, Sentences, render_segment, sentence_gains
+from .checkpoints import CheckpointStore
+from .ffmpeg import FfmpegError, run_ffmpeg
+from .layout import Piece
+from .outputs import AAC
+from .plan import Plan
+from .segments import Segment
+from .settings import SAMPLE_RATE
+from .spec import JobSpec
+from .stitch import ffmetadata
+
+ENCODE = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0", *AAC, "-f", "adts"]
+
+
+def cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS
+        return os.cpu_count() or 1
+
+
+class SegmentEncoder:
+    """``submit(seg)`` as segments close, ``drain()`` after the last sentence, ``close()`` always.
+    `write` (WAV mode): where rendered samples go, in reading order; None: each segment is
+    encoded to AAC in the scratch directory `scratch`."""
+
+    def __init__(self, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore, scratch: Path, ffmpeg: str,
+                 write: Callable | None = None):  # fmt: skip
+        self.plan, self.spec, self.checkpoints = plan, spec, checkpoints
+        self.scratch, self.ffmpeg, self.write = scratch, ffmpeg, write
+        self.segments: list[Segment] = []
+        self.encoded: dict[int, str] = {}  # segment index -> trimmed AAC file name (in scratch)
+        self.missing: list[Segment] = []  # a checkpoint vanished before it was rendered: redo
+        self.early = 0  # segments finished while synthesis was still running
+        self.events: list[tuple[str, int, bool]] = []  # ("done", segment, during synthesis)
+        self.synthesizing = True
+        self._queue: queue.Queue[Segment | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._procs: set[subprocess.Popen] = set()
+        self._error: BaseException | None = None
+        self._pending = 0
+
+    # --- the job thread ---
+    def submit(self, seg: Segment) -> None:
+        self.segments.append(seg)
+        with self._lock:
+            self._pending += 1
+        self._queue.put(seg)
+        if not self._threads:
+            self._start(1)
+
+    def drain(self, beat: Callable[[], None] = lambda: None) -> None:
+        """After the last sentence: the segments left, at once (up to one ffmpeg per CPU; one
+        thread for the WAV, which is written in order); raises what a segment failed with."""
+        self.synthesizing = False
+        if self.write is None:
+            self._start(min(cpus(), self._pending) - len(self._threads))
+        while True:
+            with self._lock:
+                if self._error is not None or self._pending == 0:
+                    break
+            beat()
+            time.sleep(0.05)
+        if self._error is not None:
+            raise self._error
+
+    def redo_missing(self, beat: Callable[[], None] = lambda: None) -> None:
+        """Render again the segments that lost a checkpoint (made again by the caller)."""
+        todo, self.missing = self.missing, []
+        for seg in todo:
+            with self._lock:
+                self._pending += 1
+            self._queue.put(seg)
+        self.drain(beat)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            procs = list(self._procs)
+        for p in procs:
+            with contextlib.suppress(OSError):
+                p.kill()
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join()
+        self._threads = []
+
+    # --- background threads ---
+    def _start(self, n: int) -> None:
+        for _ in range(max(0, n)):
+            t = threading.Thread(target=self._run, name="narrate-segments", daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _run(self) -> None:
+        while True:
+            seg = self._queue.get()
+            if seg is None or self._stop.is_set():
+                return
+            if self.write is not None and self.missing:  # the WAV is written in order: wait for it
+                self.missing.append(seg)
+                with self._lock:
+                    self._pending -= 1
+                continue
+            try:
+                self._one(seg)
+                with self._lock:
+                    self.events.append(("done", seg.index, self.synthesizing))
+                    self.early += self.synthesizing
+            except CheckpointMissing:
+                self.missing.append(seg)  # nothing of it was written: measured (or checked) first
+            except BaseException as e:  # handed to the job thread by drain()
+                with self._lock:
+                    if self._error is None and not self._stop.is_set():
+                        self._error = e
+            finally:
+                with self._lock:
+                    self._pending -= 1
+
+    def _one(self, seg: Segment) -> None:
+        stream = Sentences(self.plan, self.spec, self.checkpoints, first=seg.first, end=seg.last + 1)
+        gains = sentence_gains(self.spec, stream)  # reads every checkpoint of the segment
+        if gains is None:
+            for i in range(seg.first, seg.last + 1):
+                if not self.checkpoints.has(self.plan.keys[i]):
+                    raise CheckpointMissing(i)
+        if self.write is not None:
+            try:
+                render_segment(seg, stream, gains, self.write, lambda: not self._stop.is_set())
+            except CheckpointMissing as e:  # half of it is in the WAV: the attempt cannot go on
+                raise RuntimeError(f"{e} (removed while the book was written); `narrate resume` continues") from None
+            return
+        raw = self.scratch / f"seg-{seg.index:05d}.raw.aac"
+        log = self.scratch / f"seg-{seg.index:05d}.log"
+        with open(log, "wb") as err:
+            proc = subprocess.Popen(
+                [self.ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *ENCODE, str(raw)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
+            )  # fmt: skip
+        with self._lock:
+            self._procs.add(proc)
+        try:
+            assert proc.stdin is not None
+            try:
+                render_segment(seg, stream, gains, lambda a: proc.stdin.write(a.tobytes()),
+                               lambda: not self._stop.is_set())  # fmt: skip
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass  # ffmpeg ended early: its own error says why
+            rc = proc.wait()
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        if self._stop.is_set():
+            return
+        if rc != 0:
+            lines = log.read_text("utf-8", "replace").strip().splitlines()
+            raise FfmpegError(lines[-1] if lines else f"ffmpeg exited with {rc}", "\n".join(lines))
+        name = f"seg-{seg.index:05d}.aac"
+        last = seg.last == len(self.plan.sentences) - 1
+        adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)
+        log.unlink()
+        with self._lock:
+            self.encoded[seg.index] = name
+
+    # --- after drain: the files ---
+    def mux(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:
+        """One output file (the book, a part or a chapter) from its segments, by stream copy."""
+        start, end = self._cut(piece.start), self._cut(piece.end)
+        segs = [s for s in self.segments if start <= s.start < end]
+        names = [self.encoded[s.index] for s in segs]
+        shift = piece.start - start
+        spans = [replace_span(s, shift) for s in piece.chapters]
+        if spans:
+            spans[-1] = (spans[-1][0], end - start, spans[-1][2])
+        brand = ["-brand", "M4B "] if ext == ".m4b" else []
+        if spans:
+            meta = out.with_suffix(".ffmeta")
+            meta.write_text(ffmetadata(title, spans), encoding="utf-8")
+            extra = ["-i", meta.name, "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1"]
+        else:
+            extra = ["-metadata", f"title={title}"] if title else []
+        run_ffmpeg(self.ffmpeg, ["-y", *adts.mux_args(names, primed=segs[0].index == 0), *extra, "-c:a", "copy",
+                                 *brand, "-f", "ipod", out.name], cwd=self.scratch)  # fmt: skip
+
+    def _cut(self, sample: int) -> int:
+        """The cut before the chapter that starts at `sample` (the start of its segment), or the end."""
+        for s in self.segments:
+            if s.start <= sample < s.end:
+                return s.start
+        return self.segments[-1].end
+
+
+def replace_span(span: tuple[int, int, str], shift: int) -> tuple[int, int, str]:
+    return (span[0] + shift, span[1] + shift, span[2])
