@@ -1,10 +1,11 @@
 """Assembling the book from the checkpoints, streamed: sentences with short fades at their edges
-(no clicks at joins), the sentence/paragraph/chapter pauses, one loudness gain, subtitles and
+(no clicks at joins), the sentence/paragraph/chapter pauses, loudness gains, subtitles and
 the manifest, tags and cover.
 
-Two passes over the checkpoints, one sentence in memory at a time. The first (only with a
-loudness target) feeds the exact stream into a BS.1770 meter (jobs/loudness.py) and notes each
-sentence's true peak; the gain is target - measured. The true-peak ceiling (-3 dBTP, kept with a
+Two passes over the checkpoints of a stream (a segment of the book, jobs/segments.py, or the whole
+book), one sentence in memory at a time. The first (only with a loudness target) feeds the exact
+stream into a BS.1770 meter (jobs/loudness.py) and notes each sentence's true peak; the gain is
+target - measured, one for the stream. The true-peak ceiling (-3 dBTP, kept with a
 0.5 dB margin for the codec) is guarded per sentence: a sentence whose peak the gain would push
 over it gets only the gain that brings its peak to the ceiling, which lowers the book's loudness
 slightly when many sentences are that peaky (speech at -19 LUFS rarely is). The second pass
@@ -78,18 +79,28 @@ class Sentences:
             yield s.index, x, self.plan.pause_after_ms(s.index, self.spec) * SAMPLE_RATE // 1000
 
 
-def measure(stream: Sentences) -> tuple[float, list[float]]:
-    """Integrated loudness of the whole stream and each sentence's true peak."""
-    meter = LoudnessMeter(SAMPLE_RATE)
-    peaks = []
-    for _, x, pause in stream:
-        before = meter.peak
-        meter.peak = 0.0
-        meter.feed(x)
-        peaks.append(meter.peak)
-        meter.peak = max(before, meter.peak)
-        meter.feed(np.zeros(pause))
-    return meter.integrated(), peaks
+class Loudness:
+    """Integrated loudness and each sentence's true peak of a stream, fed sentence by sentence in
+    reading order (`feed` takes what Sentences yields)."""
+
+    def __init__(self) -> None:
+        self.meter = LoudnessMeter(SAMPLE_RATE)
+        self.peaks: dict[int, float] = {}
+
+    def feed(self, index: int, x: np.ndarray, pause: int) -> None:
+        before = self.meter.peak
+        self.meter.peak = 0.0
+        self.meter.feed(x)
+        self.peaks[index] = self.meter.peak
+        self.meter.peak = max(before, self.meter.peak)
+        self.meter.feed(np.zeros(pause))
+
+    def gains(self, target: float) -> dict[int, float]:
+        """Each sentence's gain: one for the stream, less for a sentence it would push over the
+        true-peak ceiling."""
+        g = gain_for(self.meter.integrated(), target)
+        ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
+        return {i: min(g, ceiling / p) if p > 0 else g for i, p in self.peaks.items()}
 
 
 def sentence_gains(spec: JobSpec, stream: Sentences) -> dict[int, float] | None:
@@ -97,11 +108,10 @@ def sentence_gains(spec: JobSpec, stream: Sentences) -> dict[int, float] | None:
     target, or None (loudness off)."""
     if spec.loudness is None:
         return None
-    lufs, peaks = measure(stream)
-    g = gain_for(lufs, spec.loudness)
-    ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
-    end = len(stream.plan.sentences) if stream.end is None else stream.end
-    return {i: min(g, ceiling / p) if p > 0 else g for i, p in zip(range(stream.first, end), peaks, strict=True)}
+    loud = Loudness()
+    for index, x, pause in stream:
+        loud.feed(index, x, pause)
+    return loud.gains(spec.loudness)
 
 
 def render_segment(seg: Segment, stream: Sentences, gains: dict[int, float] | None,

@@ -1,6 +1,7 @@
 """Stitching: sentences and pauses are streamed into a temporary WAV in a private scratch
 directory (pydub segments, written as they come: no quadratic concatenation, constant memory),
-one ffmpeg encode writes the output format there, and the result is copied into a temp file in
+one ffmpeg encode writes the output format there (or, for m4a/m4b, `mux` joins the segments
+encoded during synthesis: jobs/segment_encoder.py), and the result is copied into a temp file in
 the output directory and renamed into place. No partial output is ever left, and nothing is
 written outside the output root (jobs/confined.py)."""
 

@@ -41,7 +41,7 @@ from .checkpoints import CheckpointStore, checkpoint_key
 from .ffmpeg import ffmpeg_exe
 from .plan import Plan
 from .segment_encoder import SegmentEncoder
-from .segments import Heard, Segmenter
+from .segments import BLOCK_S, SEGMENT_S, Heard, Segmenter
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .synthesis import Sentence
@@ -143,12 +143,12 @@ def _heard(store: CheckpointStore, key: str) -> Heard:
 
 
 def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path, rate: float | None,
-              on_last: Callable[[], None] = lambda: None, segment_s: float | None = None) -> dict:  # fmt: skip
+              unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
     """The job's path (jobs/stitching.py without the queue): returns what happened."""
     from .stitch import BookWriter
 
     ffmpeg = ffmpeg_exe()
-    seg = Segmenter(plan, spec) if segment_s is None else Segmenter(plan, spec, int(segment_s * SAMPLE_RATE))
+    seg = Segmenter(plan, spec, int(unit_s * SAMPLE_RATE), int(block_s * SAMPLE_RATE))
     with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work, wav=False) as book:
         encoder = SegmentEncoder(plan, spec, store, book.scratch, ffmpeg)
         try:
@@ -160,16 +160,15 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
                 if rate:
                     time.sleep(max(0.0, t0 + audio / SAMPLE_RATE / rate - time.monotonic()))
                 arrived += 1
-                for s in seg.advance(lambda i, n=arrived: _heard(store, plan.keys[i]) if i < n else None):
-                    encoder.submit(s)
-            on_last()
+                walked, closed = seg.advance(lambda i, n=arrived: _heard(store, plan.keys[i]) if i < n else None)
+                encoder.walked(walked, closed, seg.units)
             t_last = time.monotonic()
             encoder.drain()
             book.samples, book.chapters = seg.samples, list(seg.chapters)
             _finish(book, spec, seg.cues, out)
         finally:
             encoder.close()
-    return {"tail_s": time.monotonic() - t_last, "segments": seg.segments, "early": encoder.early,
+    return {"tail_s": time.monotonic() - t_last, "segments": seg.segments, "units": seg.units, "early": encoder.early,
             "samples": seg.samples, "cues": seg.cues, "chapters": seg.chapters, "events": encoder.events}  # fmt: skip
 
 
@@ -229,6 +228,7 @@ def main() -> None:
         report = {
             "hours": round(new["samples"] / SAMPLE_RATE / 3600, 3),
             "sentences": len(plan.sentences),
+            "units": len(new["units"]),
             "segments": len(new["segments"]),
             "segments_encoded_before_the_last_sentence": new["early"],
             "rate_x_realtime": args.rate,

@@ -93,8 +93,8 @@ class Stitcher:
 
     def _advance(self, lookup: Callable[[int], Heard | None]) -> None:
         assert self.encoder is not None
-        for seg in self.segmenter.advance(lookup):
-            self.encoder.submit(seg)
+        walked, closed = self.segmenter.advance(lookup)
+        self.encoder.walked(walked, closed, self.segmenter.units)
 
     def finish(self, again: Callable[[Sentence], Checkpoint]) -> Stitched:
         assert self.book is not None and self.encoder is not None
@@ -112,8 +112,9 @@ class Stitcher:
         assert self.segmenter.done
         encoder.drain(ctx.beat)
         while encoder.missing:  # a checkpoint vanished before its segment was rendered
-            for seg in encoder.missing:
-                for i in range(seg.first, seg.last + 1):
+            for u in {seg.unit for seg in encoder.missing}:
+                unit = self.segmenter.units[u]
+                for i in range(unit.first, unit.last + 1):
                     if not self.checkpoints.verify(plan.keys[i]):
                         again(plan.sentences[i])
             encoder.redo_missing(ctx.beat)

@@ -41,10 +41,11 @@ def _chapter_starts_ms(path) -> list[int]:
 def test_segmented_m4b_is_exact_and_has_no_clicks_at_joins(minute, tmp_path):
     root, plan, store = minute
     spec = JobSpec(**SPEC, loudness=None)
-    # segments at chapters and, with a 10 s segment length, at paragraph pauses inside chapters
-    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.m4b", tmp_path / "s", None, segment_s=10)
+    # units at chapters and at paragraph pauses after 10 s, segments at sentence pauses after 5 s
+    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.m4b", tmp_path / "s", None,
+                                 unit_s=10, block_s=5)  # fmt: skip
     segs = got["segments"]
-    assert len(segs) > len(plan.chapter_at) >= 3  # cut at every chapter and inside some
+    assert len(segs) > len(got["units"]) > len(plan.chapter_at) >= 3  # cut at every chapter and inside
     assert all(s.samples % AAC_FRAME == 0 for s in segs[:-1]) and segs[-1].end == got["samples"]
     stitch_bench.old(plan, store, spec, tmp_path / "out" / "exact.wav", tmp_path / "s")
     stitch_bench.old(plan, store, spec, tmp_path / "out" / "direct.m4b", tmp_path / "s")  # one encode
@@ -74,12 +75,13 @@ def test_each_segment_reaches_the_loudness_target_and_so_does_the_book(minute, t
     for target in (-19.0, -23.0):  # (louder targets: the true-peak ceiling rules for this crest factor)
         spec = JobSpec(**SPEC, loudness=target)
         out = tmp_path / "out" / f"loud{target}.m4b"
-        got = stitch_bench.segmented(plan, store, spec, out, tmp_path / "s", None)
+        got = stitch_bench.segmented(plan, store, spec, out, tmp_path / "s", None, block_s=5)
+        assert len(got["segments"]) > len(got["units"])  # a unit's segments share its gain
         x = decoded_samples(out).astype(np.float64) / 32768
         assert meter.integrated_loudness(x) == pytest.approx(target, abs=1.0)
         assert 20 * np.log10(np.abs(x).max()) < -3.0
-        for s in got["segments"]:
-            part = x[s.start : s.end]
+        for u in got["units"]:
+            part = x[u.segments[0].start : u.segments[-1].end]
             assert meter.integrated_loudness(part) == pytest.approx(target, abs=1.0)
 
 
@@ -118,8 +120,7 @@ def test_close_during_an_encode_kills_ffmpeg_and_leaves_nothing(minute, tmp_path
     with BookWriter(out, ffmpeg_exe(), root=tmp_path / "out", workdir=work, wav=False) as book:
         enc = segment_encoder.SegmentEncoder(plan, spec, store, book.scratch, ffmpeg_exe())
         seg = Segmenter(plan, spec)
-        for s in seg.advance(lambda i: stitch_bench._heard(store, plan.keys[i])):
-            enc.submit(s)
+        enc.walked(*seg.advance(lambda i: stitch_bench._heard(store, plan.keys[i])), seg.units)
         assert writing.wait(60)
         procs = list(enc._procs)
         assert procs and all(p.poll() is None for p in procs)  # ffmpeg is encoding
