@@ -7,10 +7,10 @@ each into its own ffmpeg child, which encodes it to a raw AAC stream in the job'
 directory, trimmed for a gapless join (jobs/adts.py); for the other formats into the book's WAV,
 in reading order (one encode of the WAV after the last sentence). During synthesis one thread
 measures and one renders; after the last sentence the segments left are encoded by up to one
-ffmpeg per CPU at once. ``close()`` (a stop, a cancel, a failure) ends the threads and kills the
-ffmpeg children; the scratch directory goes with the BookWriter. A child of a worker that was
-killed outright reads the end of its input and exits; the next book written on the host removes
-the dead scratch directory (jobs/scratch.py)."""
+ffmpeg per CPU at once (four at most: memory stays flat). ``close()`` (a stop, a cancel, a
+failure) ends the threads and kills the ffmpeg children; the scratch directory goes with the
+BookWriter. A child of a worker that was killed outright reads the end of its input and exits;
+the next book written on the host removes the dead scratch directory (jobs/scratch.py)."""
 
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .stitch import ffmetadata
 
+MAX_ENCODERS = 4  # ffmpeg AAC encoders at once after the last sentence (~30 MB each; a unit has ~7 segments)
 ENCODE = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0", *AAC, "-f", "adts"]
 LOST: dict[int, float] = {}  # the gains of a unit that lost a checkpoint before it was measured
 
@@ -105,7 +106,7 @@ class SegmentEncoder:
         thread for the WAV, which is written in order); raises what a segment failed with."""
         self.synthesizing = False
         if self.write is None:
-            self._start(min(cpus(), self._pending) - len(self._threads))
+            self._start(min(cpus(), MAX_ENCODERS, self._pending) - len(self._threads))
         beaten = 0.0
         while True:
             with self._lock:

@@ -144,3 +144,35 @@ def test_segments_are_encoded_while_later_sentences_are_synthesized(env, home, v
     assert r["segments"] == 3 and r["segments_encoded_early"] >= 1, r
     assert r["timings"]["stitch_tail_s"] > 0
     assert abs(decoded_samples(out).size - r["samples"]) < AAC_FRAME
+
+
+def _ffmpeg_children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()]
+    return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
+
+
+def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
+    """A book of many short chapters: segments are encoded while it is synthesized; canceled then,
+    the job leaves no ffmpeg child, no scratch directory and nothing in the output directory."""
+    from conftest import start_worker, stop_worker
+    from faults import child_pid
+    from opskit import submit_json
+
+    e = fake_env(env, home, delay_ms=60)
+    doc = home / "many.md"
+    doc.write_text("\n\n".join(f"# Part {c}\n\nLine {c} one is here. Line {c} two is here." for c in range(40)))
+    [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "many.m4b"))
+    worker = start_worker(e)
+    try:
+        scratch = home / "stitch"
+        wait_until(lambda: any(scratch.glob("narrate-stitch-*/seg-*.aac")), 60, "a segment encoded")
+        pid = child_pid(home, worker)[1]
+        assert narrate(e, "cancel", job["id"]).returncode == 0
+        st = wait_for_job(job["id"], timeout=30)
+        assert st["status"] == "canceled" and st["progress"]["done"] < st["progress"]["total"]
+        assert _ffmpeg_children(pid) == []
+        assert list(scratch.glob("narrate-stitch-*")) == []
+        assert not (home / "out").exists() or list((home / "out").iterdir()) == []
+    finally:
+        stop_worker(worker)
