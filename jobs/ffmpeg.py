@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -55,8 +56,16 @@ def run_ffmpeg(
             f"ffmpeg {exe} cannot be run ({e.strerror or e}); set NARRATE_FFMPEG to an ffmpeg binary or unset it"
         ) from None
     if proc.returncode != 0:
-        log = proc.stderr.decode("utf-8", "replace").strip()
-        lines = log.splitlines()
-        last = _CONTEXT_PREFIX.sub("", lines[-1]) if lines else f"ffmpeg exited with {proc.returncode}"
-        raise FfmpegError(last, log)
+        raise ffmpeg_failed(proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc.stdout
+
+
+def ffmpeg_failed(returncode: int, log: str) -> FfmpegError:
+    """The error of an ffmpeg that exited with `returncode`: its last error line, without context."""
+    lines = log.strip().splitlines()
+    if returncode < 0:  # killed: SIGXFSZ is a file past the size limit (EFBIG: "File too large")
+        sig = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else -returncode
+        last = f"ffmpeg was killed by signal {sig}" + (" (File too large)" if sig == "SIGXFSZ" else "")
+    else:
+        last = _CONTEXT_PREFIX.sub("", lines[-1]) if lines else f"ffmpeg exited with {returncode}"
+    return FfmpegError(last, log.strip())

@@ -27,7 +27,7 @@ from pathlib import Path
 from . import adts
 from .assemble import CheckpointMissing, Loudness, Sentences, render_segment
 from .checkpoints import CheckpointStore
-from .ffmpeg import FfmpegError, run_ffmpeg
+from .ffmpeg import ffmpeg_failed, run_ffmpeg
 from .layout import Piece
 from .outputs import AAC
 from .plan import Plan
@@ -258,8 +258,7 @@ class SegmentEncoder:
         if self._stop.is_set():
             return
         if rc != 0:
-            lines = log.read_text("utf-8", "replace").strip().splitlines()
-            raise FfmpegError(lines[-1] if lines else f"ffmpeg exited with {rc}", "\n".join(lines))
+            raise ffmpeg_failed(rc, log.read_text("utf-8", "replace"))
         name = f"seg-{seg.index:05d}.aac"
         last = seg.last == len(self.plan.sentences) - 1
         adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)

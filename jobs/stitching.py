@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rq.job import Job
 
@@ -27,11 +28,14 @@ from .ffmpeg import ffmpeg_exe
 from .outputs import OutputRoot
 from .plan import Plan
 from .result import ChapterMark
-from .segment_encoder import SegmentEncoder
 from .segments import Heard, Segmenter, cuts_at_chapters
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .synthesis import Sentence
+
+if TYPE_CHECKING:
+    from .segment_encoder import SegmentEncoder
+    from .stitch import BookWriter
 
 SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream copy (jobs/adts.py)
 
@@ -58,10 +62,11 @@ class Stitcher:
         plain = not spec.split and spec.max_part_hours is None
         self.segmented = final.suffix.lower() in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
         self.segmenter = Segmenter(plan, spec)
-        self.book = None
+        self.book: BookWriter | None = None
         self.encoder: SegmentEncoder | None = None
 
     def __enter__(self) -> Stitcher:
+        from .segment_encoder import SegmentEncoder
         from .stitch import BookWriter  # pydub: loaded on workers only
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)

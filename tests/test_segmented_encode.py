@@ -176,3 +176,30 @@ def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, hom
         assert not (home / "out").exists() or list((home / "out").iterdir()) == []
     finally:
         stop_worker(worker)
+
+
+def test_a_full_disk_during_a_segment_encode_is_the_os_error_and_leaves_nothing(minute, tmp_path):
+    """A file-size limit (EFBIG, a stand-in for a full disk) hit by a segment's ffmpeg: the stitch
+    fails with ffmpeg's line naming the OS error; no output, no scratch directory."""
+    import resource
+    import signal
+    import sys
+
+    root, plan, store = minute
+    code = (
+        "import sys, pathlib; from narrate.jobs import stitch_bench; from narrate.jobs.spec import JobSpec\n"
+        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=100)\n"  # one segment of a minute
+        "spec = JobSpec(document='d', voice='v', output='book.m4b')\n"
+        "stitch_bench.segmented(plan, store, spec, tmp / 'out' / 'book.m4b', tmp / 's', None)\n"
+    )
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))  # checkpoints fit, a segment does not
+
+    proc = subprocess.run([sys.executable, "-c", code, str(root), str(tmp_path)], capture_output=True, text=True,
+                          preexec_fn=limited, timeout=120)  # fmt: skip
+    assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
+    assert list((tmp_path / "s").iterdir()) == []
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
