@@ -203,3 +203,51 @@ def test_a_full_disk_during_a_segment_encode_is_the_os_error_and_leaves_nothing(
     assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
     assert list((tmp_path / "s").iterdir()) == []
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_killed_job_process_leaves_an_ffmpeg_that_ends_and_a_scratch_dir_the_next_book_removes(minute, tmp_path):
+    """SIGKILL of the job's process while a segment is being encoded: its ffmpeg reads the end of
+    its input and exits; the next book written on the host removes the dead scratch directory."""
+    import os
+    import signal
+    import sys
+
+    root, plan, store = minute
+    code = (
+        "import sys, time, pathlib, threading\n"
+        "from narrate.jobs import stitch_bench, segment_encoder\n"
+        "from narrate.jobs.spec import JobSpec\n"
+        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "real = segment_encoder.render_segment\n"
+        "def stuck(seg, stream, gains, write, alive):\n"
+        "    real(seg, stream, gains, write, alive)\n"
+        "    print('ENCODING', flush=True)\n"
+        "    time.sleep(600)\n"
+        "segment_encoder.render_segment = stuck\n"
+        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)\n"
+        "stitch_bench.segmented(plan, store, JobSpec(document='d', voice='v', output='b.m4b'), tmp / 'out' / 'b.m4b',"
+        " tmp / 's', None)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ENCODING"
+        kids = _ffmpeg_children(proc.pid)
+        assert kids
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        wait_until(lambda: all(_zombie_or_gone(k) for k in kids), 30, "ffmpeg exits")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert len(list((tmp_path / "s").iterdir())) == 1  # the dead writer's scratch directory
+    with BookWriter(tmp_path / "out" / "next.wav", ffmpeg_exe(), root=tmp_path / "out", workdir=tmp_path / "s") as book:
+        book.write_pcm(np.zeros(2400, dtype="<i2"))
+        book.finish()
+    assert list((tmp_path / "s").iterdir()) == []
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["next.wav"]
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return out == "" or out.startswith("Z")
