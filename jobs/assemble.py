@@ -1,10 +1,11 @@
 """Assembling the book from the checkpoints, streamed: sentences with short fades at their edges
-(no clicks at joins), the sentence/paragraph/chapter pauses, one loudness gain, subtitles and
+(no clicks at joins), the sentence/paragraph/chapter pauses, loudness gains, subtitles and
 the manifest, tags and cover.
 
-Two passes over the checkpoints, one sentence in memory at a time. The first (only with a
-loudness target) feeds the exact stream into a BS.1770 meter (jobs/loudness.py) and notes each
-sentence's true peak; the gain is target - measured. The true-peak ceiling (-3 dBTP, kept with a
+Two passes over the checkpoints of a stream (a segment of the book, jobs/segments.py, or the whole
+book), one sentence in memory at a time. The first (only with a loudness target) feeds the exact
+stream into a BS.1770 meter (jobs/loudness.py) and notes each sentence's true peak; the gain is
+target - measured, one for the stream. The true-peak ceiling (-3 dBTP, kept with a
 0.5 dB margin for the codec) is guarded per sentence: a sentence whose peak the gain would push
 over it gets only the gain that brings its peak to the ceiling, which lowers the book's loudness
 slightly when many sentences are that peaky (speech at -19 LUFS rarely is). The second pass
@@ -23,6 +24,7 @@ from .checkpoints import Checkpoint, CheckpointStore
 from .documents import BookMeta, Document
 from .loudness import LoudnessMeter, gain_for
 from .plan import Plan
+from .segments import Segment
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .subtitles import Cue
@@ -44,6 +46,12 @@ def faded(pcm: np.ndarray) -> np.ndarray:
     return x
 
 
+class CheckpointMissing(RuntimeError):
+    def __init__(self, index: int):
+        super().__init__(f"sentence {index} has no checkpoint after synthesis")
+        self.index = index
+
+
 @dataclass
 class Sentences:
     """Stream the plan's sentences from their checkpoints, with fades and pauses."""
@@ -54,49 +62,81 @@ class Sentences:
     fade: bool = True
     last: Checkpoint | None = None  # the checkpoint of the sentence just yielded
     again: Callable[[Sentence], Checkpoint] | None = None  # makes a checkpoint that vanished (cache eviction)
+    first: int = 0  # the sentences streamed: first up to (not including) end; None: to the end
+    end: int | None = None
 
     def __iter__(self) -> Iterator[tuple[int, np.ndarray, int]]:
         """(sentence index, its float samples, the pause after it in samples)"""
-        for s in self.plan.sentences:
+        end = len(self.plan.sentences) if self.end is None else self.end
+        for s in self.plan.sentences[self.first : end]:
             cp = self.checkpoints.load(self.plan.keys[s.index])
             if cp is None and self.again is not None:
                 cp = self.again(s)
             if cp is None:
-                raise RuntimeError(f"sentence {s.index} has no checkpoint after synthesis")
+                raise CheckpointMissing(s.index)
             self.last = cp
             x = faded(cp.pcm) if self.fade else np.asarray(cp.pcm, dtype=np.float64) / SCALE
             yield s.index, x, self.plan.pause_after_ms(s.index, self.spec) * SAMPLE_RATE // 1000
 
 
-def measure(stream: Sentences) -> tuple[float, list[float]]:
-    """Integrated loudness of the whole stream and each sentence's true peak."""
-    meter = LoudnessMeter(SAMPLE_RATE)
-    peaks = []
-    for _, x, pause in stream:
-        before = meter.peak
-        meter.peak = 0.0
-        meter.feed(x)
-        peaks.append(meter.peak)
-        meter.peak = max(before, meter.peak)
-        meter.feed(np.zeros(pause))
-    return meter.integrated(), peaks
+class Loudness:
+    """Integrated loudness and each sentence's true peak of a stream, fed sentence by sentence in
+    reading order (`feed` takes what Sentences yields)."""
+
+    def __init__(self) -> None:
+        self.meter = LoudnessMeter(SAMPLE_RATE)
+        self.peaks: dict[int, float] = {}
+
+    def feed(self, index: int, x: np.ndarray, pause: int) -> None:
+        before = self.meter.peak
+        self.meter.peak = 0.0
+        self.meter.feed(x)
+        self.peaks[index] = self.meter.peak
+        self.meter.peak = max(before, self.meter.peak)
+        self.meter.feed(np.zeros(pause))
+
+    def gains(self, target: float) -> dict[int, float]:
+        """Each sentence's gain: one for the stream, less for a sentence it would push over the
+        true-peak ceiling."""
+        g = gain_for(self.meter.integrated(), target)
+        ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
+        return {i: min(g, ceiling / p) if p > 0 else g for i, p in self.peaks.items()}
 
 
-def sentence_gains(spec: JobSpec, stream: Sentences) -> list[float] | None:
-    """The gain of each sentence for the spec's loudness target, or None (loudness off)."""
+def sentence_gains(spec: JobSpec, stream: Sentences) -> dict[int, float] | None:
+    """The gain of each sentence of the stream (by sentence index) for the spec's loudness
+    target, or None (loudness off)."""
     if spec.loudness is None:
         return None
-    lufs, peaks = measure(stream)
-    g = gain_for(lufs, spec.loudness)
-    ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
-    return [min(g, ceiling / p) if p > 0 else g for p in peaks]
+    loud = Loudness()
+    for index, x, pause in stream:
+        loud.feed(index, x, pause)
+    return loud.gains(spec.loudness)
+
+
+def render_segment(seg: Segment, stream: Sentences, gains: dict[int, float] | None,
+                   write: Callable[[np.ndarray], None], alive: Callable[[], bool] = lambda: True) -> None:  # fmt: skip
+    """Write one segment's 16-bit samples (jobs/segments.py): the silence before its first
+    sentence, its sentences and pauses, the silence after its last sentence. `alive` is asked
+    between sentences: False ends the rendering early."""
+    if seg.lead:
+        write(np.zeros(seg.lead, dtype="<i2"))
+    for index, x, pause in stream:
+        if not alive():
+            return
+        write(to_int16(x * gains[index]) if gains is not None else to_int16(x))
+        gap = seg.tail if index == seg.last else pause
+        if gap:
+            write(np.zeros(gap, dtype="<i2"))
 
 
 def to_int16(x: np.ndarray) -> np.ndarray:
     return np.round(np.clip(x, -1.0, 1.0) * SCALE).astype("<i2")
 
 
-def write_book(book, stream: Sentences, gains: list[float] | None, on_sentence: Callable[[int], None]) -> list[Cue]:
+def write_book(
+    book, stream: Sentences, gains: dict[int, float] | None, on_sentence: Callable[[int], None]
+) -> list[Cue]:
     """Write the stream into a BookWriter, marking chapters; returns one cue per sentence (chapter
     left None: see subtitles.with_chapters)."""
     plan = stream.plan

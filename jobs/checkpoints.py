@@ -61,15 +61,20 @@ class CheckpointStore:
 
     def has(self, key: str) -> bool:
         """A complete checkpoint exists (header and length checked; the samples are not read)."""
+        return self.header(key) is not None
+
+    def header(self, key: str) -> dict | None:
+        """The header of a complete checkpoint (samples, frames, runaway, takes, sha256; header and
+        length checked, the samples not read), or None."""
         path = self.path(key)
         try:
             with open(path, "rb") as f:
                 head = f.readline() + f.readline()
-            size = path.stat().st_size
+                size = os.fstat(f.fileno()).st_size
         except OSError:
-            return False
+            return None
         meta = _header(head)
-        return meta is not None and size == len(head) + 2 * meta["samples"]
+        return meta if meta is not None and size == len(head) + 2 * meta["samples"] else None
 
     def verify(self, key: str) -> bool:
         """A complete, undamaged checkpoint exists: the body is read and its checksum checked."""

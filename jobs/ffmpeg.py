@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import signal
 import subprocess
+from pathlib import Path
 
 from .errors import NarrateError
 
@@ -33,7 +35,9 @@ def ffmpeg_exe(configured: str | None = None) -> str:
     return imageio_ffmpeg.get_ffmpeg_exe()
 
 
-def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: float | None = None) -> bytes:
+def run_ffmpeg(
+    exe: str, args: list[str], stdin: bytes | None = None, timeout: float | None = None, cwd: Path | None = None
+) -> bytes:
     """Run ffmpeg quietly; return stdout. Raises FfmpegError with ffmpeg's last error line (also
     when it runs past `timeout` seconds: it is killed), NarrateError when it cannot be started."""
     try:
@@ -43,6 +47,7 @@ def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: f
             capture_output=True,
             check=False,
             timeout=timeout,
+            cwd=cwd,
         )
     except subprocess.TimeoutExpired:
         raise FfmpegError(f"ffmpeg took longer than {timeout:.0f} s and was stopped") from None
@@ -51,8 +56,16 @@ def run_ffmpeg(exe: str, args: list[str], stdin: bytes | None = None, timeout: f
             f"ffmpeg {exe} cannot be run ({e.strerror or e}); set NARRATE_FFMPEG to an ffmpeg binary or unset it"
         ) from None
     if proc.returncode != 0:
-        log = proc.stderr.decode("utf-8", "replace").strip()
-        lines = log.splitlines()
-        last = _CONTEXT_PREFIX.sub("", lines[-1]) if lines else f"ffmpeg exited with {proc.returncode}"
-        raise FfmpegError(last, log)
+        raise ffmpeg_failed(proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc.stdout
+
+
+def ffmpeg_failed(returncode: int, log: str) -> FfmpegError:
+    """The error of an ffmpeg that exited with `returncode`: its last error line, without context."""
+    lines = log.strip().splitlines()
+    if returncode < 0:  # killed: SIGXFSZ is a file past the size limit (EFBIG: "File too large")
+        sig = signal.Signals(-returncode).name if -returncode in signal.Signals._value2member_map_ else -returncode
+        last = f"ffmpeg was killed by signal {sig}" + (" (File too large)" if sig == "SIGXFSZ" else "")
+    else:
+        last = _CONTEXT_PREFIX.sub("", lines[-1]) if lines else f"ffmpeg exited with {returncode}"
+    return FfmpegError(last, log.strip())

@@ -11,6 +11,7 @@ class Timings:
     model_s: float  # getting the engine (load on a cold worker, ~0 when warm)
     first_audio_s: float  # attempt start -> first synthesized audio (0 when all came from checkpoints)
     realtime_factor: float | None  # audio seconds per wall second of this attempt
+    stitch_tail_s: float = 0.0  # the last sentence synthesized -> every file in place
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class JobResult:
     speaker_encoder_runs: int
     attempts: int  # attempts this job took (a warm stop does not count)
     timings: Timings
+    segments: int = 0  # pieces the book was normalized and encoded in (jobs/segments.py)
+    segments_encoded_early: int = 0  # of them, done while sentences were still being synthesized
 
     def to_json(self) -> dict:
         return asdict(self)

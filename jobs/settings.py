@@ -122,8 +122,9 @@ class Settings:
     home: Path = setting(
         "NARRATE_HOME", reads=BOTH, parse=_path, factory=lambda: Path.home() / ".narrate", shown="`~/.narrate`",
         doc="Data dir (mode 0700, yours only): the embedded server's socket, AOF and log, sentence checkpoints, "
-        "and the scratch space where a book is stitched and encoded (its uncompressed WAV, about 170 MB an hour of "
-        "audio, plus the encoded file, while it is written).",
+        "and the scratch space where a book is stitched and encoded while it is synthesized (m4a/m4b: its encoded "
+        "segments, about 45 MB an hour of audio; other formats: its uncompressed WAV, about 170 MB an hour; plus the "
+        "output file while it is written).",
     )  # fmt: skip
     output_dir: Path = setting(
         "NARRATE_OUTPUT_DIR", reads=BOTH, parse=_path, factory=Path.home, shown="`~`",

@@ -1,6 +1,7 @@
 """Stitching: sentences and pauses are streamed into a temporary WAV in a private scratch
 directory (pydub segments, written as they come: no quadratic concatenation, constant memory),
-one ffmpeg encode writes the output format there, and the result is copied into a temp file in
+one ffmpeg encode writes the output format there (or, for m4a/m4b, `mux` joins the segments
+encoded during synthesis: jobs/segment_encoder.py), and the result is copied into a temp file in
 the output directory and renamed into place. No partial output is ever left, and nothing is
 written outside the output root (jobs/confined.py)."""
 
@@ -12,6 +13,7 @@ import os
 import shutil
 import warnings
 import wave
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -85,6 +87,7 @@ class BookWriter:
         title: str | None = None,
         root: OutputRoot | Path | None = None,
         workdir: Path | None = None,
+        wav: bool = True,
     ):
         self.final = Path(final)
         self.ffmpeg = ffmpeg
@@ -95,6 +98,8 @@ class BookWriter:
         self._scratch = Scratch(workdir)
         self._wav_file: BinaryIO | None = None
         self._wav: wave.Wave_write | None = None
+        self._want_wav = wav  # False: the audio comes as encoded segments (`mux`), not as samples
+        self.mux: Callable[[layout.Piece, Path, str | None, str], None] | None = None
         self._dir: int | None = None  # the output directory, reached from the root without following links
         self._tmp: str | None = None  # our temp file in it
         self.tags: Tags | None = None  # embedded after the encode (jobs/tagging.py)
@@ -107,6 +112,8 @@ class BookWriter:
     def __enter__(self) -> BookWriter:
         try:
             scratch = self._scratch.open()
+            if not self._want_wav:
+                return self
             self._wav_file = open(scratch / "book.partial.wav", "xb")  # closed in finish or __exit__
             self._wav = wave.open(self._wav_file, "wb")
             self._wav.setnchannels(1)
@@ -116,6 +123,12 @@ class BookWriter:
             self.__exit__()
             raise
         return self
+
+    @property
+    def scratch(self) -> Path:
+        """The private scratch directory (while the writer is open)."""
+        assert self._scratch.path is not None
+        return self._scratch.path
 
     def add(self, segment: AudioSegment) -> None:
         assert self._wav is not None
@@ -148,12 +161,14 @@ class BookWriter:
         """Encode to the output's format (with chapters where it has them; or the pieces of
         `self.split`) in the scratch dir, tag, then copy each file into a temp file in its
         output directory and rename it into place. `guard` is asked about every file before
-        any is placed, and told about each once it is."""
-        assert self._wav is not None and self._wav_file is not None and self._scratch.path is not None
-        self._wav.close()
-        self._wav = None
-        self._wav_file.close()
-        self._wav_file = None
+        any is placed, and told about each once it is. With `mux` set (no WAV), each piece is
+        made by it from the encoded segments instead of encoded from the WAV."""
+        assert self._scratch.path is not None and (self.mux is not None or self._wav is not None)
+        if self._wav is not None and self._wav_file is not None:
+            self._wav.close()
+            self._wav = None
+            self._wav_file.close()
+            self._wav_file = None
         scratch = self._scratch.path
         wav = scratch / "book.partial.wav"
         ext = self.final.suffix.lower()
@@ -163,14 +178,16 @@ class BookWriter:
                                                 self.split, self.max_part_samples)):  # fmt: skip
             whole = piece.start == 0 and piece.end == self.samples
             encoded = wav if ext == ".wav" and plain else scratch / f"encoded-{n}.partial{ext}"
-            if encoded != wav:
+            if self.mux is not None:
+                self.mux(piece, encoded, piece.title if piece.track else self.title, ext)
+            elif encoded != wav:
                 self._encode(wav, encoded, piece.title if piece.track else self.title, piece.chapters,
                              None if whole else (piece.start, piece.end))  # fmt: skip
             if self.tags is not None and ext != ".wav":
                 per = replace(self.tags, title=piece.title, track=piece.track) if piece.track else self.tags
                 write_tags(encoded, per)
             todo.append((encoded, piece.folder, piece.name))
-        if ext != ".wav" or not plain:
+        if self._want_wav and (ext != ".wav" or not plain):
             wav.unlink()  # free the space before the copy
         todo += self._extra
         finals = [self.final.parent.joinpath(*folder, name) for _, folder, name in todo]

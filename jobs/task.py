@@ -16,24 +16,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 from rq.job import Job
 
-from . import cache, ownership, partaudio, store, subtitles
+from . import cache, partaudio, store
 from .batch_log import BatchLog
 from .checkpoints import Checkpoint, CheckpointStore
 from .context import JobContext, StopRequested
-from .documents import Document
 from .errors import BadInput, NarrateError
 from .ffmpeg import ffmpeg_exe
 from .outputs import OutputRoot, output_path
 from .plan import Plan, make_plan
 from .progress import Progress, save_meta
-from .result import ChapterMark, JobResult, Timings
+from .result import JobResult, Timings
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
+from .stitching import Stitcher
 from .synthesis import Engine, Sentence, VoiceEmbedding
 
 log = logging.getLogger("narrate.jobs")
@@ -48,7 +47,7 @@ def preload() -> None:
     import mutagen.mp4  # noqa: F401
     import num2words  # noqa: F401
 
-    from . import assemble, normalize_en, stitch  # noqa: F401
+    from . import assemble, normalize_en, segment_encoder, stitch  # noqa: F401
 
 
 class SynthesisError(RuntimeError):
@@ -109,9 +108,6 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
             voices.append(engine.voice(job.connection, spec.voice))
         return voices[0]
 
-    if todo:
-        first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress)
-
     def again(s: Sentence) -> Checkpoint:
         """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
         progress.done -= 1  # counted at planning; counted again once synthesized
@@ -124,7 +120,10 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
             )
         return cp
 
-    book = _stitch(ctx, spec, doc, plan, checkpoints, root, final, again)
+    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo) as stitcher:
+        if todo:
+            first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, stitcher.saved)
+        book = stitcher.finish(again)
     _settle_cache(ctx, checkpoints, plan)
     if fanned_out:
         partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
@@ -158,7 +157,10 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
             model_s=round(t_loaded - t0, 3),
             first_audio_s=round(first_audio - t0, 3) if first_audio is not None else 0.0,
             realtime_factor=round(duration / wall, 3) if wall > 0 else None,
+            stitch_tail_s=book.tail_s,
         ),
+        segments=book.segments,
+        segments_encoded_early=book.encoded_early,
     )
 
 
@@ -199,9 +201,10 @@ def _synthesize(
     todo: list[Sentence],
     checkpoints: CheckpointStore,
     progress: Progress,
+    on_saved: Callable[[int], None] | None = None,
 ) -> float:
-    """Run the engine over the missing sentences, checkpointing each as it completes. Returns the
-    monotonic time of the first audio."""
+    """Run the engine over the missing sentences, checkpointing each as it completes (then told
+    to `on_saved`). Returns the monotonic time of the first audio."""
     job = ctx.job
     progress.start_synthesis()
     batch_log = BatchLog(job.id, len(todo), progress)  # one INFO line per batch in the worker log
@@ -234,6 +237,8 @@ def _synthesize(
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
                              runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
             progress.sentence_done(pcm.size / SAMPLE_RATE)
+            if on_saved is not None:
+                on_saved(chunk.index)
         batch_log.finish()
     except StopRequested:
         raise
@@ -242,76 +247,3 @@ def _synthesize(
         names = "; ".join(f"{i} ({texts.get(i, '')[:80]!r})" for i in job.meta.get("in_flight", []))
         raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
     return first_audio if first_audio is not None else time.monotonic()
-
-
-@dataclass(frozen=True)
-class Stitched:
-    samples: int
-    sha256: str
-    chapters: list[ChapterMark]
-    frames: list[int]
-    runaways: list[int]
-    retried: list[int]
-
-
-def _stitch(
-    ctx: JobContext,
-    spec: JobSpec,
-    doc: Document,
-    plan: Plan,
-    checkpoints: CheckpointStore,
-    root: OutputRoot,
-    final,
-    again: Callable[[Sentence], Checkpoint],
-) -> Stitched:
-    """Stream every sentence's checkpoint and the pauses into the output file (confined to the
-    output root, written atomically), with loudness, subtitles, tags and split (jobs/assemble.py);
-    `again` synthesizes a checkpoint that vanished since planning."""
-    from . import assemble
-    from .stitch import BookWriter  # pydub: loaded on workers only
-
-    frames, runaways, retried = [], [], []
-    ffmpeg = ffmpeg_exe(ctx.settings.ffmpeg)
-    stream = assemble.Sentences(plan, spec, checkpoints, again=again)
-    gains = assemble.sentence_gains(spec, stream)
-    meta = assemble.book_meta(doc)
-    cover = store.get_cover(ctx.job.connection, spec.cover) if spec.cover else None
-    with BookWriter(final, ffmpeg, title=doc.title, root=root, workdir=ctx.settings.home / "stitch") as book:
-        book.tags = assemble.tags_for(spec, doc.title, meta, cover)
-        book.split, book.max_part_samples = spec.split, assemble.max_part_samples(spec)
-
-        def on_sentence(index: int) -> None:
-            cp = stream.last
-            assert cp is not None
-            frames.append(cp.frames)
-            if cp.runaway:
-                runaways.append(index)
-            if cp.takes > 1:
-                retried.append(index)
-
-        cues = assemble.write_book(book, stream, gains, on_sentence)
-        spans = book.chapter_spans()
-        cues = subtitles.with_chapters(cues, spans)
-        for fmt in filter(None, spec.subtitles.split(",")):
-            text = subtitles.render(fmt, cues, SAMPLE_RATE, final.name, book.samples, spans)
-            book.add_text(f"{final.stem}.{fmt}", text)
-        ctx.check_canceled(len(plan.sentences), len(plan.sentences))  # the last moment: no output once canceled
-        book.finish(_Owned(ctx.job, root, spec))
-        chapters = [ChapterMark(t, a / SAMPLE_RATE) for a, _, t in spans]
-        return Stitched(book.samples, book.sha256.get(final, ""), chapters, frames, runaways, retried)
-
-
-@dataclass(frozen=True)
-class _Owned:
-    """The ownership rules (jobs/ownership.py) for every file the job writes."""
-
-    job: Job
-    root: OutputRoot
-    spec: JobSpec
-
-    def before(self, path) -> None:
-        rel = path.relative_to(self.root.path).as_posix()
-        ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
-
-    def after(self, path, sha256: str) -> None:
-        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)

@@ -125,10 +125,14 @@ def test_the_long_book_stitch_benchmark_runs(tmp_path):
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "narrate.jobs.stitch_bench", "--hours", "0.02", "--workdir", str(tmp_path)],
+        [sys.executable, "-m", "narrate.jobs.stitch_bench", "--hours", "0.02", "--rate", "30",
+         "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    report = json.loads(proc.stdout)
-    assert report["sentences"] > 10 and report["chapters"] == 1 and 0.019 < report["hours"] < 0.03
+    report = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("JSON: "))[6:])
+    assert report["sentences"] > 10 and report["units"] == 1 and 0.019 < report["hours"] < 0.03
+    for path in ("segmented", "old"):
+        got = report[path]
+        assert got["tail_s"] > 0 and got["cpu_ffmpeg_s"] > 0 and got["rss_python_mb"] > 0, report
     assert list(tmp_path.iterdir()) == []  # its temporary directory is gone

@@ -1,0 +1,175 @@
+"""A job's book, stitched and encoded while it is synthesized.
+
+Opened before synthesis: every checkpoint saved is reported (``saved``), the segments it completes
+(jobs/segments.py) are normalized, rendered and encoded in the background (jobs/segment_encoder.py).
+After the last sentence, ``finish`` walks what is left (a checkpoint that vanished meanwhile is
+synthesized again through `again`), encodes the remaining segments in parallel, then muxes the
+book's files from the segments (m4a/m4b) or encodes the WAV once (the other formats), adds
+subtitles and tags and puts every file in place (jobs/stitch.py BookWriter: scratch, confined temp
+file, rename). Leaving it any other way (a stop, a cancel, a failure) kills the ffmpeg children
+and removes the scratch directory: nothing is written to the output directory before ``finish``
+places the files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rq.job import Job
+
+from . import assemble, ownership, store, subtitles
+from .checkpoints import Checkpoint, CheckpointStore
+from .context import JobContext
+from .documents import Document
+from .ffmpeg import ffmpeg_exe
+from .outputs import OutputRoot
+from .plan import Plan
+from .result import ChapterMark
+from .segments import Heard, Segmenter, cuts_at_chapters
+from .settings import SAMPLE_RATE
+from .spec import JobSpec
+from .synthesis import Sentence
+
+if TYPE_CHECKING:
+    from .segment_encoder import SegmentEncoder
+    from .stitch import BookWriter
+
+SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream copy (jobs/adts.py)
+
+
+@dataclass(frozen=True)
+class Stitched:
+    samples: int
+    sha256: str
+    chapters: list[ChapterMark]
+    frames: list[int]
+    runaways: list[int]
+    retried: list[int]
+    segments: int
+    encoded_early: int  # segments done before the last sentence was synthesized
+    tail_s: float  # the last sentence -> every file in place
+
+
+class Stitcher:
+    def __init__(self, ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore,
+                 root: OutputRoot, final: Path, todo: list[Sentence]):  # fmt: skip
+        self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
+        self.root, self.final = root, final
+        self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
+        plain = not spec.split and spec.max_part_hours is None
+        self.segmented = final.suffix.lower() in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
+        self.segmenter = Segmenter(plan, spec)
+        self.book: BookWriter | None = None
+        self.encoder: SegmentEncoder | None = None
+
+    def __enter__(self) -> Stitcher:
+        from .segment_encoder import SegmentEncoder
+        from .stitch import BookWriter  # pydub: loaded on workers only
+
+        ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
+        self.book = BookWriter(self.final, ffmpeg, title=self.doc.title, root=self.root,
+                               workdir=self.ctx.settings.home / "stitch", wav=not self.segmented)  # fmt: skip
+        self.book.__enter__()
+        try:
+            write = None if self.segmented else self.book.write_pcm
+            self.encoder = SegmentEncoder(self.plan, self.spec, self.checkpoints, self.book.scratch, ffmpeg, write)
+            if self.segmented:
+                self.book.mux = self.encoder.mux
+            self._advance(self._ready)  # what earlier attempts, the cache or the parts left
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def saved(self, index: int) -> None:
+        """A sentence's checkpoint was saved (the job thread, during synthesis)."""
+        self.waiting.discard(index)
+        self._advance(self._ready)
+
+    def _ready(self, i: int) -> Heard | None:
+        return None if i in self.waiting else self._header(i)
+
+    def _header(self, i: int) -> Heard | None:
+        h = self.checkpoints.header(self.plan.keys[i])
+        return Heard(h["samples"], int(h["frames"]), bool(h["runaway"]), int(h["takes"])) if h else None
+
+    def _advance(self, lookup: Callable[[int], Heard | None]) -> None:
+        assert self.encoder is not None
+        walked, closed = self.segmenter.advance(lookup)
+        self.encoder.walked(walked, closed, self.segmenter.units)
+
+    def finish(self, again: Callable[[Sentence], Checkpoint]) -> Stitched:
+        assert self.book is not None and self.encoder is not None
+        t0 = time.monotonic()
+        ctx, plan, book, encoder = self.ctx, self.plan, self.book, self.encoder
+
+        def made(i: int) -> Heard | None:  # after synthesis: every sentence has a checkpoint, or gets one
+            got = self._header(i)
+            if got is None:
+                again(plan.sentences[i])
+                got = self._header(i)
+            return got
+
+        self._advance(made)
+        assert self.segmenter.done
+        encoder.drain(ctx.beat)
+        while encoder.missing:  # a checkpoint vanished before its segment was rendered
+            for u in {seg.unit for seg in encoder.missing}:
+                unit = self.segmenter.units[u]
+                for i in range(unit.first, unit.last + 1):
+                    if not self.checkpoints.verify(plan.keys[i]):
+                        again(plan.sentences[i])
+            encoder.redo_missing(ctx.beat)
+        seg = self.segmenter
+        book.samples, book.chapters = seg.samples, list(seg.chapters)
+        meta = assemble.book_meta(self.doc)
+        cover = store.get_cover(ctx.job.connection, self.spec.cover) if self.spec.cover else None
+        book.tags = assemble.tags_for(self.spec, self.doc.title, meta, cover)
+        book.split, book.max_part_samples = self.spec.split, assemble.max_part_samples(self.spec)
+        spans = book.chapter_spans()
+        cues = subtitles.with_chapters(seg.cues, spans)
+        for fmt in filter(None, self.spec.subtitles.split(",")):
+            text = subtitles.render(fmt, cues, SAMPLE_RATE, self.final.name, book.samples, spans)
+            book.add_text(f"{self.final.stem}.{fmt}", text)
+        n = len(plan.sentences)
+        ctx.check_canceled(n, n)  # the last moment: no output once canceled
+        book.finish(_Owned(ctx.job, self.root, self.spec))
+        heard = seg.heard
+        return Stitched(
+            samples=book.samples,
+            sha256=book.sha256.get(self.final, ""),
+            chapters=[ChapterMark(t, a / SAMPLE_RATE) for a, _, t in spans],
+            frames=[h.frames for h in heard],
+            runaways=[i for i, h in enumerate(heard) if h.runaway],
+            retried=[i for i, h in enumerate(heard) if h.takes > 1],
+            segments=len(seg.segments),
+            encoded_early=encoder.early,
+            tail_s=round(time.monotonic() - t0, 3),
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.encoder is not None:
+                self.encoder.close()
+        finally:
+            if self.book is not None:
+                self.book.__exit__()
+
+
+@dataclass(frozen=True)
+class _Owned:
+    """The ownership rules (jobs/ownership.py) for every file the job writes."""
+
+    job: Job
+    root: OutputRoot
+    spec: JobSpec
+
+    def before(self, path) -> None:
+        rel = path.relative_to(self.root.path).as_posix()
+        ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
+
+    def after(self, path, sha256: str) -> None:
+        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)

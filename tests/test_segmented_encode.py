@@ -1,0 +1,253 @@
+"""The book encoded in segments while it is synthesized (jobs/segments.py, segment_encoder.py,
+adts.py): a minute of speech-like audio from the stitch bench, encoded segment by segment, joined
+and muxed into m4b, decoded with ffmpeg and compared with the exact samples; overlap and cancel
+with the fake engine in a real worker."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import threading
+
+import numpy as np
+import pyloudnorm
+import pytest
+from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
+from faults import fake_env, submit
+from narrate.jobs import segment_encoder, stitch_bench
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.segments import AAC_FRAME, CUT_SILENCE, Segmenter
+from narrate.jobs.spec import JobSpec
+from narrate.jobs.stitch import BookWriter
+
+SPEC = dict(document="d", voice="v", output="book.m4b")
+
+
+@pytest.fixture(scope="module")
+def minute(tmp_path_factory):
+    """A minute of speech-like sentences, a chapter every 4 sentences, paragraphs of 5."""
+    root = tmp_path_factory.mktemp("minute")
+    plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)
+    return root, plan, store
+
+
+def _chapter_starts_ms(path) -> list[int]:
+    meta = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    found = re.findall(r"^TIMEBASE=(\d+)/(\d+)\s+START=(\d+)$", meta, re.M)
+    return [round(int(start) * int(num) * 1000 / int(den)) for num, den, start in found]
+
+
+def test_segmented_m4b_is_exact_and_has_no_clicks_at_joins(minute, tmp_path):
+    root, plan, store = minute
+    spec = JobSpec(**SPEC, loudness=None)
+    # units at chapters and at paragraph pauses after 10 s, segments at sentence pauses after 5 s
+    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.m4b", tmp_path / "s", None,
+                                 unit_s=10, block_s=5)  # fmt: skip
+    segs = got["segments"]
+    assert len(segs) > len(got["units"]) > len(plan.chapter_at) >= 3  # cut at every chapter and inside
+    assert all(s.samples % AAC_FRAME == 0 for s in segs[:-1]) and segs[-1].end == got["samples"]
+    stitch_bench.old(plan, store, spec, tmp_path / "out" / "exact.wav", tmp_path / "s")
+    stitch_bench.old(plan, store, spec, tmp_path / "out" / "direct.m4b", tmp_path / "s")  # one encode
+    exact = decoded_samples(tmp_path / "out" / "exact.wav").astype(np.float64) / 32768
+    direct = decoded_samples(tmp_path / "out" / "direct.m4b").astype(np.float64) / 32768
+    decoded = decoded_samples(tmp_path / "out" / "book.m4b").astype(np.float64) / 32768
+    assert exact.size == got["samples"] == direct.size
+    assert 0 <= decoded.size - exact.size < AAC_FRAME  # the last frame's padding, nothing else
+    largest_step = np.abs(np.diff(exact)).max()
+    for j in (s.start for s in segs[1:]):
+        assert not exact[j : j + CUT_SILENCE].any()  # every cut lies in a pause, with silence after it
+        w = slice(j - 3000, j + 3000)
+        # around a join the segmented book is as close to the samples as a single encode is there,
+        # and no step is larger than the signal's own
+        assert np.abs(decoded[w] - exact[w]).max() <= 2 * np.abs(direct[w] - exact[w]).max() + 0.002
+        assert np.abs(np.diff(decoded[w])).max() <= largest_step
+    # chapters at their first sentence, the cues on the audio
+    starts = [round(a * 1000 / SR) for a, _ in got["chapters"]]
+    assert _chapter_starts_ms(tmp_path / "out" / "book.m4b") == pytest.approx(starts, abs=1)
+    assert [c.start for c in got["cues"] if c.index in plan.chapter_at] == [a for a, _ in got["chapters"]]
+    assert abs(got["cues"][-1].end - decoded.size) <= AAC_FRAME
+
+
+def test_each_segment_reaches_the_loudness_target_and_so_does_the_book(minute, tmp_path):
+    root, plan, store = minute
+    meter = pyloudnorm.Meter(SR)
+    for target in (-19.0, -23.0):  # (louder targets: the true-peak ceiling rules for this crest factor)
+        spec = JobSpec(**SPEC, loudness=target)
+        out = tmp_path / "out" / f"loud{target}.m4b"
+        got = stitch_bench.segmented(plan, store, spec, out, tmp_path / "s", None, block_s=5)
+        assert len(got["segments"]) > len(got["units"])  # a unit's segments share its gain
+        x = decoded_samples(out).astype(np.float64) / 32768
+        assert meter.integrated_loudness(x) == pytest.approx(target, abs=1.0)
+        assert 20 * np.log10(np.abs(x).max()) < -3.0
+        for u in got["units"]:
+            part = x[u.segments[0].start : u.segments[-1].end]
+            assert meter.integrated_loudness(part) == pytest.approx(target, abs=1.0)
+
+
+def test_a_part_and_chapter_files_are_muxed_from_their_segments(minute, tmp_path):
+    """`--split chapters+book --max-part-hours`: every file from the segments it covers; the parts
+    add up to the book exactly (every cut but the book's last is a whole number of frames)."""
+    root, plan, store = minute
+    spec = JobSpec(**SPEC, loudness=None, split="chapters+book", max_part_hours=25 / 3600)
+    out = tmp_path / "out" / "book.m4b"
+    got = stitch_bench.segmented(plan, store, spec, out, tmp_path / "s", None)
+    parts = sorted((tmp_path / "out").glob("book - part *.m4b"))
+    chapters = sorted((tmp_path / "out" / "book").glob("*.m4b"))
+    assert len(parts) >= 2 and len(chapters) == len(plan.chapter_at)
+    for files in (parts, chapters):
+        sizes = [decoded_samples(p).size for p in files]
+        assert 0 <= sum(sizes) - got["samples"] < AAC_FRAME, sizes
+        assert all(n % AAC_FRAME == 0 for n in sizes[:-1])
+
+
+def test_close_during_an_encode_kills_ffmpeg_and_leaves_nothing(minute, tmp_path, monkeypatch):
+    root, plan, store = minute
+    spec = JobSpec(**SPEC)
+    writing = threading.Event()
+    real = segment_encoder.render_segment
+
+    def stuck(seg, stream, gains, write, alive):  # the first samples, then wait for the stop
+        real(seg, stream, gains, write, alive)
+        writing.set()
+        wait_until(lambda: not alive(), timeout=60)
+
+    monkeypatch.setattr(segment_encoder, "render_segment", stuck)
+    out = tmp_path / "out" / "book.m4b"
+    (tmp_path / "out").mkdir()
+    work = tmp_path / "s"
+    procs = []
+    with BookWriter(out, ffmpeg_exe(), root=tmp_path / "out", workdir=work, wav=False) as book:
+        enc = segment_encoder.SegmentEncoder(plan, spec, store, book.scratch, ffmpeg_exe())
+        seg = Segmenter(plan, spec)
+        enc.walked(*seg.advance(lambda i: stitch_bench._heard(store, plan.keys[i])), seg.units)
+        assert writing.wait(60)
+        procs = list(enc._procs)
+        assert procs and all(p.poll() is None for p in procs)  # ffmpeg is encoding
+        enc.close()
+        assert all(p.poll() is not None for p in procs)
+    assert list(work.iterdir()) == [] and list((tmp_path / "out").iterdir()) == []
+
+
+def test_segments_are_encoded_while_later_sentences_are_synthesized(env, home, voice_wav):
+    """A slow fake engine: the book's first chapters are encoded before its last sentence exists
+    (the job records, for every segment, whether synthesis was still running when it was done)."""
+    e = fake_env(env, home, delay_ms=150)
+    doc = home / "ch.md"
+    doc.write_text("\n\n".join(f"# Part {c}\n\nA first line here. A second line here. A third one." for c in range(3)))
+    out = home / "out" / "ch.m4b"
+    job_id = submit(e, doc, voice_wav, out)
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished", st.get("error")
+    r = st["result"]
+    assert r["segments"] == 3 and r["segments_encoded_early"] >= 1, r
+    assert r["timings"]["stitch_tail_s"] > 0
+    assert abs(decoded_samples(out).size - r["samples"]) < AAC_FRAME
+
+
+def _ffmpeg_children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()]
+    return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
+
+
+def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
+    """A book of many short chapters: segments are encoded while it is synthesized; canceled then,
+    the job leaves no ffmpeg child, no scratch directory and nothing in the output directory."""
+    from conftest import start_worker, stop_worker
+    from faults import child_pid
+    from opskit import submit_json
+
+    e = fake_env(env, home, delay_ms=60)
+    doc = home / "many.md"
+    doc.write_text("\n\n".join(f"# Part {c}\n\nLine {c} one is here. Line {c} two is here." for c in range(40)))
+    [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "many.m4b"))
+    worker = start_worker(e)
+    try:
+        scratch = home / "stitch"
+        wait_until(lambda: any(scratch.glob("narrate-stitch-*/seg-*.aac")), 60, "a segment encoded")
+        pid = child_pid(home, worker)[1]
+        assert narrate(e, "cancel", job["id"]).returncode == 0
+        st = wait_for_job(job["id"], timeout=30)
+        assert st["status"] == "canceled" and st["progress"]["done"] < st["progress"]["total"]
+        assert _ffmpeg_children(pid) == []
+        assert list(scratch.glob("narrate-stitch-*")) == []
+        assert not (home / "out").exists() or list((home / "out").iterdir()) == []
+    finally:
+        stop_worker(worker)
+
+
+def test_a_full_disk_during_a_segment_encode_is_the_os_error_and_leaves_nothing(minute, tmp_path):
+    """A file-size limit (EFBIG, a stand-in for a full disk) hit by a segment's ffmpeg: the stitch
+    fails with ffmpeg's line naming the OS error; no output, no scratch directory."""
+    import resource
+    import signal
+    import sys
+
+    root, plan, store = minute
+    code = (
+        "import sys, pathlib; from narrate.jobs import stitch_bench; from narrate.jobs.spec import JobSpec\n"
+        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=100)\n"  # one segment of a minute
+        "spec = JobSpec(document='d', voice='v', output='book.m4b')\n"
+        "stitch_bench.segmented(plan, store, spec, tmp / 'out' / 'book.m4b', tmp / 's', None)\n"
+    )
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))  # checkpoints fit, a segment does not
+
+    proc = subprocess.run([sys.executable, "-c", code, str(root), str(tmp_path)], capture_output=True, text=True,
+                          preexec_fn=limited, timeout=120)  # fmt: skip
+    assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
+    assert list((tmp_path / "s").iterdir()) == []
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_killed_job_process_leaves_an_ffmpeg_that_ends_and_a_scratch_dir_the_next_book_removes(minute, tmp_path):
+    """SIGKILL of the job's process while a segment is being encoded: its ffmpeg reads the end of
+    its input and exits; the next book written on the host removes the dead scratch directory."""
+    import os
+    import signal
+    import sys
+
+    root, plan, store = minute
+    code = (
+        "import sys, time, pathlib, threading\n"
+        "from narrate.jobs import stitch_bench, segment_encoder\n"
+        "from narrate.jobs.spec import JobSpec\n"
+        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "real = segment_encoder.render_segment\n"
+        "def stuck(seg, stream, gains, write, alive):\n"
+        "    real(seg, stream, gains, write, alive)\n"
+        "    print('ENCODING', flush=True)\n"
+        "    time.sleep(600)\n"
+        "segment_encoder.render_segment = stuck\n"
+        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)\n"
+        "stitch_bench.segmented(plan, store, JobSpec(document='d', voice='v', output='b.m4b'), tmp / 'out' / 'b.m4b',"
+        " tmp / 's', None)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ENCODING"
+        kids = _ffmpeg_children(proc.pid)
+        assert kids
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        wait_until(lambda: all(_zombie_or_gone(k) for k in kids), 30, "ffmpeg exits")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert len(list((tmp_path / "s").iterdir())) == 1  # the dead writer's scratch directory
+    with BookWriter(tmp_path / "out" / "next.wav", ffmpeg_exe(), root=tmp_path / "out", workdir=tmp_path / "s") as book:
+        book.write_pcm(np.zeros(2400, dtype="<i2"))
+        book.finish()
+    assert list((tmp_path / "s").iterdir()) == []
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["next.wav"]
+
+
+def _zombie_or_gone(pid: int) -> bool:
+    out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return out == "" or out.startswith("Z")
