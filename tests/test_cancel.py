@@ -121,8 +121,8 @@ def test_rq_cancel_dashboard_delete_and_stop_job_stop_the_work(action, env, home
 def test_cancel_racing_with_completion_leaves_each_job_consistent(env, home, voice_wav, external_redis):
     """Six short jobs, one `narrate cancel` of all while the worker goes through them: every job
     ends either finished with its output, or canceled with none, and sits in one registry."""
-    e = fake_env(env, home, delay_ms=25)
-    docs = write_docs(home, {f"r{k}.txt": 3 for k in range(6)})
+    e = fake_env(env, home, delay_ms=60)  # jobs long enough that the cancel's own start cannot outlast them
+    docs = write_docs(home, {f"r{k}.txt": 6 for k in range(6)})
     jobs = submit_json(e, docs, voice_wav, "-o", str(home / "out"))
     worker = start_worker(e)
     try:

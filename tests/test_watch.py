@@ -17,7 +17,7 @@ from opskit import one_error_line, submit_json, write_docs
 
 
 def test_watch_follows_a_job_to_its_end(env, home, voice_wav, external_redis):
-    e = fake_env(env, home, delay_ms=40)
+    e = fake_env(env, home, delay_ms=120)  # a few seconds of synthesis: polls see it mid-job on a loaded machine
     [job] = submit_json(e, write_docs(home, {"w.txt": 24}), voice_wav, "-o", str(home / "out"))
     seen: list[dict] = []
     worker = start_worker(e)
