@@ -1,0 +1,115 @@
+"""The compiled code-predictor step (code_predictor_step.py) and the codec's depthwise
+convolutions (codec_depthwise.py): same codes as the uncompiled loop, a row's codes independent of
+the bucket it is padded into, buckets compiled once at warm-up; the shifted-sum depthwise
+convolution equal to mlx's, swapped in only while narrate decodes."""
+
+from __future__ import annotations
+
+import logging
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+import pytest
+from narrate.worker import code_predictor_step as cps
+from narrate.worker.codec_depthwise import DepthwiseConv1d, depthwise_swaps, is_depthwise
+from narrate.worker.codec_stream import CodecWorker
+from narrate.worker.mlx_engine import MlxEngine
+from narrate.worker.models import load, resolve
+from narrate.worker.sampling import options
+
+
+@pytest.fixture(scope="module")
+def loaded(checkpoint):
+    return load(resolve(str(checkpoint), None))
+
+
+def inputs(loaded, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    hidden_size = loaded.model.config.talker_config.hidden_size
+    hidden = mx.array(rng.standard_normal((n, 1, hidden_size)).astype(np.float32)).astype(loaded.talker_dtype)
+    first = mx.array(rng.integers(0, 2048, n).astype(np.int32))
+    seeds = mx.array(rng.integers(0, 2**31, n).astype(np.uint32))
+    steps = mx.array(rng.integers(0, 500, n).astype(np.uint32))
+    return hidden, first, seeds, steps
+
+
+def test_buckets_are_powers_of_two_and_the_batch_size():
+    assert cps.buckets(1) == [1]
+    assert cps.buckets(5) == [1, 2, 4, 5]
+    assert cps.buckets(16) == [1, 2, 4, 8, 16]
+    assert [cps.bucket(n, 5) for n in range(1, 6)] == [1, 2, 4, 4, 5]
+    assert [cps.bucket(n, 16) for n in (3, 8, 9, 16)] == [4, 8, 16, 16]
+
+
+def test_compiled_codes_equal_the_uncompiled_loop_in_every_bucket(loaded):
+    """5 rows padded into a bucket of 8 (and of 5), each row also alone: the same codes as the
+    op-by-op loop, so padded rows change nothing and compiling changed no result here."""
+    model = loaded.model
+    step = cps.code_predictor_step(model, options(model.generate_config)[1])
+    hidden, first, seeds, steps = inputs(loaded, 5)
+    eager = step._passes(hidden, first, seeds, steps)
+    in_8 = step(hidden, first, seeds, steps, 8)
+    in_5 = step(hidden, first, seeds, steps, 5)
+    assert in_8.shape == (5, 15) and in_8.dtype == mx.int32
+    np.testing.assert_array_equal(np.array(in_8), np.array(eager))
+    np.testing.assert_array_equal(np.array(in_5), np.array(eager))
+    for i in range(5):
+        alone = step(hidden[i : i + 1], first[i : i + 1], seeds[i : i + 1], steps[i : i + 1], 1)
+        np.testing.assert_array_equal(np.array(alone)[0], np.array(eager)[i])
+    assert {(8, loaded.talker_dtype), (5, loaded.talker_dtype), (1, loaded.talker_dtype)} <= step.shapes
+    # the codes depend on the rows' inputs: another seed gives other codes
+    other = step(hidden, first, seeds + 1, steps, 8)
+    assert not np.array_equal(np.array(other), np.array(eager))
+
+
+def test_warm_up_compiles_each_bucket_once_and_says_so(loaded, caplog):
+    model = loaded.model
+    step = cps.code_predictor_step(model, options(model.generate_config)[1])
+    step.shapes.clear()
+    engine = MlxEngine(loaded, batch_size=6)
+    with caplog.at_level(logging.INFO, logger="narrate.worker"):
+        engine.warm_up()
+    assert "compiling the code predictor step for 1,2,4,6 rows" in caplog.text
+    assert {b for b, _ in step.shapes} == {1, 2, 4, 6}
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="narrate.worker"):
+        engine.warm_up()
+        MlxEngine(loaded, batch_size=4).warm_up()  # its buckets are compiled already
+    assert "compiling" not in caplog.text
+    assert cps.code_predictor_step(model, options(model.generate_config)[1]) is step  # one per model
+
+
+def test_shifted_sum_depthwise_convolution_equals_mlx_conv():
+    mx.random.seed(3)
+    for dilation, padding in ((1, 0), (3, 2)):
+        conv = nn.Conv1d(12, 12, kernel_size=7, dilation=dilation, padding=padding, groups=12)
+        x = mx.random.normal((2, 300, 12))
+        assert is_depthwise(conv)
+        np.testing.assert_allclose(np.array(DepthwiseConv1d(conv)(x)), np.array(conv(x)), rtol=1e-6, atol=1e-6)
+    assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7))
+    assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7, groups=12, stride=2))
+
+
+def test_depthwise_swaps_are_in_place_only_while_narrate_decodes(loaded):
+    worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
+    assert worker.swaps, "the codec's ConvNeXt blocks have depthwise convolutions"
+    originals = [(owner, conv) for owner, conv, _ in worker.swaps]
+    seen = []
+    owner0, _, fast0 = worker.swaps[0]
+    real_call = DepthwiseConv1d.__call__
+
+    def spy(self, x):
+        seen.append(owner0.conv is fast0)
+        return real_call(self, x)
+
+    DepthwiseConv1d.__call__ = spy
+    try:
+        rng = np.random.default_rng(0)
+        pcm = worker.row().decode([rng.integers(0, 2048, 16).astype(np.int32) for _ in range(4)])
+    finally:
+        DepthwiseConv1d.__call__ = real_call
+    assert pcm.shape == (4 * 1920,) and seen and all(seen)
+    assert all(owner.conv is conv for owner, conv in originals)  # mlx-audio's own convs are back
+    assert not any(isinstance(m, DepthwiseConv1d) for _, m in worker.decoder.named_modules())
+    assert len(depthwise_swaps(worker.decoder)) == len(worker.swaps)
