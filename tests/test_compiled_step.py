@@ -1,7 +1,7 @@
-"""The compiled code-predictor step (code_predictor_step.py) and the codec's depthwise
-convolutions (codec_depthwise.py): same codes as the uncompiled loop, a row's codes independent of
-the bucket it is padded into, buckets compiled once at warm-up; the shifted-sum depthwise
-convolution equal to mlx's, swapped in only while narrate decodes."""
+"""The compiled code-predictor step (code_predictor_step.py) and the codec's faster CPU layers
+(codec_fast.py): same codes as the uncompiled loop, a row's codes independent of the bucket it
+is padded into, buckets compiled once at warm-up; the faster layers equal to mlx's, swapped in
+only while narrate decodes."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import mlx.nn as nn
 import numpy as np
 import pytest
 from narrate.worker import code_predictor_step as cps
-from narrate.worker.codec_depthwise import DepthwiseConv1d, depthwise_swaps, is_depthwise
+from narrate.worker.codec_fast import DepthwiseConv1d, PatchConv1d, is_depthwise, is_plain, swaps_for
 from narrate.worker.codec_stream import CodecWorker
 from narrate.worker.mlx_engine import MlxEngine
 from narrate.worker.models import load, resolve
@@ -80,36 +80,51 @@ def test_warm_up_compiles_each_bucket_once_and_says_so(loaded, caplog):
     assert cps.code_predictor_step(model, options(model.generate_config)[1]) is step  # one per model
 
 
-def test_shifted_sum_depthwise_convolution_equals_mlx_conv():
+def test_faster_codec_layers_equal_mlx_layers():
     mx.random.seed(3)
+    x = mx.random.normal((2, 300, 12))
     for dilation, padding in ((1, 0), (3, 2)):
         conv = nn.Conv1d(12, 12, kernel_size=7, dilation=dilation, padding=padding, groups=12)
-        x = mx.random.normal((2, 300, 12))
-        assert is_depthwise(conv)
-        np.testing.assert_allclose(np.array(DepthwiseConv1d(conv)(x)), np.array(conv(x)), rtol=1e-6, atol=1e-6)
-    assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7))
+        assert is_depthwise(conv) and not is_plain(conv)
+        np.testing.assert_allclose(np.array(DepthwiseConv1d(conv)(x)), np.array(conv(x)), rtol=0, atol=1e-6)
+        for kernel in (1, 7):
+            conv = nn.Conv1d(12, 5, kernel_size=kernel, dilation=dilation, padding=padding)
+            assert is_plain(conv) and not is_depthwise(conv)
+            np.testing.assert_allclose(np.array(PatchConv1d(conv)(x)), np.array(conv(x)), rtol=0, atol=1e-6)
     assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7, groups=12, stride=2))
+    assert not is_plain(nn.Conv1d(12, 12, kernel_size=7, stride=2))
+    linear = nn.Linear(12, 40)
+    reordered = mx.contiguous(linear.weight.T).T
+    np.testing.assert_array_equal(np.array(x @ reordered.T + linear.bias), np.array(linear(x)))
 
 
-def test_depthwise_swaps_are_in_place_only_while_narrate_decodes(loaded):
+def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
+    """The codec thread's decode uses the faster layers (same samples as mlx-audio's within float
+    rounding: the streaming test in test_batching compares with mlx-audio's whole decode) and
+    puts mlx-audio's back; the swaps are built once per decoder."""
     worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
-    assert worker.swaps, "the codec's ConvNeXt blocks have depthwise convolutions"
-    originals = [(owner, conv) for owner, conv, _ in worker.swaps]
+    kinds = {type(new).__name__ for *_, new in worker.swaps}
+    assert {"DepthwiseConv1d", "PatchConv1d", "array"} <= kinds
+    originals = [(owner, attr, old) for owner, attr, old, _ in worker.swaps]
+    owner0, attr0, _, fast0 = next(s for s in worker.swaps if isinstance(s[3], DepthwiseConv1d))
     seen = []
-    owner0, _, fast0 = worker.swaps[0]
     real_call = DepthwiseConv1d.__call__
 
     def spy(self, x):
-        seen.append(owner0.conv is fast0)
+        seen.append(getattr(owner0, attr0) is fast0)
         return real_call(self, x)
 
     DepthwiseConv1d.__call__ = spy
     try:
         rng = np.random.default_rng(0)
-        pcm = worker.row().decode([rng.integers(0, 2048, 16).astype(np.int32) for _ in range(4)])
+        codes = [rng.integers(0, 2048, 16).astype(np.int32) for _ in range(6)]
+        fast = worker.row().decode(codes)
     finally:
         DepthwiseConv1d.__call__ = real_call
-    assert pcm.shape == (4 * 1920,) and seen and all(seen)
-    assert all(owner.conv is conv for owner, conv in originals)  # mlx-audio's own convs are back
-    assert not any(isinstance(m, DepthwiseConv1d) for _, m in worker.decoder.named_modules())
-    assert len(depthwise_swaps(worker.decoder)) == len(worker.swaps)
+    assert fast.shape == (6 * 1920,) and seen and all(seen)
+    assert all(getattr(owner, attr) is old for owner, attr, old in originals)  # mlx-audio's layers are back
+    assert not any(isinstance(m, DepthwiseConv1d | PatchConv1d) for _, m in worker.decoder.named_modules())
+    assert swaps_for(worker.decoder) is worker.swaps
+    worker.swaps = []  # mlx-audio's layers throughout
+    slow = worker.row().decode(codes)
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)

@@ -9,7 +9,7 @@ each of its pieces, so every row of a batch streams on its own, in any order.
 
 ``CodecWorker`` decodes pieces on one background thread (the only thread touching the decoder),
 so the codec runs while the decode loop computes the next frames. While it decodes, the
-decoder's depthwise convolutions are computed as shifted multiply-adds (codec_depthwise.py).
+decoder's slowest CPU layers are replaced by equivalent faster ones (codec_fast.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 
-from .codec_depthwise import depthwise_swaps, fast_depthwise
+from .codec_fast import fast_layers, swaps_for
 
 # Attributes of the decoder's modules that hold streaming state (mlx-audio's CausalConv1d and the
 # initial/output convolutions: ``_buffer``; DecoderBlockUpsample: ``_overflow``), and the
@@ -55,7 +55,7 @@ class RowCodec:
             setattr(m, a, v)
         setattr(d, TRANSFORMER_STATE, self.transformer)
         frames = mx.array(np.stack(codes, axis=1)[None])  # (1, 16, T)
-        with fast_depthwise(self.swaps):
+        with fast_layers(self.swaps):
             wav = d.streaming_step(frames)[0, 0]
         self.state = [getattr(m, a, None) for m, a in self.slots]
         self.transformer = getattr(d, TRANSFORMER_STATE, None)
@@ -72,7 +72,7 @@ class CodecWorker:
         # through but cannot set them: the state goes onto the module behind it.
         self.decoder = getattr(decoder.streaming_step, "__self__", decoder)
         self.slots = stateful_modules(self.decoder)
-        self.swaps = depthwise_swaps(self.decoder)
+        self.swaps = swaps_for(self.decoder)
         self.pool = None
         if threaded:  # MLX streams belong to a thread: the codec thread gets its own
             device = mx.default_device()
