@@ -12,7 +12,15 @@ import mlx.nn as nn
 import numpy as np
 import pytest
 from narrate.worker import code_predictor_step as cps
-from narrate.worker.codec_fast import DepthwiseConv1d, PatchConv1d, is_depthwise, is_plain, swaps_for
+from narrate.worker.codec_fast import (
+    DepthwiseConv1d,
+    PatchConv1d,
+    StridedTransposeConv1d,
+    is_depthwise,
+    is_plain,
+    is_strided_transpose,
+    swaps_for,
+)
 from narrate.worker.codec_stream import CodecWorker
 from narrate.worker.mlx_engine import MlxEngine
 from narrate.worker.models import load, resolve
@@ -93,6 +101,11 @@ def test_faster_codec_layers_equal_mlx_layers():
             np.testing.assert_allclose(np.array(PatchConv1d(conv)(x)), np.array(conv(x)), rtol=0, atol=1e-6)
     assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7, groups=12, stride=2))
     assert not is_plain(nn.Conv1d(12, 12, kernel_size=7, stride=2))
+    for stride in (5, 8):
+        up = nn.ConvTranspose1d(12, 7, kernel_size=stride, stride=stride)
+        assert is_strided_transpose(up)
+        np.testing.assert_allclose(np.array(StridedTransposeConv1d(up)(x)), np.array(up(x)), rtol=0, atol=1e-6)
+    assert not is_strided_transpose(nn.ConvTranspose1d(12, 7, kernel_size=8, stride=4))
     linear = nn.Linear(12, 40)
     reordered = mx.contiguous(linear.weight.T).T
     np.testing.assert_array_equal(np.array(x @ reordered.T + linear.bias), np.array(linear(x)))
@@ -104,7 +117,7 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
     puts mlx-audio's back; the swaps are built once per decoder."""
     worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
     kinds = {type(new).__name__ for *_, new in worker.swaps}
-    assert {"DepthwiseConv1d", "PatchConv1d", "array"} <= kinds
+    assert {"DepthwiseConv1d", "PatchConv1d", "StridedTransposeConv1d", "array"} <= kinds
     originals = [(owner, attr, old) for owner, attr, old, _ in worker.swaps]
     owner0, attr0, _, fast0 = next(s for s in worker.swaps if isinstance(s[3], DepthwiseConv1d))
     seen = []
@@ -123,8 +136,26 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
         DepthwiseConv1d.__call__ = real_call
     assert fast.shape == (6 * 1920,) and seen and all(seen)
     assert all(getattr(owner, attr) is old for owner, attr, old in originals)  # mlx-audio's layers are back
-    assert not any(isinstance(m, DepthwiseConv1d | PatchConv1d) for _, m in worker.decoder.named_modules())
+    fast_kinds = DepthwiseConv1d | PatchConv1d | StridedTransposeConv1d
+    assert not any(isinstance(m, fast_kinds) for _, m in worker.decoder.named_modules())
     assert swaps_for(worker.decoder) is worker.swaps
     worker.swaps = []  # mlx-audio's layers throughout
     slow = worker.row().decode(codes)
     np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
+
+
+def test_the_loop_counts_the_rows_each_bucket_padded(loaded):
+    """Continuous batch of 5 (budgets 7, 3, 9, 5, 6): every step's padded rows are its bucket
+    minus its rows (3 rows run in a bucket of 4), and the audio is whole."""
+    from narrate.jobs.synthesis import Sentence
+
+    rng = np.random.default_rng(0)
+    audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))
+    embedding = type(loaded.model).extract_speaker_embedding(loaded.model, audio).astype(loaded.talker_dtype)
+    ss = [Sentence(i, f"Sentence number {i}.", 100 + i, b) for i, b in enumerate((7, 3, 9, 5, 6))]
+    engine = MlxEngine(loaded, runaway_retries=0)
+    frames = sum(c.frames for c in engine.batched(ss, embedding, 5))
+    loop = engine.last_loop
+    assert frames == 30 and len(loop.padding) == len(loop.computed)
+    assert loop.padding == [cps.bucket(rows, 5) - rows for rows, _ in loop.computed]
+    assert 3 in [rows for rows, _ in loop.computed] and sum(loop.padding) > 0

@@ -12,7 +12,9 @@ full-rate ConvNeXt block and first decoder convolution):
   2.6 ms;
 - a linear layer (16 to 64 channels and back): 1.4 and 2.0 ms with the weight as stored
   (out, in); 1.0 and 0.9 ms with the same numbers stored as (in, out), so the matrix product
-  reads it row by row.
+  reads it row by row;
+- a transposed convolution whose kernel equals its stride (the upsampling by 5): 2.0 ms; as
+  one matrix product and a reshape (no two input steps overlap) 0.23 ms.
 
 Each gives the same samples as mlx-audio's layer on this CPU (the tests compare them). They are
 used only on the CPU (a GPU's convolutions are fast) and only while narrate decodes
@@ -81,6 +83,24 @@ class PatchConv1d(nn.Module):
         return y + self.bias if "bias" in self else y
 
 
+class StridedTransposeConv1d(nn.Module):
+    """An ``nn.ConvTranspose1d`` whose kernel equals its stride (an upsampling without overlap):
+    each input step gives `stride` output steps on its own, one matrix product and a reshape."""
+
+    def __init__(self, conv: nn.ConvTranspose1d):
+        super().__init__()
+        out, kernel, cin = conv.weight.shape
+        self.kernel, self.out = kernel, out
+        self.flat = mx.contiguous(conv.weight.transpose(2, 1, 0).reshape(cin, kernel * out))  # (in, kernel x out)
+        if "bias" in conv:
+            self.bias = conv.bias
+
+    def __call__(self, x: mx.array) -> mx.array:
+        b, t, _ = x.shape
+        y = (x @ self.flat).reshape(b, t * self.kernel, self.out)
+        return y + self.bias if "bias" in self else y
+
+
 def is_depthwise(conv: Any) -> bool:
     return (
         isinstance(conv, nn.Conv1d)
@@ -93,6 +113,16 @@ def is_depthwise(conv: Any) -> bool:
 
 def is_plain(conv: Any) -> bool:
     return isinstance(conv, nn.Conv1d) and conv.stride == 1 and conv.groups == 1
+
+
+def is_strided_transpose(conv: Any) -> bool:
+    return (
+        isinstance(conv, nn.ConvTranspose1d)
+        and conv.stride == conv.weight.shape[1]
+        and conv.padding == 0
+        and conv.dilation == 1
+        and conv.output_padding == 0
+    )
 
 
 def swaps_for(decoder: Any) -> list[Swap]:
@@ -115,6 +145,8 @@ def _build(decoder: Any) -> list[Swap]:
             out.append((m, "conv", conv, DepthwiseConv1d(conv)))
         elif is_plain(conv):
             out.append((m, "conv", conv, PatchConv1d(conv)))
+        elif is_strided_transpose(conv):
+            out.append((m, "conv", conv, StridedTransposeConv1d(conv)))
         if isinstance(m, nn.Linear) and "weight" in m:  # (out, in) viewed from a row-major (in, out) copy
             out.append((m, "weight", m.weight, mx.contiguous(m.weight.T).T))
     # computed now, on this thread's stream: the codec thread has its own stream
