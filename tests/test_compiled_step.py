@@ -48,13 +48,16 @@ def test_buckets_are_powers_of_two_and_the_batch_size():
     assert cps.buckets(16) == [1, 2, 4, 8, 16]
     assert [cps.bucket(n, 5) for n in range(1, 6)] == [1, 2, 4, 4, 5]
     assert [cps.bucket(n, 16) for n in (3, 8, 9, 16)] == [4, 8, 16, 16]
+    assert cps.buckets(5, every=True) == [1, 2, 3, 4, 5]
+    assert [cps.bucket(n, 16, every=True) for n in (3, 9, 16)] == [3, 9, 16]
 
 
-def test_compiled_codes_equal_the_uncompiled_loop_in_every_bucket(loaded):
+def test_compiled_codes_equal_the_uncompiled_loop_in_every_bucket(loaded, monkeypatch):
     """5 rows padded into a bucket of 8 (and of 5), each row also alone: the same codes as the
     op-by-op loop, so padded rows change nothing and compiling changed no result here."""
     model = loaded.model
     step = cps.code_predictor_step(model, options(model.generate_config)[1])
+    monkeypatch.setattr(step, "every", False)  # powers of two, as on a GPU: 5 rows padded to 8
     hidden, first, seeds, steps = inputs(loaded, 5)
     eager = step._passes(hidden, first, seeds, steps)
     in_8 = step(hidden, first, seeds, steps, 8)
@@ -71,14 +74,17 @@ def test_compiled_codes_equal_the_uncompiled_loop_in_every_bucket(loaded):
     assert not np.array_equal(np.array(other), np.array(eager))
 
 
-def test_warm_up_compiles_each_bucket_once_and_says_so(loaded, caplog):
+def test_warm_up_compiles_each_bucket_once_and_says_so(loaded, caplog, monkeypatch):
     model = loaded.model
     step = cps.code_predictor_step(model, options(model.generate_config)[1])
     step.shapes.clear()
+    monkeypatch.setattr(step, "every", False)  # the GPU's powers of two (on a CPU: every count, 1 to 6)
     engine = MlxEngine(loaded, batch_size=6)
+    beats = []
     with caplog.at_level(logging.INFO, logger="narrate.worker"):
-        engine.warm_up()
+        engine.warm_up(lambda: beats.append(1))
     assert "compiling the code predictor step for 1,2,4,6 rows" in caplog.text
+    assert len(beats) == 4  # a liveness beat after each shape
     assert {b for b, _ in step.shapes} == {1, 2, 4, 6}
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="narrate.worker"):
@@ -144,18 +150,22 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
     np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
 
 
-def test_the_loop_counts_the_rows_each_bucket_padded(loaded):
+@pytest.mark.parametrize("every", [False, True])
+def test_the_loop_counts_the_rows_each_bucket_padded(loaded, every, monkeypatch):
     """Continuous batch of 5 (budgets 7, 3, 9, 5, 6): every step's padded rows are its bucket
-    minus its rows (3 rows run in a bucket of 4), and the audio is whole."""
+    minus its rows (powers of two: 3 rows run in a bucket of 4; every row count: none)."""
     from narrate.jobs.synthesis import Sentence
 
     rng = np.random.default_rng(0)
     audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))
     embedding = type(loaded.model).extract_speaker_embedding(loaded.model, audio).astype(loaded.talker_dtype)
     ss = [Sentence(i, f"Sentence number {i}.", 100 + i, b) for i, b in enumerate((7, 3, 9, 5, 6))]
+    step = cps.code_predictor_step(loaded.model, options(loaded.model.generate_config)[1])
+    monkeypatch.setattr(step, "every", every)
     engine = MlxEngine(loaded, runaway_retries=0)
     frames = sum(c.frames for c in engine.batched(ss, embedding, 5))
     loop = engine.last_loop
     assert frames == 30 and len(loop.padding) == len(loop.computed)
-    assert loop.padding == [cps.bucket(rows, 5) - rows for rows, _ in loop.computed]
-    assert 3 in [rows for rows, _ in loop.computed] and sum(loop.padding) > 0
+    assert loop.padding == [cps.bucket(rows, 5, every) - rows for rows, _ in loop.computed]
+    assert 3 in [rows for rows, _ in loop.computed]
+    assert (sum(loop.padding) == 0) == every

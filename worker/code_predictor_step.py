@@ -6,7 +6,8 @@ pass), each followed by a sampling. Run op by op that is about 15 x 300 MLX oper
 ``mx.compile`` traces the whole loop once per shape and fuses its elementwise work, so each frame
 is one call. The passes always have the same lengths (2 positions, then 3, ... 16), so the only
 shape that varies is the number of rows: rows are padded up to a bucket (powers of two up to the
-batch size, and the batch size itself), so a batch of up to N rows needs few compiled shapes.
+batch size, and the batch size itself), so a batch of up to N rows needs few compiled shapes (on
+a CPU, where a shape costs little, every row count has its own: no padding).
 Every operation works row by row (matrix products, attention, the counter-based sampler), so a
 padded row never changes a real row's result: a sentence's codes are the same in any bucket.
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import mlx.core as mx
@@ -30,10 +32,14 @@ import mlx.core as mx
 from .sampling import Sampling, sample_rows
 
 log = logging.getLogger("narrate.worker")
+STEP_ATTR = "_narrate_code_predictor_step"  # where a model keeps its compiled step
 
 
-def buckets(size: int) -> list[int]:
-    """The row counts compiled for batches of up to `size` rows: powers of two below it, and it."""
+def buckets(size: int, every: bool = False) -> list[int]:
+    """The row counts compiled for batches of up to `size` rows: powers of two below it, and it
+    (`every`: each count from 1 to `size`, no padding)."""
+    if every:
+        return list(range(1, max(size, 1) + 1))
     out, b = [], 1
     while b < size:
         out.append(b)
@@ -41,9 +47,9 @@ def buckets(size: int) -> list[int]:
     return [*out, max(size, 1)]
 
 
-def bucket(rows: int, size: int) -> int:
+def bucket(rows: int, size: int, every: bool = False) -> int:
     """The compiled row count that holds `rows` in a batch of at most `size` rows."""
-    for b in buckets(max(size, rows)):
+    for b in buckets(max(size, rows), every):
         if b >= rows:
             return b
     return rows  # not reached: buckets(n) ends with n
@@ -78,6 +84,10 @@ class CodePredictorStep:
         self.opts = opts
         self.hidden_size = model.config.talker_config.hidden_size
         self.compiled = mx.compile(self._passes)
+        # On a CPU a new shape costs little (MLX keeps its compiled kernels on disk): every row
+        # count is compiled, nothing is padded. Elsewhere (MLX-CUDA: minutes of JIT a shape)
+        # rows are padded up to powers of two.
+        self.every = mx.default_device().type == mx.cpu
         self.shapes: set[tuple[int, Any]] = set()  # (rows, hidden dtype) compiled so far
 
     def _passes(self, hidden: mx.array, first: mx.array, seeds: mx.array, steps: mx.array) -> mx.array:
@@ -98,7 +108,7 @@ class CodePredictorStep:
     def __call__(self, hidden: mx.array, first: mx.array, seeds: mx.array, steps: mx.array, size: int) -> mx.array:
         """Codes for `hidden`'s rows, computed in the bucket that holds them (padded rows dropped)."""
         n = hidden.shape[0]
-        b = bucket(n, size)
+        b = self.bucket(n, size)
         if b > n:
             pad = b - n
             hidden = mx.concatenate([hidden, mx.zeros((pad, *hidden.shape[1:]), dtype=hidden.dtype)], axis=0)
@@ -109,9 +119,13 @@ class CodePredictorStep:
         codes = self.compiled(hidden, first, seeds, steps)
         return codes[:n] if b > n else codes
 
-    def warm_up(self, size: int, dtype: Any) -> None:
-        """Compile every bucket of a batch of up to `size` rows now (not in the middle of a job)."""
-        todo = [b for b in buckets(size) if (b, dtype) not in self.shapes]
+    def bucket(self, rows: int, size: int) -> int:
+        return bucket(rows, size, self.every)
+
+    def warm_up(self, size: int, dtype: Any, progress: Callable[[], None] | None = None) -> None:
+        """Compile every bucket of a batch of up to `size` rows now (not in the middle of a job);
+        `progress` is called after each (a worker's liveness beat: a GPU may take minutes)."""
+        todo = [b for b in buckets(size, self.every) if (b, dtype) not in self.shapes]
         if not todo:
             return
         log.info("compiling the code predictor step for %s rows (once per shape)", ",".join(map(str, todo)))
@@ -120,13 +134,15 @@ class CodePredictorStep:
             hidden = mx.zeros((b, 1, self.hidden_size), dtype=dtype)
             zeros = mx.zeros((b,), dtype=mx.uint32)
             mx.eval(self(hidden, mx.zeros((b,), dtype=mx.int32), zeros, zeros, b))
+            if progress is not None:
+                progress()
         log.info("compiled the code predictor step in %.1f s", time.perf_counter() - t0)
 
 
 def code_predictor_step(model: Any, opts: Sampling) -> CodePredictorStep:
     """The model's compiled step (one per loaded model and sampling options, kept on the model)."""
-    step = getattr(model, "_narrate_code_predictor_step", None)
+    step = getattr(model, STEP_ATTR, None)
     if step is None or step.opts != opts:
         step = CodePredictorStep(model, opts)
-        object.__setattr__(model, "_narrate_code_predictor_step", step)
+        object.__setattr__(model, STEP_ATTR, step)
     return step

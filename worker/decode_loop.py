@@ -31,7 +31,7 @@ import numpy as np
 from narrate.jobs.synthesis import Chunk
 
 from .batch_rows import Rows, join, keep
-from .code_predictor_step import bucket, code_predictor_step
+from .code_predictor_step import code_predictor_step
 from .codec_stream import CodecWorker, RowCodec
 from .mlx_compat import xvector_rows
 from .sampling import UINT32, options, sample_rows
@@ -161,9 +161,9 @@ class DecodeLoop:
         first = mx.where(live, first.astype(mx.int32), mx.full((n,), self.eos, dtype=mx.int32))
         hit_eos = first == self.eos
         # Code predictor: the other 15 codebooks of this frame, one token per row each, in one
-        # compiled call (rows padded up to a bucket of the batch size: code_predictor_step.py).
+        # compiled call (rows padded up to a compiled shape: code_predictor_step.py).
         rest = self.predict(hidden, first, seeds, steps, self.size)
-        self.padding.append(bucket(n, self.size) - n)
+        self.padding.append(self.predict.bucket(n, self.size) - n)
         all_codes = mx.concatenate([first[:, None], rest], axis=1)  # (rows, 16)
         tokens = [all_codes[:, g : g + 1] for g in range(config.num_code_groups)]
         s.embeds = model._next_batch_input_embeds(

@@ -14,7 +14,7 @@ encoder never runs here) and a per-sentence frame budget:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -120,12 +120,14 @@ class MlxEngine:
         embedding, hit = voice_embedding(r, self.loaded, voice_sha)
         return VoiceEmbedding(embedding, hit, SpeakerEncoderRuns.count - before)
 
-    def warm_up(self) -> None:
+    def warm_up(self, progress: Callable[[], None] | None = None) -> None:
         """Compile the decode step for every row count a batch of this engine can have (the
-        largest automatic size when none is set), before the first job rather than during it."""
+        largest automatic size when none is set), before the first job rather than during it;
+        `progress` is called after each compiled shape."""
         size = self.batch_size or (GPU_BATCH if mx.default_device().type == mx.gpu else CPU_BATCH)
         model = self.loaded.model
-        code_predictor_step(model, options(model.generate_config)[1]).warm_up(size, self.loaded.talker_dtype)
+        step = code_predictor_step(model, options(model.generate_config)[1])
+        step.warm_up(size, self.loaded.talker_dtype, progress)
 
     def synthesize(
         self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None

@@ -37,7 +37,7 @@ class WorkerRuntime:
             self._models = ModelCache(capacity=s.model_cache_size, hashes=s.home / "weights-hashes.json")
         loaded = self._models.get(model or s.model, quant or s.quant)
         engine = MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
-        engine.warm_up()  # compiles once per model and row count, when the model is first loaded
+        engine.warm_up(self.beat)  # compiles once per model and row count, when the model is first loaded
         return engine
 
     def beat(self, state: str = "busy") -> None:
