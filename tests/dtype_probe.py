@@ -59,6 +59,19 @@ class DtypeProbe:
             return sample_rows(logits, *a, suppress=suppress, **k)
 
         decode_loop.sample_rows = probed_sample_rows
+
+        # narrate's batched path gives the code predictor its own cache, inside a compiled
+        # function: a fresh compiled step (traced while probed) shows its caches' dtypes.
+        from narrate.worker import code_predictor_step
+
+        self._grow_init = grow_init = code_predictor_step._GrowingCache.__init__
+
+        def probed_grow_init(cache):
+            grow_init(cache)
+            self._code_caches.append([cache])
+
+        code_predictor_step._GrowingCache.__init__ = probed_grow_init
+        vars(model).pop(code_predictor_step.STEP_ATTR, None)
         talker.make_cache = make_cache
         predictor.make_cache = make_code_cache
         model._prepare_generation_inputs = prepare_inputs
@@ -83,6 +96,10 @@ class DtypeProbe:
         from narrate.worker import decode_loop
 
         decode_loop.sample_rows = self._sample_rows
+        from narrate.worker import code_predictor_step
+
+        code_predictor_step._GrowingCache.__init__ = self._grow_init
+        vars(self.model).pop(code_predictor_step.STEP_ATTR, None)  # traced while probed
         for obj, name in ((self.model.talker, "make_cache"), (self.model.talker.code_predictor, "make_cache"),
                           (self.model, "_prepare_generation_inputs"), (self.model, "_sample_token"),
                           (self.model, "_sample_token_batch")):  # fmt: skip

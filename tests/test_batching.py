@@ -102,6 +102,9 @@ def test_a_missing_model_attribute_fails_loudly(loaded, monkeypatch, where, attr
         class NoOffset:
             keys = values = None
 
+            def update_and_fetch(self, keys, values):
+                return keys, values
+
         monkeypatch.setattr(model.talker.code_predictor, "make_cache", lambda: [NoOffset()])
     else:
         owner = getattr(model, where) if where else model

@@ -99,6 +99,7 @@ class Bench:
         self.voice_path = voice_path
         self.embedding: mx.array | None = None
         self.steps: list[tuple[int, int]] = []  # the last narrate run's (rows computed, of them done) per step
+        self.padding: list[int] = []  # the last narrate run's padded code-predictor rows per step
 
     def plain(self, items: list[Item] | None = None) -> Iterator[int]:
         for i, it in enumerate(items or self.items):
@@ -144,9 +145,11 @@ class Bench:
     def narrate(self, size: int, continuous: bool, items: list[Item] | None = None) -> Iterator[int]:
         sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(items or self.items)]
         engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0, continuous=continuous)
+        engine.warm_up()  # compiled shapes: at the first warm-up run, never while measuring
         for c in engine.batched(sentences, self._voice(), size):
             yield c.frames
         self.steps = engine.last_loop.computed if engine.last_loop else []
+        self.padding = engine.last_loop.padding if engine.last_loop else []
 
 
 def default_json(home: Path) -> Path:
@@ -256,11 +259,13 @@ def _run_variants(
         for _ in fn(items=[Item(it.text, warmup_frames) for it in bench.items[:rows]]):
             pass
     for name, _, fn in variants:
-        bench.steps = []
+        bench.steps, bench.padding = [], []
         res = _measure(fn)
         computed = sum(r for r, _ in bench.steps)
         res["rows_computed"] = computed if name != "plain" else res["frames"]  # mlx-batch: row-frames
         res["idle_row_waste_pct"] = round(100 * sum(d for _, d in bench.steps) / computed, 2) if computed else 0.0
+        padded = sum(bench.padding)
+        res["bucket_padding_pct"] = round(100 * padded / (computed + padded), 2) if computed else 0.0
         report["variants"][name] = res
         log(f"  {name:<14} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
         if out_json:  # write as results come: long GPU runs keep what they measured

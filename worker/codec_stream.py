@@ -8,7 +8,8 @@ modules, one stream at a time; ``RowCodec`` keeps a sentence's state apart and s
 each of its pieces, so every row of a batch streams on its own, in any order.
 
 ``CodecWorker`` decodes pieces on one background thread (the only thread touching the decoder),
-so the codec runs while the decode loop computes the next frames.
+so the codec runs while the decode loop computes the next frames. While it decodes, the
+decoder's slowest CPU layers are replaced by equivalent faster ones (codec_fast.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Any
 
 import mlx.core as mx
 import numpy as np
+
+from .codec_fast import fast_layers, swaps_for
 
 # Attributes of the decoder's modules that hold streaming state (mlx-audio's CausalConv1d and the
 # initial/output convolutions: ``_buffer``; DecoderBlockUpsample: ``_overflow``), and the
@@ -38,9 +41,10 @@ def stateful_modules(decoder: Any) -> list[tuple[Any, str]]:
 class RowCodec:
     """One sentence's streaming decode: `decode` takes its next frames, returns their samples."""
 
-    def __init__(self, decoder: Any, slots: list[tuple[Any, str]]):
+    def __init__(self, decoder: Any, slots: list[tuple[Any, str]], swaps: list | None = None):
         self.decoder = decoder
         self.slots = slots
+        self.swaps = swaps or []  # faster equivalents of some of the decoder's convolutions
         self.state: list[Any] = [None] * len(slots)
         self.transformer: Any = None
 
@@ -51,7 +55,8 @@ class RowCodec:
             setattr(m, a, v)
         setattr(d, TRANSFORMER_STATE, self.transformer)
         frames = mx.array(np.stack(codes, axis=1)[None])  # (1, 16, T)
-        wav = d.streaming_step(frames)[0, 0]
+        with fast_layers(self.swaps):
+            wav = d.streaming_step(frames)[0, 0]
         self.state = [getattr(m, a, None) for m, a in self.slots]
         self.transformer = getattr(d, TRANSFORMER_STATE, None)
         mx.eval(wav, self.state, self.transformer or [])
@@ -67,6 +72,7 @@ class CodecWorker:
         # through but cannot set them: the state goes onto the module behind it.
         self.decoder = getattr(decoder.streaming_step, "__self__", decoder)
         self.slots = stateful_modules(self.decoder)
+        self.swaps = swaps_for(self.decoder)
         self.pool = None
         if threaded:  # MLX streams belong to a thread: the codec thread gets its own
             device = mx.default_device()
@@ -75,7 +81,7 @@ class CodecWorker:
             )
 
     def row(self) -> RowCodec:
-        return RowCodec(self.decoder, self.slots)
+        return RowCodec(self.decoder, self.slots, self.swaps)
 
     def submit(self, row: RowCodec, codes: list[np.ndarray]) -> Future:
         if self.pool is None:

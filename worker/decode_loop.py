@@ -31,6 +31,7 @@ import numpy as np
 from narrate.jobs.synthesis import Chunk
 
 from .batch_rows import Rows, join, keep
+from .code_predictor_step import code_predictor_step
 from .codec_stream import CodecWorker, RowCodec
 from .mlx_compat import xvector_rows
 from .sampling import UINT32, options, sample_rows
@@ -70,22 +71,24 @@ def suppressed_tokens(vocab: int, eos: int) -> mx.array:
 class DecodeLoop:
     """A batch that rows join (`add`) and leave; `step` advances every running row one frame."""
 
-    def __init__(self, model, placeholder: mx.array, continuous: bool = True, threaded_codec: bool = True):
+    def __init__(self, model, placeholder: mx.array, size: int, continuous: bool = True, threaded_codec: bool = True):
         self.model = model
         self.placeholder = placeholder
+        self.size = size  # the most rows at once (the code predictor's compiled buckets)
         self.continuous = continuous
         self.talker_opts, self.sub_opts = options(model.generate_config)
+        self.predict = code_predictor_step(model, self.sub_opts)
         self.config = model.config.talker_config
         self.eos = self.config.codec_eos_token_id
         self.suppress = suppressed_tokens(self.config.vocab_size, self.eos)
         self.codec = CodecWorker(model.speech_tokenizer.decoder, threaded=threaded_codec)
-        self.code_cache = model.talker.code_predictor.make_cache()
         self.rows: list[Row] = []  # the batch, in the order of self.state's rows
         self.state: Rows | None = None
         self.pad_embed: mx.array | None = None
         self.pending: list[Row] = []  # prefilled at the next step
         self.outbox: deque[tuple[Row, Future, int, bool]] = deque()
         self.computed: list[tuple[int, int]] = []  # per step: (rows computed, of them already done)
+        self.padding: list[int] = []  # per step: rows the code predictor's bucket added (computed, dropped)
 
     def add(self, rows: Sequence[Row]) -> None:
         self.pending.extend(rows)
@@ -157,20 +160,12 @@ class DecodeLoop:
         first = sample_rows(logits, seeds, steps, 0, self.talker_opts, suppress=self.suppress, recent=recent[:, :vocab])
         first = mx.where(live, first.astype(mx.int32), mx.full((n,), self.eos, dtype=mx.int32))
         hit_eos = first == self.eos
-        # Code predictor: the other 15 codebooks of this frame, one token per row each.
-        for c in self.code_cache:  # a fresh KV cache for every frame, as mlx-audio's _reset_code_cache
-            c.keys, c.values, c.offset = None, None, 0
-        tokens = [first[:, None]]
-        predictor = model.talker.code_predictor
-        code_input = mx.concatenate([hidden, model.talker.get_input_embeddings()(tokens[0])], axis=1)
-        for g in range(config.num_code_groups - 1):
-            if g > 0:
-                code_input = predictor.codec_embedding[g - 1](tokens[-1])
-            code_logits, self.code_cache, _ = predictor(code_input, cache=self.code_cache, generation_step=g)
-            tokens.append(
-                sample_rows(code_logits[:, -1, :], seeds, steps, g + 1, self.sub_opts)[:, None].astype(mx.int32)
-            )
-        all_codes = mx.concatenate(tokens, axis=1)  # (rows, 16)
+        # Code predictor: the other 15 codebooks of this frame, one token per row each, in one
+        # compiled call (rows padded up to a compiled shape: code_predictor_step.py).
+        rest = self.predict(hidden, first, seeds, steps, self.size)
+        self.padding.append(self.predict.bucket(n, self.size) - n)
+        all_codes = mx.concatenate([first[:, None], rest], axis=1)  # (rows, 16)
+        tokens = [all_codes[:, g : g + 1] for g in range(config.num_code_groups)]
         s.embeds = model._next_batch_input_embeds(
             s.trailing, self.pad_embed, s.trailing_idx, tokens, pad_when_index_clamped=True
         )

@@ -111,7 +111,9 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
         "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
         "Model.speech_tokenizer.decoder": ("_transformer_cache",),  # streaming state (codec_stream.py)
-        "Model.talker.code_predictor.make_cache()[i]": ("keys", "values", "offset"),
+        # The code predictor calls these on the caches it is given (narrate gives it its own:
+        # code_predictor_step._GrowingCache, the same interface).
+        "Model.talker.code_predictor.make_cache()[i]": ("update_and_fetch", "offset"),
         "Model.talker.make_cache()[i]": ("keys", "values", "offset"),
     },
 }

@@ -14,7 +14,7 @@ encoder never runs here) and a per-sentence frame budget:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import mlx.core as mx
@@ -22,9 +22,11 @@ import numpy as np
 from narrate.jobs.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
 
 from . import admission
+from .code_predictor_step import code_predictor_step
 from .decode_loop import DecodeLoop
 from .mlx_compat import check_internals, injected_voice, placeholder_reference
 from .models import LoadedModel, SpeakerEncoderRuns
+from .sampling import options
 
 # Sentences are reordered by length only within a window of this many batches, so the writer
 # never holds more than a window's audio while it waits for the next sentence in reading order.
@@ -118,6 +120,15 @@ class MlxEngine:
         embedding, hit = voice_embedding(r, self.loaded, voice_sha)
         return VoiceEmbedding(embedding, hit, SpeakerEncoderRuns.count - before)
 
+    def warm_up(self, progress: Callable[[], None] | None = None) -> None:
+        """Compile the decode step for every row count a batch of this engine can have (the
+        largest automatic size when none is set), before the first job rather than during it;
+        `progress` is called after each compiled shape."""
+        size = self.batch_size or (GPU_BATCH if mx.default_device().type == mx.gpu else CPU_BATCH)
+        model = self.loaded.model
+        step = code_predictor_step(model, options(model.generate_config)[1])
+        step.warm_up(size, self.loaded.talker_dtype, progress)
+
     def synthesize(
         self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
     ) -> Iterator[Chunk]:
@@ -138,7 +149,7 @@ class MlxEngine:
         check_internals(self.loaded.model)
         model = self.loaded.model
         with injected_voice(model, embedding):
-            loop = DecodeLoop(model, placeholder_reference(), self.continuous, self.threaded_codec)
+            loop = DecodeLoop(model, placeholder_reference(), size, self.continuous, self.threaded_codec)
             self.last_loop = loop
             yield from admission.run(loop, batches(sentences, size), size, self.runaway_retries, retry_seed, on_batch)
 

@@ -36,7 +36,9 @@ class WorkerRuntime:
         if self._models is None:
             self._models = ModelCache(capacity=s.model_cache_size, hashes=s.home / "weights-hashes.json")
         loaded = self._models.get(model or s.model, quant or s.quant)
-        return MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
+        engine = MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
+        engine.warm_up(self.beat)  # compiles once per model and row count, when the model is first loaded
+        return engine
 
     def beat(self, state: str = "busy") -> None:
         """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""

@@ -1,0 +1,166 @@
+"""Faster equivalents of the codec decoder's convolutions and linear layers on a CPU, swapped in
+while narrate's codec thread decodes.
+
+On a CPU the Qwen3-TTS codec decoder spends its time in layers that run at the audio sample rate,
+where MLX's CPU kernels are slow for these shapes (tiny checkpoint, per codec frame, its
+full-rate ConvNeXt block and first decoder convolution):
+
+- a depthwise convolution (kernel 7, one filter per channel): mlx's grouped convolution 1.4-1.9
+  ms, the same sum as seven shifted per-channel multiplies added in kernel order 0.4-0.7 ms;
+- a convolution (kernel 7, 16 to 16 channels): 3.8 ms; its kernel positions stacked side by side
+  (the (time, kernel x channels) patches) times the weight stored as (kernel x channels, out)
+  2.6 ms;
+- a linear layer (16 to 64 channels and back): 1.4 and 2.0 ms with the weight as stored
+  (out, in); 1.0 and 0.9 ms with the same numbers stored as (in, out), so the matrix product
+  reads it row by row;
+- a transposed convolution whose kernel equals its stride (the upsampling by 5): 2.0 ms; as
+  one matrix product and a reshape (no two input steps overlap) 0.23 ms.
+
+Each gives the same samples as mlx-audio's layer on this CPU (the tests compare them). They are
+used only on the CPU (a GPU's convolutions are fast) and only while narrate decodes
+(``fast_layers``): mlx-audio's own ``generate`` (the benchmark's plain loop, the sequential path)
+keeps its layers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import mlx.core as mx
+import mlx.nn as nn
+
+Swap = tuple[Any, str, Any, Any]  # (owner, attribute, mlx-audio's value, the faster one)
+
+
+def _shifted(x: mx.array, kernel: int, dilation: int) -> tuple[int, list[mx.array]]:
+    out = x.shape[1] - (kernel - 1) * dilation
+    return out, [x[:, k * dilation : k * dilation + out, :] for k in range(kernel)]
+
+
+class DepthwiseConv1d(nn.Module):
+    """An ``nn.Conv1d`` with one filter per channel and stride 1, as shifted multiply-adds."""
+
+    def __init__(self, conv: nn.Conv1d):
+        super().__init__()
+        self.weight = conv.weight  # (channels, kernel, 1)
+        if "bias" in conv:
+            self.bias = conv.bias
+        self.padding = conv.padding
+        self.dilation = conv.dilation
+
+    def __call__(self, x: mx.array) -> mx.array:  # x: (batch, time, channels)
+        if self.padding:
+            x = mx.pad(x, [(0, 0), (self.padding, self.padding), (0, 0)])
+        _, taps = _shifted(x, self.weight.shape[1], self.dilation)
+        acc = taps[0] * self.weight[:, 0, 0]
+        for k in range(1, len(taps)):
+            acc = acc + taps[k] * self.weight[:, k, 0]
+        return acc + self.bias if "bias" in self else acc
+
+
+class PatchConv1d(nn.Module):
+    """An ``nn.Conv1d`` without groups and with stride 1, as one matrix product of the shifted
+    inputs side by side with the weight stored (kernel x in, out)."""
+
+    def __init__(self, conv: nn.Conv1d):
+        super().__init__()
+        out, kernel, cin = conv.weight.shape
+        self.kernel = kernel
+        self.flat = mx.contiguous(conv.weight.reshape(out, kernel * cin).T)
+        if "bias" in conv:
+            self.bias = conv.bias
+        self.padding = conv.padding
+        self.dilation = conv.dilation
+
+    def __call__(self, x: mx.array) -> mx.array:
+        if self.padding:
+            x = mx.pad(x, [(0, 0), (self.padding, self.padding), (0, 0)])
+        _, taps = _shifted(x, self.kernel, self.dilation)
+        patches = taps[0] if self.kernel == 1 else mx.concatenate(taps, axis=-1)
+        y = patches @ self.flat
+        return y + self.bias if "bias" in self else y
+
+
+class StridedTransposeConv1d(nn.Module):
+    """An ``nn.ConvTranspose1d`` whose kernel equals its stride (an upsampling without overlap):
+    each input step gives `stride` output steps on its own, one matrix product and a reshape."""
+
+    def __init__(self, conv: nn.ConvTranspose1d):
+        super().__init__()
+        out, kernel, cin = conv.weight.shape
+        self.kernel, self.out = kernel, out
+        self.flat = mx.contiguous(conv.weight.transpose(2, 1, 0).reshape(cin, kernel * out))  # (in, kernel x out)
+        if "bias" in conv:
+            self.bias = conv.bias
+
+    def __call__(self, x: mx.array) -> mx.array:
+        b, t, _ = x.shape
+        y = (x @ self.flat).reshape(b, t * self.kernel, self.out)
+        return y + self.bias if "bias" in self else y
+
+
+def is_depthwise(conv: Any) -> bool:
+    return (
+        isinstance(conv, nn.Conv1d)
+        and conv.stride == 1
+        and conv.groups > 1
+        and conv.weight.shape[2] == 1
+        and conv.weight.shape[0] == conv.groups
+    )
+
+
+def is_plain(conv: Any) -> bool:
+    return isinstance(conv, nn.Conv1d) and conv.stride == 1 and conv.groups == 1
+
+
+def is_strided_transpose(conv: Any) -> bool:
+    return (
+        isinstance(conv, nn.ConvTranspose1d)
+        and conv.stride == conv.weight.shape[1]
+        and conv.padding == 0
+        and conv.dilation == 1
+        and conv.output_padding == 0
+    )
+
+
+def swaps_for(decoder: Any) -> list[Swap]:
+    """Every layer of the decoder that has a faster equivalent here (none off the CPU); built
+    once per decoder (the reordered weights are copies: the layers' weights twice in memory)."""
+    if mx.default_device().type != mx.cpu:
+        return []
+    cached = getattr(decoder, "_narrate_fast_layers", None)
+    if cached is None:
+        cached = _build(decoder)
+        object.__setattr__(decoder, "_narrate_fast_layers", cached)
+    return cached
+
+
+def _build(decoder: Any) -> list[Swap]:
+    out: list[Swap] = []
+    for _, m in decoder.named_modules():
+        conv = getattr(m, "conv", None)
+        if is_depthwise(conv):
+            out.append((m, "conv", conv, DepthwiseConv1d(conv)))
+        elif is_plain(conv):
+            out.append((m, "conv", conv, PatchConv1d(conv)))
+        elif is_strided_transpose(conv):
+            out.append((m, "conv", conv, StridedTransposeConv1d(conv)))
+        if isinstance(m, nn.Linear) and "weight" in m:  # (out, in) viewed from a row-major (in, out) copy
+            out.append((m, "weight", m.weight, mx.contiguous(m.weight.T).T))
+    # computed now, on this thread's stream: the codec thread has its own stream
+    mx.eval([new if isinstance(new, mx.array) else new.parameters() for *_, new in out])
+    return out
+
+
+@contextlib.contextmanager
+def fast_layers(swaps: list[Swap]) -> Iterator[None]:
+    """The faster layers in place for the duration (one thread decodes at a time)."""
+    for owner, attr, _, fast in swaps:
+        setattr(owner, attr, fast)
+    try:
+        yield
+    finally:
+        for owner, attr, original, _ in swaps:
+            setattr(owner, attr, original)
