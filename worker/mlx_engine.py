@@ -180,3 +180,8 @@ class MlxEngine:
                     yield Chunk(s.index, np.zeros(0, np.float32), 0, True, runaway)
                 else:
                     yield Chunk(s.index, pending.pcm, pending.frames, True, runaway)
+
+
+def is_gpu() -> bool:
+    """MLX runs on a GPU here (Metal or CUDA), where a new compiled shape costs a long JIT."""
+    return mx.default_device().type == mx.gpu

@@ -30,14 +30,15 @@ class WorkerRuntime:
             from .testkit.fake_engine import FakeEngine
 
             return FakeEngine(s.batch_size)
-        from .mlx_engine import MlxEngine
+        from .mlx_engine import MlxEngine, is_gpu
         from .models import ModelCache
 
         if self._models is None:
             self._models = ModelCache(capacity=s.model_cache_size, hashes=s.home / "weights-hashes.json")
         loaded = self._models.get(model or s.model, quant or s.quant)
         engine = MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
-        engine.warm_up(self.beat)  # compiles once per model and row count, when the model is first loaded
+        if is_gpu():  # minutes a new shape there: every row count at once, when the model is first loaded
+            engine.warm_up(self.beat)  # (a CPU compiles a shape in well under a second, when first used)
         return engine
 
     def beat(self, state: str = "busy") -> None:
