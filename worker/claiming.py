@@ -27,6 +27,7 @@ from rq.worker import WorkerStatus
 
 log = logging.getLogger("narrate.worker")
 DEQUEUE_POLL_S = 0.5  # how often an idle worker looks for a job; a stop is acted on within it
+IDLE_RETRY_MAX_S = 8.0  # an idle worker looks again this often while the server is away: back within seconds
 
 
 class ClaimingWorker(SimpleWorker):
@@ -52,7 +53,7 @@ class ClaimingWorker(SimpleWorker):
         self.procline("Listening on " + ",".join(self.queue_names()))
         by_key = {q.key: q for q in self.queues}
         idle_since = time.monotonic()
-        wait_s = 1.0  # before trying again when the server cannot be reached (doubling, at most a minute)
+        wait_s = 1.0  # before trying again when the server cannot be reached (doubling, at most IDLE_RETRY_MAX_S)
         while not self._stop_requested:
             try:
                 self.heartbeat()
@@ -62,7 +63,7 @@ class ClaimingWorker(SimpleWorker):
             except ServerUnreachable as e:  # as rq's own wait for a job: log, wait, try again
                 self.log.error("could not reach the Redis server: %s; trying again in %.0f s", e, wait_s)
                 time.sleep(wait_s)
-                wait_s = min(wait_s * 2, self.max_connection_wait_time)
+                wait_s = min(wait_s * 2, self.max_connection_wait_time, IDLE_RETRY_MAX_S)
                 continue
             wait_s = 1.0
             if got is not None:
