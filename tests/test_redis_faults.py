@@ -6,7 +6,7 @@ import json
 import os
 import time
 
-from conftest import narrate, start_worker, stop_worker, wait_for_job
+from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from faults import (
     PrivateRedis,
     book,
@@ -61,7 +61,11 @@ def test_an_idle_worker_waits_out_an_outage(env, home, voice_wav, monkeypatch):
         e = fake_env(env, home, delay_ms=0, NARRATE_REDIS_URL=server.url)
         monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
         supervisor = start_worker(e)
-        time.sleep(2)  # idle, polling for jobs
+        client = server.client()
+        # Idle, polling for jobs: registered, and a moment later (on a loaded machine the start
+        # can take longer than any fixed sleep; killing the server before it is up tests nothing).
+        wait_until(lambda: client.scard("rq:workers") > 0, 60, "the worker to register", poll=0.2)
+        time.sleep(1)
         server.kill()
         time.sleep(3)
         server.start()
