@@ -49,10 +49,15 @@ RETRY_SEED_STEP = 0x9E3779B9
 SEED_MASK = 0x7FFFFFFF
 
 
+def is_gpu() -> bool:
+    """MLX runs on a GPU here (Metal or CUDA), where a new compiled shape costs a long JIT."""
+    return mx.default_device().type == mx.gpu
+
+
 def auto_batch_size(max_frames: int, talker_config: Any) -> int:
     """Rows per batch: GPU_BATCH on a GPU, CPU_BATCH on a CPU, fewer if the worst-case KV
     caches would not fit in 1/KV_MEMORY_SHARE of the device memory."""
-    wanted = GPU_BATCH if mx.default_device().type == mx.gpu else CPU_BATCH
+    wanted = GPU_BATCH if is_gpu() else CPU_BATCH
     try:
         memory = int(mx.device_info().get("memory_size", 0))
     except Exception:  # noqa: BLE001 - older mlx: no device_info
@@ -124,7 +129,7 @@ class MlxEngine:
         """Compile the decode step for every row count a batch of this engine can have (the
         largest automatic size when none is set), before the first job rather than during it;
         `progress` is called after each compiled shape."""
-        size = self.batch_size or (GPU_BATCH if mx.default_device().type == mx.gpu else CPU_BATCH)
+        size = self.batch_size or (GPU_BATCH if is_gpu() else CPU_BATCH)
         model = self.loaded.model
         step = code_predictor_step(model, options(model.generate_config)[1])
         step.warm_up(size, self.loaded.talker_dtype, progress)
@@ -180,8 +185,3 @@ class MlxEngine:
                     yield Chunk(s.index, np.zeros(0, np.float32), 0, True, runaway)
                 else:
                     yield Chunk(s.index, pending.pcm, pending.frames, True, runaway)
-
-
-def is_gpu() -> bool:
-    """MLX runs on a GPU here (Metal or CUDA), where a new compiled shape costs a long JIT."""
-    return mx.default_device().type == mx.gpu
