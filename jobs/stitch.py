@@ -42,7 +42,7 @@ def int16_segment(ints: np.ndarray) -> AudioSegment:
     )
 
 
-CHAPTER_FORMATS = {".m4b", ".m4a", ".mp3"}
+CHAPTER_FORMATS = {".m4b", ".m4a"}  # chapters from ffmpeg's muxer; mp3/flac/ogg/opus: jobs/tagging.py
 
 
 class OutputGuard(Protocol):
@@ -183,9 +183,10 @@ class BookWriter:
             elif encoded != wav:
                 self._encode(wav, encoded, piece.title if piece.track else self.title, piece.chapters,
                              None if whole else (piece.start, piece.end))  # fmt: skip
-            if self.tags is not None and ext != ".wav":
-                per = replace(self.tags, title=piece.title, track=piece.track) if piece.track else self.tags
-                write_tags(encoded, per)
+            if ext != ".wav" and (self.tags is not None or piece.chapters):
+                tags = self.tags or Tags(title=piece.title if piece.track else self.title)
+                per = replace(tags, title=piece.title, track=piece.track) if piece.track else tags
+                write_tags(encoded, per, piece.chapters)
             todo.append((encoded, piece.folder, piece.name))
         if self._want_wav and (ext != ".wav" or not plain):
             wav.unlink()  # free the space before the copy

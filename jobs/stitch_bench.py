@@ -44,6 +44,7 @@ from .segment_encoder import SegmentEncoder
 from .segments import BLOCK_S, SEGMENT_S, Heard, Segmenter
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
+from .stream_encode import PieceStreams, streams_for
 from .synthesis import Sentence
 
 PER_CHAPTER = 200
@@ -146,13 +147,19 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
               unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
     """The job's path (jobs/stitching.py without the queue): returns what happened."""
     from .stitch import BookWriter
+    from .stitching import SEGMENTED
 
     ffmpeg = ffmpeg_exe()
+    ext = out.suffix.lower()
     seg = Segmenter(plan, spec, int(unit_s * SAMPLE_RATE), int(block_s * SAMPLE_RATE))
-    with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work, wav=False) as book:
-        encoder = SegmentEncoder(plan, spec, store, book.scratch, ffmpeg)
+    streamed = streams_for(ext, spec.split, assemble.max_part_samples(spec))
+    with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work,
+                    wav=not (ext in SEGMENTED or streamed)) as book:  # fmt: skip
+        streams = PieceStreams(ffmpeg, book.scratch, ext, spec.split, seg.chapters) if streamed else None
+        write = streams.write if streams else None if ext in SEGMENTED else book.write_pcm
+        encoder = SegmentEncoder(plan, spec, store, book.scratch, ffmpeg, write)
         try:
-            book.mux = encoder.mux
+            book.mux = streams.finish if streams else encoder.mux if ext in SEGMENTED else None
             t0, arrived, audio = time.monotonic(), 0, 0
             while arrived < len(plan.sentences):  # sentences arrive at `rate` x realtime
                 h = _heard(store, plan.keys[arrived])
@@ -167,6 +174,8 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
             book.samples, book.chapters = seg.samples, list(seg.chapters)
             _finish(book, spec, seg.cues, out)
         finally:
+            if streams is not None:
+                streams.close()
             encoder.close()
     return {"tail_s": time.monotonic() - t_last, "segments": seg.segments, "units": seg.units, "early": encoder.early,
             "samples": seg.samples, "cues": seg.cues, "chapters": seg.chapters, "events": encoder.events}  # fmt: skip

@@ -2,13 +2,15 @@
 
 Opened before synthesis: every checkpoint saved is reported (``saved``), the segments it completes
 (jobs/segments.py) are normalized, rendered and encoded in the background (jobs/segment_encoder.py).
-After the last sentence, ``finish`` walks what is left (a checkpoint that vanished meanwhile is
-synthesized again through `again`), encodes the remaining segments in parallel, then muxes the
-book's files from the segments (m4a/m4b) or encodes the WAV once (the other formats), adds
-subtitles and tags and puts every file in place (jobs/stitch.py BookWriter: scratch, confined temp
-file, rename). Leaving it any other way (a stop, a cancel, a failure) kills the ffmpeg children
-and removes the scratch directory: nothing is written to the output directory before ``finish``
-places the files."""
+For mp3, ogg/opus and flac the rendered units are piped in reading order into one ffmpeg per
+output file, which encodes during synthesis too (jobs/stream_encode.py). After the last sentence,
+``finish`` walks what is left (a checkpoint that vanished meanwhile is synthesized again through
+`again`), encodes the remaining segments in parallel, then muxes the book's files from the
+segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once (wav,
+and books in parts), adds subtitles, tags and chapters and puts every file in place
+(jobs/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
+stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
+written to the output directory before ``finish`` places the files."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from .result import ChapterMark
 from .segments import Heard, Segmenter, cuts_at_chapters
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
+from .stream_encode import PieceStreams, streams_for
 from .synthesis import Sentence
 
 if TYPE_CHECKING:
@@ -60,10 +63,13 @@ class Stitcher:
         self.root, self.final = root, final
         self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
         plain = not spec.split and spec.max_part_hours is None
-        self.segmented = final.suffix.lower() in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
+        ext = final.suffix.lower()
+        self.segmented = ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
+        self.streamed = streams_for(ext, spec.split, assemble.max_part_samples(spec))
         self.segmenter = Segmenter(plan, spec)
         self.book: BookWriter | None = None
         self.encoder: SegmentEncoder | None = None
+        self.streams: PieceStreams | None = None
 
     def __enter__(self) -> Stitcher:
         from .segment_encoder import SegmentEncoder
@@ -71,10 +77,15 @@ class Stitcher:
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
         self.book = BookWriter(self.final, ffmpeg, title=self.doc.title, root=self.root,
-                               workdir=self.ctx.settings.home / "stitch", wav=not self.segmented)  # fmt: skip
+                               workdir=self.ctx.settings.home / "stitch",
+                               wav=not (self.segmented or self.streamed))  # fmt: skip
         self.book.__enter__()
         try:
             write = None if self.segmented else self.book.write_pcm
+            if self.streamed:
+                self.streams = PieceStreams(ffmpeg, self.book.scratch, self.final.suffix.lower(), self.spec.split,
+                                            self.segmenter.chapters)  # fmt: skip
+                write, self.book.mux = self.streams.write, self.streams.finish
             self.encoder = SegmentEncoder(self.plan, self.spec, self.checkpoints, self.book.scratch, ffmpeg, write)
             if self.segmented:
                 self.book.mux = self.encoder.mux
@@ -152,6 +163,8 @@ class Stitcher:
 
     def __exit__(self, *exc: object) -> None:
         try:
+            if self.streams is not None:  # first: a render blocked on a full pipe ends at once
+                self.streams.close()
             if self.encoder is not None:
                 self.encoder.close()
         finally:

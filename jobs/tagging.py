@@ -2,6 +2,10 @@
 is put in place): MP4 atoms for .m4b/.m4a, ID3v2 for .mp3, Vorbis comments (with a
 METADATA_BLOCK_PICTURE) for .flac/.ogg/.opus. WAV carries only the title ffmpeg writes.
 
+Chapter marks go in here too for the formats that take them afterwards: ID3v2 CHAP frames under
+one CTOC (the frames ffmpeg's mp3 muxer writes) and Vorbis CHAPTERnnn/CHAPTERnnnNAME comments
+(the convention ffmpeg reads; 999 at most). MP4 chapters are written by ffmpeg's muxer.
+
 Where each field goes (what Apple Books, Audiobookshelf and BookPlayer read): title -> title,
 book title -> album, author -> artist and album artist, narrator -> composer (and a "narrator"
 field where free-form fields exist), year -> date."""
@@ -12,16 +16,25 @@ import base64
 from pathlib import Path
 
 from .bookmeta import Tags, image_kind
+from .settings import SAMPLE_RATE
+
+Span = tuple[int, int, str]  # (start, end, title) in samples
+MAX_VORBIS_CHAPTERS = 999
 
 
-def write_tags(path: Path, tags: Tags) -> None:
+def write_tags(path: Path, tags: Tags, chapters: list[Span] | None = None) -> None:
+    """Tags (and, for mp3/flac/ogg/opus, `chapters`) into an encoded file."""
     ext = path.suffix.lower()
     if ext in (".m4b", ".m4a"):
         _mp4(path, tags)
     elif ext == ".mp3":
-        _id3(path, tags)
+        _id3(path, tags, chapters or [])
     elif ext in (".flac", ".ogg", ".opus"):
-        _vorbis(path, tags)
+        _vorbis(path, tags, chapters or [])
+
+
+def _ms(samples: int) -> int:
+    return samples * 1000 // SAMPLE_RATE
 
 
 def _mp4(path: Path, tags: Tags) -> None:
@@ -46,8 +59,23 @@ def _mp4(path: Path, tags: Tags) -> None:
     f.save()
 
 
-def _id3(path: Path, tags: Tags) -> None:
-    from mutagen.id3 import APIC, ID3, TALB, TCOM, TDRC, TIT2, TPE1, TPE2, TRCK, TXXX, ID3NoHeaderError
+def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
+    from mutagen.id3 import (
+        APIC,
+        CHAP,
+        CTOC,
+        ID3,
+        TALB,
+        TCOM,
+        TDRC,
+        TIT2,
+        TPE1,
+        TPE2,
+        TRCK,
+        TXXX,
+        CTOCFlags,
+        ID3NoHeaderError,
+    )
 
     try:
         t = ID3(path)
@@ -65,10 +93,18 @@ def _id3(path: Path, tags: Tags) -> None:
     if tags.cover:
         mime = f"image/{image_kind(tags.cover) or 'jpeg'}"
         t.setall("APIC", [APIC(encoding=3, mime=mime, type=3, desc="Cover", data=tags.cover)])
+    if chapters:
+        t.delall("CHAP")
+        t.delall("CTOC")
+        ids = [f"ch{n}" for n in range(len(chapters))]
+        t.add(CTOC(element_id="toc", flags=CTOCFlags.TOP_LEVEL | CTOCFlags.ORDERED, child_element_ids=ids))
+        for eid, (start, end, title) in zip(ids, chapters, strict=True):
+            t.add(CHAP(element_id=eid, start_time=_ms(start), end_time=_ms(end),
+                       sub_frames=[TIT2(encoding=3, text=[title])]))  # fmt: skip
     t.save(path)
 
 
-def _vorbis(path: Path, tags: Tags) -> None:
+def _vorbis(path: Path, tags: Tags, chapters: list[Span]) -> None:
     import mutagen
     from mutagen.flac import Picture
 
@@ -93,4 +129,8 @@ def _vorbis(path: Path, tags: Tags) -> None:
             f.add_picture(pic)
         else:
             f["metadata_block_picture"] = [base64.b64encode(pic.write()).decode("ascii")]
+    for n, (start, _, title) in enumerate(chapters[:MAX_VORBIS_CHAPTERS], 1):
+        ms = _ms(start)
+        f[f"CHAPTER{n:03d}"] = [f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"]
+        f[f"CHAPTER{n:03d}NAME"] = [title]
     f.save()

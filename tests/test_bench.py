@@ -50,8 +50,15 @@ def test_bench_plot_without_matplotlib_is_a_clear_error_before_measuring(env, ch
 
 
 def bench_env(env: dict, tmp_path) -> dict:
+    """A private TMPDIR, but for MLX's CPU kernel cache (TMPDIR/mlx): built from scratch, its kernels
+    would cost a minute of compiling in every test."""
+    import tempfile
+
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    shared = Path(tempfile.gettempdir()) / "mlx"
+    shared.mkdir(exist_ok=True)
+    (tmp / "mlx").symlink_to(shared, target_is_directory=True)
     return dict(env, TMPDIR=str(tmp))
 
 

@@ -60,7 +60,7 @@ def test_list_answers_quickly_with_ten_thousand_jobs(env, home, external_redis):
 
 def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, voice_wav, external_redis):
     e = fake_env(env, home, delay_ms=150, NARRATE_FAKE_FAIL_ON="BROKEN", NARRATE_MAX_ATTEMPTS="1")
-    done, failing, running = write_docs(home, {"done.txt": 2, "failing.txt": 2, "running.txt": 40})
+    done, failing, running = write_docs(home, {"done.txt": 2, "failing.txt": 2, "running.txt": 160})
     failing.write_text("This is BROKEN.")
     ids = {}
     for doc in (done, failing):
@@ -78,8 +78,8 @@ def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, vo
         assert [r["id"] for r in rows] == [job["id"], later["id"], ids["failing"], ids["done"]]  # newest first
         by_id = {r["id"]: r for r in rows}
         run = by_id[job["id"]]
-        assert run["status"] == "started" and run["priority"] == "high" and run["total"] == 40
-        assert run["percent"] == round(100 * run["done"] / 40, 1) and run["eta_seconds"] > 0
+        assert run["status"] == "started" and run["priority"] == "high" and run["total"] == 160
+        assert run["percent"] == round(100 * run["done"] / 160, 1) and run["eta_seconds"] > 0
         assert run["realtime_factor"] > 0 and run["output"] == str(home / "out" / "running.mp3")
         assert by_id[later["id"]]["status"] == "scheduled" and by_id[later["id"]]["scheduled_for"]
         assert by_id[ids["failing"]]["status"] == "failed" and "BROKEN" not in str(by_id[ids["failing"]]["document"])

@@ -65,7 +65,7 @@ def test_two_machines_with_one_host_name_never_run_one_job_twice(env, home, voic
     lock_dir = tmp_path / "lockdir"
     lock_dir.mkdir()
     e = fake_env(env, home, delay_ms=100, NARRATE_LOCK_PATH=str(lock_dir / "host.lock"))
-    job_id = submit_book(e, home, voice_wav, book(40), name="shared")
+    job_id = submit_book(e, home, voice_wav, book(100), name="shared")
     first = start_group(e, "worker")
     try:
         wait_synthesized(home, 4)
@@ -77,6 +77,11 @@ def test_two_machines_with_one_host_name_never_run_one_job_twice(env, home, voic
             start_new_session=True,
         )  # fmt: skip
         try:
+            wait_until(lambda: external_redis.scard("rq:workers") >= 2, 60, "the second machine's worker")
+            from narrate.jobs import api
+
+            # it is up while the job runs (else this tests nothing)
+            assert api.status(external_redis, job_id)["status"] == "started"
             st = wait_for_job(job_id, timeout=120)
         finally:
             other_log = end_group(other)
@@ -86,7 +91,7 @@ def test_two_machines_with_one_host_name_never_run_one_job_twice(env, home, voic
     assert "Listening on" in other_log, other_log[-2000:]  # the second machine's worker did run
     assert "requeued abandoned" not in other_log, other_log[-2000:]
     indices = [i for i, _ in synthesized(home)]
-    assert sorted(indices) == list(range(40)), "a sentence was synthesized twice: the job ran twice"
+    assert sorted(indices) == list(range(100)), "a sentence was synthesized twice: the job ran twice"
 
 
 def test_an_unusable_lock_path_is_one_line_and_no_restart_loop(env, home, tmp_path):

@@ -1,0 +1,171 @@
+"""The book's mp3, Ogg (Opus) and FLAC files encoded while it is synthesized.
+
+MP3 (encoder delay, bit reservoir) and Opus in Ogg (pre-skip, page granules) do not join
+gaplessly by stream copy the way raw AAC frames do (jobs/adts.py), so these formats are not cut
+into segments: each output file gets one ffmpeg that runs for the whole book, fed the book's
+16-bit samples through a pipe in reading order as the units are rendered
+(jobs/segment_encoder.py, ordered mode). When the last sentence is in, only the last unit's audio
+is left to encode. `--split chapters` gives every chapter file its own ffmpeg, started at the
+chapter's first sample and closed at its last (at most two run at once with `chapters+book`).
+Chapter marks and tags are written afterwards with mutagen (jobs/tagging.py), since the chapter
+times are known only at the end.
+
+Every ffmpeg writes into the job's private scratch directory; the files reach the output
+directory through BookWriter.finish (jobs/stitch.py) like every other. ``close()`` kills them: no
+child outlives a stop, a cancel or a failure; a child of a worker killed outright reads the end of
+its input and exits, and its scratch directory is removed by the next book written on the host."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .ffmpeg import ffmpeg_failed
+from .layout import Piece
+from .outputs import FORMATS
+from .settings import SAMPLE_RATE
+
+STREAMED = {".mp3", ".ogg", ".opus", ".flac"}
+PCM_IN = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0"]
+
+
+def streams_for(ext: str, split: str, max_part_samples: int | None) -> bool:
+    """Whether a book in this format and layout is encoded while synthesized. Parts
+    (`--max-part-hours`) are grouped from chapter lengths known only at the end: those books are
+    rendered into a WAV and encoded once after the last sentence."""
+    return ext in STREAMED and max_part_samples is None and split in ("", "chapters", "chapters+book")
+
+
+class _Stream:
+    """One ffmpeg encoding one output file from samples piped to it."""
+
+    def __init__(self, ffmpeg: str, out: Path, ext: str, start: int):
+        muxer, codec = FORMATS[ext]
+        self.out, self.start, self.samples = out, start, 0
+        self.log = out.with_suffix(".log")
+        with open(self.log, "wb") as err:
+            self.proc = subprocess.Popen(
+                [ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *PCM_IN, *codec, "-f", muxer, str(out)],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
+            )  # fmt: skip
+
+    def write(self, data: np.ndarray) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(np.asarray(data, dtype="<i2").tobytes())
+        except BrokenPipeError:  # ffmpeg ended early: its own error says why
+            raise self._failed(self.proc.wait()) from None
+        self.samples += int(data.size)
+
+    def end_input(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            with contextlib.suppress(BrokenPipeError):
+                self.proc.stdin.close()
+
+    def finish(self) -> Path:
+        """The encoded file, once its ffmpeg has written all of it."""
+        self.end_input()
+        rc = self.proc.wait()
+        if rc != 0:
+            raise self._failed(rc)
+        self.log.unlink(missing_ok=True)
+        return self.out
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            self.proc.kill()
+        with contextlib.suppress(OSError, ValueError):
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        self.proc.wait()
+
+    def _failed(self, rc: int) -> Exception:
+        return ffmpeg_failed(rc, self.log.read_text("utf-8", "replace") if self.log.exists() else "")
+
+
+class PieceStreams:
+    """``write(samples)`` in reading order (one thread), ``finish(piece, out, title, ext)`` for each
+    output file after the last sentence (BookWriter's `mux` hook), ``close()`` always.
+
+    `chapters` is the Segmenter's list of (start sample, title), read as it grows: a chapter is
+    walked before any of its audio is rendered, so every boundary in what is written is known."""
+
+    def __init__(self, ffmpeg: str, scratch: Path, ext: str, split: str, chapters: list[tuple[int, str]]):
+        self.ffmpeg, self.scratch, self.ext, self.chapters = ffmpeg, scratch, ext, chapters
+        self.whole = split in ("", "chapters+book")
+        self.per_chapter = split in ("chapters", "chapters+book")
+        self.written = 0
+        self._book: _Stream | None = None
+        self._chapter: _Stream | None = None
+        self._done: dict[int, _Stream] = {}  # chapter files by first sample, input ended
+        self._lock = threading.Lock()  # write (the render thread) against close (the job thread)
+        self._closed = False
+
+    def write(self, data: np.ndarray) -> None:
+        data = np.asarray(data, dtype="<i2")
+        while data.size:
+            n = data.size
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("the book's encoders were closed")
+                if self.whole and self._book is None:
+                    self._book = self._open(0, "book")
+                if self.per_chapter:
+                    cut = self._cut()
+                    if self._chapter is None or cut == self.written:
+                        if self._chapter is not None:
+                            self._chapter.end_input()  # its ffmpeg finishes while the next one starts
+                            self._done[self._chapter.start] = self._chapter
+                        self._chapter = self._open(self.written, str(self.written))
+                        cut = self._cut()
+                    if cut is not None:
+                        n = min(n, cut - self.written)
+                streams = [s for s in (self._book, self._chapter) if s is not None]
+            for s in streams:
+                s.write(data[:n])
+            self.written += n
+            data = data[n:]
+
+    def _cut(self) -> int | None:
+        """Where the open chapter file ends: the next chapter's first sample (None: not known yet,
+        so not in what is being written)."""
+        first = self._chapter.start if self._chapter is not None else -1
+        return next((start for start, _ in self.chapters if start > first), None)
+
+    def _open(self, start: int, name: str) -> _Stream:
+        return _Stream(self.ffmpeg, self.scratch / f"stream-{name}.partial{self.ext}", self.ext, start)
+
+    def finish(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:
+        """Put the file encoded for `piece` at `out` (in the scratch directory)."""
+        with self._lock:
+            if piece.folder:
+                if self._chapter is not None and self._chapter.start == piece.start:
+                    self._done[piece.start], self._chapter = self._chapter, None
+                stream = self._done.pop(piece.start, None)
+            else:
+                stream, self._book = self._book, None
+        if stream is None or stream.start != piece.start or stream.samples != piece.end - piece.start:
+            raise RuntimeError(
+                f"the encoded stream for {piece.name} does not match it "
+                f"({stream.samples if stream else 'none'} samples from {stream.start if stream else '-'}, "
+                f"expected {piece.end - piece.start} from {piece.start})"
+            )
+        try:
+            os.replace(stream.finish(), out)
+        except BaseException:
+            stream.kill()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            streams = [s for s in (self._book, self._chapter, *self._done.values()) if s is not None]
+            self._book = self._chapter = None
+            self._done.clear()
+        for s in streams:
+            s.kill()

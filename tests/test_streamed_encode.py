@@ -1,0 +1,239 @@
+"""mp3, Ogg (Opus) and FLAC books encoded while they are synthesized (jobs/stream_encode.py): one
+ffmpeg per output file fed in reading order gives the same audio as one encode of the whole WAV
+after the last sentence, with chapter marks written afterwards (jobs/tagging.py); a stop, a
+kill or a full disk leaves no child and no file."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
+from faults import fake_env, submit
+from narrate.jobs import segment_encoder, stitch_bench
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.spec import JobSpec
+
+
+@pytest.fixture(scope="module")
+def minute(tmp_path_factory):
+    """A minute of speech-like sentences, a chapter every 4 sentences."""
+    root = tmp_path_factory.mktemp("minute")
+    plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)
+    return root, plan, store
+
+
+def _chapters(path) -> list[tuple[int, str]]:
+    """(start ms, title) of every chapter, as ffmpeg reads the file."""
+    meta = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    found = re.findall(r"^TIMEBASE=(\d+)/(\d+)\s+START=(\d+)\s+END=\d+\s+title=(.*)$", meta, re.M)
+    return [(round(int(start) * int(num) * 1000 / int(den)), title) for num, den, start, title in found]
+
+
+@pytest.mark.parametrize("ext", ["mp3", "opus", "flac"])
+def test_a_streamed_book_is_the_one_encode_of_its_samples_with_every_chapter(minute, tmp_path, ext):
+    root, plan, store = minute
+    spec = JobSpec(document="d", voice="v", output=f"book.{ext}", loudness=None)
+    # units at chapters and after 10 s: the book reaches its ffmpeg in several pieces
+    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / f"book.{ext}", tmp_path / "s", None, unit_s=10)
+    assert len(got["units"]) > len(plan.chapter_at) >= 3
+    assert [n for n in (tmp_path / "s").iterdir()] == []  # the scratch directory went with the writer
+    stitch_bench.old(plan, store, spec, tmp_path / "out" / f"once.{ext}", tmp_path / "s")
+    stitch_bench.old(plan, store, spec, tmp_path / "out" / "exact.wav", tmp_path / "s")
+    streamed = decoded_samples(tmp_path / "out" / f"book.{ext}")
+    once = decoded_samples(tmp_path / "out" / f"once.{ext}")
+    assert streamed.size > 0 and np.array_equal(streamed, once)  # the same samples into the same encoder
+    if ext == "flac":
+        assert np.array_equal(streamed, decoded_samples(tmp_path / "out" / "exact.wav"))
+    starts = [round(a * 1000 / SR) for a, _ in got["chapters"]]
+    titles = [t for _, t in got["chapters"]]
+    marks = _chapters(tmp_path / "out" / f"book.{ext}")
+    assert [t for _, t in marks] == titles == [t for _, t in _chapters(tmp_path / "out" / f"once.{ext}")]
+    if ext == "mp3":  # ffmpeg shifts ID3 chapter times back by the encoder delay it skips: read the frames
+        from mutagen.id3 import ID3
+
+        tag = ID3(tmp_path / "out" / "book.mp3")
+        marks = [(f.start_time, f.sub_frames["TIT2"].text[0]) for f in tag.getall("CHAP")]
+        assert [f.child_element_ids for f in tag.getall("CTOC")] == [[f"ch{n}" for n in range(len(titles))]]
+    assert [a for a, _ in sorted(marks)] == pytest.approx(starts, abs=1)
+
+
+@pytest.mark.parametrize("split", ["chapters", "chapters+book"])
+def test_chapter_files_are_streamed_one_ffmpeg_each_and_add_up_to_the_book(minute, tmp_path, split):
+    root, plan, store = minute
+    spec = JobSpec(document="d", voice="v", output="book.flac", loudness=None, split=split)
+    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.flac", tmp_path / "s", None)
+    whole = JobSpec(document="d", voice="v", output="exact.wav", loudness=None)
+    stitch_bench.old(plan, store, whole, tmp_path / "out" / "exact.wav", tmp_path / "s")
+    exact = decoded_samples(tmp_path / "out" / "exact.wav")
+    files = sorted((tmp_path / "out" / "book").glob("*.flac"))
+    assert len(files) == len(plan.chapter_at) == len(got["chapters"])
+    assert np.array_equal(np.concatenate([decoded_samples(f) for f in files]), exact)
+    assert (tmp_path / "out" / "book.flac").exists() == (split == "chapters+book")
+    if split == "chapters+book":
+        assert np.array_equal(decoded_samples(tmp_path / "out" / "book.flac"), exact)
+
+
+def test_parts_fall_back_to_one_encode_after_the_last_sentence(minute, tmp_path):
+    """`--max-part-hours` groups chapters by lengths known only at the end: no stream, the WAV."""
+    root, plan, store = minute
+    spec = JobSpec(document="d", voice="v", output="book.mp3", loudness=None, max_part_hours=25 / 3600)
+    stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.mp3", tmp_path / "s", None)
+    parts = sorted((tmp_path / "out").glob("book - part *.mp3"))
+    assert len(parts) >= 2
+
+
+def _ffmpeg_children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()]
+    return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
+
+
+def test_an_mp3_is_encoded_while_later_sentences_are_synthesized(env, home, voice_wav):
+    e = fake_env(env, home, delay_ms=150)
+    doc = home / "ch.md"
+    doc.write_text("\n\n".join(f"# Part {c}\n\nA first line here. A second line here. A third one." for c in range(3)))
+    out = home / "out" / "ch.mp3"
+    job_id = submit(e, doc, voice_wav, out)
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    st = wait_for_job(job_id)
+    assert st["status"] == "finished", st.get("error")
+    r = st["result"]
+    assert r["segments"] == 3 and r["segments_encoded_early"] >= 1, r
+    assert decoded_samples(out).size == r["samples"]  # the LAME tag's delay and padding: exact length
+    assert [t for _, t in _chapters(out)] == ["Part 0", "Part 1", "Part 2"]
+
+
+def test_cancel_while_an_mp3_is_streamed_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
+    from conftest import start_worker, stop_worker
+    from faults import child_pid
+    from opskit import submit_json
+
+    e = fake_env(env, home, delay_ms=60)
+    doc = home / "many.md"
+    doc.write_text("\n\n".join(f"# Part {c}\n\nLine {c} one is here. Line {c} two is here." for c in range(40)))
+    [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "many.mp3"))
+    worker = start_worker(e)
+    try:
+        scratch = home / "stitch"
+        wait_until(lambda: any(scratch.glob("narrate-stitch-*/stream-book.partial.mp3")), 60, "the mp3 encode")
+        pid = child_pid(home, worker)[1]
+        assert _ffmpeg_children(pid)
+        assert narrate(e, "cancel", job["id"]).returncode == 0
+        st = wait_for_job(job["id"], timeout=30)
+        assert st["status"] == "canceled" and st["progress"]["done"] < st["progress"]["total"]
+        assert _ffmpeg_children(pid) == []
+        assert list(scratch.glob("narrate-stitch-*")) == []
+        assert not (home / "out").exists() or list((home / "out").iterdir()) == []
+    finally:
+        stop_worker(worker)
+
+
+def test_a_full_disk_during_a_streamed_encode_is_the_os_error_and_leaves_nothing(tmp_path):
+    import resource
+    import signal
+
+    code = (
+        "import sys, pathlib; from narrate.jobs import stitch_bench; from narrate.jobs.spec import JobSpec\n"
+        "tmp = pathlib.Path(sys.argv[1])\n"
+        "plan, store = stitch_bench.make_book(tmp / 'book', 1 / 60, per_chapter=4)\n"
+        "spec = JobSpec(document='d', voice='v', output='book.flac')\n"
+        "stitch_bench.segmented(plan, store, spec, tmp / 'out' / 'book.flac', tmp / 's', None, unit_s=10)\n"
+    )
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))  # checkpoints fit, the flac does not
+
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                          preexec_fn=limited, timeout=120)  # fmt: skip
+    assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
+    assert list((tmp_path / "s").iterdir()) == []
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_killed_job_process_leaves_a_streaming_ffmpeg_that_ends(minute, tmp_path):
+    """SIGKILL while the book's ffmpeg is open: it reads the end of its input and exits."""
+    import os
+    import signal
+
+    root, plan, store = minute
+    code = (
+        "import sys, time, pathlib\n"
+        "from narrate.jobs import stitch_bench, segment_encoder\n"
+        "from narrate.jobs.spec import JobSpec\n"
+        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+        "real = segment_encoder.render_segment\n"
+        "def stuck(seg, stream, gains, write, alive):\n"
+        "    real(seg, stream, gains, write, alive)\n"
+        "    print('ENCODING', flush=True)\n"
+        "    time.sleep(600)\n"
+        "segment_encoder.render_segment = stuck\n"
+        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)\n"
+        "stitch_bench.segmented(plan, store, JobSpec(document='d', voice='v', output='b.mp3'), tmp / 'out' / 'b.mp3',"
+        " tmp / 's', None)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ENCODING"
+        kids = _ffmpeg_children(proc.pid)
+        assert kids
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        wait_until(lambda: all(_gone(k) for k in kids), 30, "ffmpeg exits")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def _gone(pid: int) -> bool:
+    out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    return out == "" or out.startswith("Z")
+
+
+def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp_path):
+    """An ffmpeg that stops reading (SIGSTOP) blocks the render thread on a full pipe: closing the
+    stitch still ends at once, kills it and leaves nothing."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from narrate.jobs.segments import Segmenter
+    from narrate.jobs.stitch import BookWriter
+    from narrate.jobs.stream_encode import PieceStreams
+
+    root, plan, store = minute
+    spec = JobSpec(document="d", voice="v", output="book.flac")
+    out = tmp_path / "out" / "book.flac"
+    (tmp_path / "out").mkdir()
+    with BookWriter(out, ffmpeg_exe(), root=tmp_path / "out", workdir=tmp_path / "s", wav=False) as book:
+        seg = Segmenter(plan, spec)
+        streams = PieceStreams(ffmpeg_exe(), book.scratch, ".flac", "", seg.chapters)
+        first = threading.Event()
+        real = streams.write
+
+        def write(data):
+            first.set()
+            real(data)
+
+        enc = segment_encoder.SegmentEncoder(plan, spec, store, book.scratch, ffmpeg_exe(), write)
+        try:
+            streams.write(np.zeros(SR, dtype="<i2"))  # the ffmpeg is up
+            proc = streams._book.proc
+            os.kill(proc.pid, signal.SIGSTOP)
+            enc.walked(*seg.advance(lambda i: stitch_bench._heard(store, plan.keys[i])), seg.units)
+            wait_until(first.is_set, 30, "rendering")
+            time.sleep(0.5)  # the pipe fills: the render thread is blocked in its write
+        finally:
+            t0 = time.monotonic()
+            streams.close()
+            enc.close()
+        assert proc.poll() is not None and time.monotonic() - t0 < 10
+    assert list((tmp_path / "s").iterdir()) == [] and list((tmp_path / "out").iterdir()) == []
