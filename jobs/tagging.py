@@ -1,9 +1,11 @@
 """Tags and cover art written into an encoded file with mutagen (after the encode, before the file
-is put in place): MP4 atoms for .m4b/.m4a, ID3v2 for .mp3, Vorbis comments (with a
+is put in place): MP4 atoms for .m4b/.m4a, ID3v2.3 for .mp3 (ffmpeg misreads the sizes of v2.4
+frames nested in chapters, and dropped long chapter titles), Vorbis comments (with a
 METADATA_BLOCK_PICTURE) for .flac/.ogg/.opus. WAV carries only the title ffmpeg writes.
 
 Chapter marks go in here too for the formats that take them afterwards: ID3v2 CHAP frames under
-one CTOC (the frames ffmpeg's mp3 muxer writes) and Vorbis CHAPTERnnn/CHAPTERnnnNAME comments
+one CTOC (the frames ffmpeg's mp3 muxer writes; over 255 chapters, a CTOC of CTOCs, since a table
+counts its entries in one byte) and Vorbis CHAPTERnnn/CHAPTERnnnNAME comments
 (the convention ffmpeg reads; 999 at most). MP4 chapters are written by ffmpeg's muxer.
 
 Where each field goes (what Apple Books, Audiobookshelf and BookPlayer read): title -> title,
@@ -20,6 +22,7 @@ from .settings import SAMPLE_RATE
 
 Span = tuple[int, int, str]  # (start, end, title) in samples
 MAX_VORBIS_CHAPTERS = 999
+MAX_CTOC_ENTRIES = 255  # ID3v2 CTOC: a one-byte entry count
 
 
 def write_tags(path: Path, tags: Tags, chapters: list[Span] | None = None) -> None:
@@ -77,10 +80,11 @@ def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
         ID3NoHeaderError,
     )
 
+    kind = _chapters_in_order(ID3)
     try:
-        t = ID3(path)
+        t = kind(path)
     except ID3NoHeaderError:
-        t = ID3()
+        t = kind()
     frames = [(TIT2, tags.title), (TALB, tags.album), (TPE1, tags.author), (TPE2, tags.author),
               (TCOM, tags.narrator), (TDRC, tags.year)]  # fmt: skip
     for frame, value in frames:
@@ -97,11 +101,39 @@ def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
         t.delall("CHAP")
         t.delall("CTOC")
         ids = [f"ch{n}" for n in range(len(chapters))]
-        t.add(CTOC(element_id="toc", flags=CTOCFlags.TOP_LEVEL | CTOCFlags.ORDERED, child_element_ids=ids))
+        ordered = CTOCFlags.ORDERED
+        if len(ids) <= MAX_CTOC_ENTRIES:
+            t.add(CTOC(element_id="toc", flags=CTOCFlags.TOP_LEVEL | ordered, child_element_ids=ids))
+        else:  # a table lists at most 255 elements: a table of tables
+            tables = [ids[k : k + MAX_CTOC_ENTRIES] for k in range(0, len(ids), MAX_CTOC_ENTRIES)]
+            names = [f"toc{n}" for n in range(1, len(tables) + 1)]
+            t.add(CTOC(element_id="toc", flags=CTOCFlags.TOP_LEVEL | ordered, child_element_ids=names))
+            for name, table in zip(names, tables, strict=True):
+                t.add(CTOC(element_id=name, flags=ordered, child_element_ids=table))
         for eid, (start, end, title) in zip(ids, chapters, strict=True):
             t.add(CHAP(element_id=eid, start_time=_ms(start), end_time=_ms(end),
                        sub_frames=[TIT2(encoding=3, text=[title])]))  # fmt: skip
-    t.save(path)
+    t.save(path, v2_version=3)  # ffmpeg misreads v2.4 sizes inside CHAP frames: long titles were lost
+
+
+def _chapters_in_order(id3: type) -> type:
+    """mutagen writes a tag's frames smallest first, but ffmpeg (and the audiobook servers that
+    read chapters through ffprobe) list CHAP frames in the order they lie in the tag: they are
+    written last, by start time. (mutagen is pinned: `_write` and `save_frame` are its own.)"""
+    from mutagen.id3._tags import save_frame
+
+    class ChaptersInOrder(id3):
+        def _write(self, config):
+            chapters = sorted(self.getall("CHAP"), key=lambda f: f.start_time)
+            self.delall("CHAP")
+            try:
+                head = super()._write(config)
+            finally:
+                for frame in chapters:
+                    self.add(frame)
+            return head + b"".join(save_frame(frame, config=config) for frame in chapters)
+
+    return ChaptersInOrder
 
 
 def _vorbis(path: Path, tags: Tags, chapters: list[Span]) -> None:

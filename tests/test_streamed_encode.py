@@ -237,3 +237,31 @@ def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp
             enc.close()
         assert proc.poll() is not None and time.monotonic() - t0 < 10
     assert list((tmp_path / "s").iterdir()) == [] and list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.mark.parametrize("ext", ["mp3", "flac", "opus"])
+def test_chapter_marks_written_after_the_encode_survive_odd_titles_and_their_number(tmp_path, ext):
+    """1200 chapters with titles a document may hold: ID3 takes them all, Vorbis comments the
+    first 999 (the CHAPTERnnn convention has three digits); the file still plays from its start."""
+    from narrate.jobs.bookmeta import Tags
+    from narrate.jobs.tagging import MAX_VORBIS_CHAPTERS, write_tags
+
+    path = tmp_path / f"t.{ext}"
+    subprocess.run([ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", "anullsrc=r=24000:cl=mono", "-t", "130",
+                    "-c:a", {"mp3": "libmp3lame", "flac": "flac", "opus": "libopus"}[ext], str(path)],
+                   check=True)  # fmt: skip
+    titles = ['Naïve = "quoted"; #1', "第二章 雨", "x" * 300] + [f"Part {n}" + "!" * (n % 7) for n in range(3, 1200)]
+    spans = [(n * 2400, (n + 1) * 2400, t) for n, t in enumerate(titles)]  # every 0.1 s
+    write_tags(path, Tags(title="Book"), spans)
+    marks = _chapters(path)
+    want = len(titles) if ext == "mp3" else MAX_VORBIS_CHAPTERS
+    escaped = [t.replace("=", "\\=").replace(";", "\\;").replace("#", "\\#") for t in titles[:want]]
+    assert [t for _, t in marks] == escaped  # in reading order, whatever their lengths
+    assert [ms for ms, _ in marks][1:] == [n * 100 - (46 if ext == "mp3" else 0) for n in range(1, want)]
+    assert decoded_samples(path).size == pytest.approx(130 * SR, abs=2 * SR)
+    if ext == "mp3":  # a table of contents lists at most 255 entries: a table of tables
+        from mutagen.id3 import ID3
+
+        tables = {f.element_id: f.child_element_ids for f in ID3(path).getall("CTOC")}
+        assert tables["toc"] == ["toc1", "toc2", "toc3", "toc4", "toc5"]
+        assert sum((tables[f"toc{n}"] for n in range(1, 6)), []) == [f"ch{n}" for n in range(1200)]
