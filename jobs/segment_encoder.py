@@ -4,8 +4,10 @@ Every sentence walked in reading order is measured at once by a background threa
 process (BS.1770 loudness and true peak, jobs/assemble.py), so a unit's gains are known as soon as
 its last sentence is. Its segments are then rendered by another background thread: for m4a/m4b
 each into its own ffmpeg child, which encodes it to a raw AAC stream in the job's scratch
-directory, trimmed for a gapless join (jobs/adts.py); for the other formats into the book's WAV,
-in reading order (one encode of the WAV after the last sentence). During synthesis one thread
+directory, trimmed for a gapless join (jobs/adts.py); for the other formats into `write`, in
+reading order: the pipes of the ffmpeg encoding the book's files (mp3, ogg/opus, flac:
+jobs/stream_encode.py) or the book's WAV (wav, and books in parts: one encode after the last
+sentence). During synthesis one thread
 measures and one renders; after the last sentence the segments left are encoded by up to one
 ffmpeg per CPU at once (four at most: memory stays flat). ``close()`` (a stop, a cancel, a
 failure) ends the threads and kills the ffmpeg children; the scratch directory goes with the

@@ -152,10 +152,11 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
     ffmpeg = ffmpeg_exe()
     ext = out.suffix.lower()
     seg = Segmenter(plan, spec, int(unit_s * SAMPLE_RATE), int(block_s * SAMPLE_RATE))
-    streamed = streams_for(ext, spec.split, assemble.max_part_samples(spec))
+    streamed = streams_for(ext, spec.split)
     with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work,
                     wav=not (ext in SEGMENTED or streamed)) as book:  # fmt: skip
-        streams = PieceStreams(ffmpeg, book.scratch, ext, spec.split, seg.chapters) if streamed else None
+        streams = (PieceStreams(ffmpeg, book.scratch, ext, spec.split, seg.chapters, assemble.max_part_samples(spec))
+                   if streamed else None)  # fmt: skip
         write = streams.write if streams else None if ext in SEGMENTED else book.write_pcm
         encoder = SegmentEncoder(plan, spec, store, book.scratch, ffmpeg, write)
         try:

@@ -6,8 +6,8 @@ For mp3, ogg/opus and flac the rendered units are piped in reading order into on
 output file, which encodes during synthesis too (jobs/stream_encode.py). After the last sentence,
 ``finish`` walks what is left (a checkpoint that vanished meanwhile is synthesized again through
 `again`), encodes the remaining segments in parallel, then muxes the book's files from the
-segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once (wav,
-and books in parts), adds subtitles, tags and chapters and puts every file in place
+segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once
+(.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags and chapters and puts every file in place
 (jobs/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
 stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
 written to the output directory before ``finish`` places the files."""
@@ -65,7 +65,7 @@ class Stitcher:
         plain = not spec.split and spec.max_part_hours is None
         ext = final.suffix.lower()
         self.segmented = ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
-        self.streamed = streams_for(ext, spec.split, assemble.max_part_samples(spec))
+        self.streamed = streams_for(ext, spec.split)
         self.segmenter = Segmenter(plan, spec)
         self.book: BookWriter | None = None
         self.encoder: SegmentEncoder | None = None
@@ -84,7 +84,7 @@ class Stitcher:
             write = None if self.segmented else self.book.write_pcm
             if self.streamed:
                 self.streams = PieceStreams(ffmpeg, self.book.scratch, self.final.suffix.lower(), self.spec.split,
-                                            self.segmenter.chapters)  # fmt: skip
+                                            self.segmenter.chapters, assemble.max_part_samples(self.spec))  # fmt: skip
                 write, self.book.mux = self.streams.write, self.streams.finish
             self.encoder = SegmentEncoder(self.plan, self.spec, self.checkpoints, self.book.scratch, ffmpeg, write)
             if self.segmented:

@@ -6,7 +6,8 @@ into segments: each output file gets one ffmpeg that runs for the whole book, fe
 16-bit samples through a pipe in reading order as the units are rendered
 (jobs/segment_encoder.py, ordered mode). When the last sentence is in, only the last unit's audio
 is left to encode. `--split chapters` gives every chapter file its own ffmpeg, started at the
-chapter's first sample and closed at its last (at most two run at once with `chapters+book`).
+chapter's first sample and closed at its last (at most two run at once with `chapters+book`);
+`--max-part-hours` parts get one each, fed a chapter at a time (see PieceStreams).
 Chapter marks and tags are written afterwards with mutagen (jobs/tagging.py), since the chapter
 times are known only at the end.
 
@@ -34,11 +35,9 @@ STREAMED = {".mp3", ".ogg", ".opus", ".flac"}
 PCM_IN = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0"]
 
 
-def streams_for(ext: str, split: str, max_part_samples: int | None) -> bool:
-    """Whether a book in this format and layout is encoded while synthesized. Parts
-    (`--max-part-hours`) are grouped from chapter lengths known only at the end: those books are
-    rendered into a WAV and encoded once after the last sentence."""
-    return ext in STREAMED and max_part_samples is None and split in ("", "chapters", "chapters+book")
+def streams_for(ext: str, split: str) -> bool:
+    """Whether a book in this format and layout is encoded while synthesized."""
+    return ext in STREAMED and split in ("", "chapters", "chapters+book")
 
 
 class _Stream:
@@ -88,21 +87,59 @@ class _Stream:
         return ffmpeg_failed(rc, self.log.read_text("utf-8", "replace") if self.log.exists() else "")
 
 
+class _Spill:
+    """A chapter's samples kept in the scratch directory until its end is known (parts)."""
+
+    def __init__(self, path: Path, start: int):
+        self.path, self.start, self.samples = path, start, 0
+        self.file = open(path, "xb")
+
+    def write(self, data: np.ndarray) -> None:
+        self.file.write(np.asarray(data, dtype="<i2").tobytes())
+        self.samples += int(data.size)
+
+    def drain_into(self, stream: _Stream) -> None:
+        self.file.close()
+        with open(self.path, "rb") as f:
+            while block := f.read(SPILL_BLOCK):
+                stream.write(np.frombuffer(block, dtype="<i2"))
+        self.path.unlink()
+
+    def discard(self) -> None:
+        self.file.close()
+        self.path.unlink(missing_ok=True)
+
+
+SPILL_BLOCK = 1 << 20
+
+
 class PieceStreams:
     """``write(samples)`` in reading order (one thread), ``finish(piece, out, title, ext)`` for each
     output file after the last sentence (BookWriter's `mux` hook), ``close()`` always.
 
     `chapters` is the Segmenter's list of (start sample, title), read as it grows: a chapter is
-    walked before any of its audio is rendered, so every boundary in what is written is known."""
+    walked before any of its audio is rendered, so every boundary in what is written is known.
 
-    def __init__(self, ffmpeg: str, scratch: Path, ext: str, split: str, chapters: list[tuple[int, str]]):
+    Parts (`max_part_samples`) are chapters grouped greedily (jobs/layout.py): whether a chapter
+    joins the open part depends on where it ends. So a chapter's samples wait in a spill file in
+    the scratch directory until the next chapter starts, then go to the open part's ffmpeg or a
+    new one's; after the last sentence the last chapter is left to encode."""
+
+    def __init__(self, ffmpeg: str, scratch: Path, ext: str, split: str, chapters: list[tuple[int, str]],
+                 max_part_samples: int | None = None):  # fmt: skip
         self.ffmpeg, self.scratch, self.ext, self.chapters = ffmpeg, scratch, ext, chapters
-        self.whole = split in ("", "chapters+book")
+        self.limit = max_part_samples
+        self.whole = split in ("", "chapters+book") and max_part_samples is None
+        self.in_parts = split in ("", "chapters+book") and max_part_samples is not None
         self.per_chapter = split in ("chapters", "chapters+book")
         self.written = 0
+        self._start: int | None = None  # the open chapter's first sample
+        self._ended = False  # the last chapter is closed (after the last sentence)
         self._book: _Stream | None = None
         self._chapter: _Stream | None = None
-        self._done: dict[int, _Stream] = {}  # chapter files by first sample, input ended
+        self._spill: _Spill | None = None
+        self._part: _Stream | None = None
+        self._done: dict[tuple[str, int], _Stream] = {}  # ("chapter"|"part", first sample): input ended
         self._lock = threading.Lock()  # write (the render thread) against close (the job thread)
         self._closed = False
 
@@ -115,27 +152,48 @@ class PieceStreams:
                     raise RuntimeError("the book's encoders were closed")
                 if self.whole and self._book is None:
                     self._book = self._open(0, "book")
-                if self.per_chapter:
+                if self.per_chapter or self.in_parts:
                     cut = self._cut()
-                    if self._chapter is None or cut == self.written:
-                        if self._chapter is not None:
-                            self._chapter.end_input()  # its ffmpeg finishes while the next one starts
-                            self._done[self._chapter.start] = self._chapter
-                        self._chapter = self._open(self.written, str(self.written))
+                    if self._start is None or cut == self.written:
+                        self._chapter_ends(self.written)
+                        self._chapter_starts(self.written)
                         cut = self._cut()
                     if cut is not None:
                         n = min(n, cut - self.written)
-                streams = [s for s in (self._book, self._chapter) if s is not None]
-            for s in streams:
-                s.write(data[:n])
+                sinks = [s for s in (self._book, self._chapter, self._spill) if s is not None]
+            for sink in sinks:
+                sink.write(data[:n])
             self.written += n
             data = data[n:]
 
     def _cut(self) -> int | None:
-        """Where the open chapter file ends: the next chapter's first sample (None: not known yet,
-        so not in what is being written)."""
-        first = self._chapter.start if self._chapter is not None else -1
+        """Where the open chapter ends: the next chapter's first sample (None: not known yet, so
+        not in what is being written)."""
+        first = self._start if self._start is not None else -1
         return next((start for start, _ in self.chapters if start > first), None)
+
+    def _chapter_starts(self, at: int) -> None:
+        self._start = at
+        if self.per_chapter:
+            self._chapter = self._open(at, str(at))
+        if self.in_parts:
+            self._spill = _Spill(self.scratch / f"spill-{at}.raw", at)
+
+    def _chapter_ends(self, at: int) -> None:
+        """The open chapter ends at `at`: its file's ffmpeg finishes while the next one starts;
+        its spilled samples go to the part it belongs to."""
+        if self._chapter is not None:
+            self._chapter.end_input()
+            self._done[("chapter", self._chapter.start)], self._chapter = self._chapter, None
+        if self._spill is not None:
+            spill, self._spill = self._spill, None
+            assert self.limit is not None
+            if self._part is None or at - self._part.start > self.limit:
+                if self._part is not None:
+                    self._part.end_input()
+                    self._done[("part", self._part.start)] = self._part
+                self._part = self._open(spill.start, f"part-{spill.start}")
+            spill.drain_into(self._part)
 
     def _open(self, start: int, name: str) -> _Stream:
         return _Stream(self.ffmpeg, self.scratch / f"stream-{name}.partial{self.ext}", self.ext, start)
@@ -143,10 +201,15 @@ class PieceStreams:
     def finish(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:
         """Put the file encoded for `piece` at `out` (in the scratch directory)."""
         with self._lock:
+            if not self._ended:  # the last sentence is in: the last chapter ends with the book
+                self._ended = True
+                self._chapter_ends(self.written)
+                if self._part is not None:
+                    self._done[("part", self._part.start)], self._part = self._part, None
             if piece.folder:
-                if self._chapter is not None and self._chapter.start == piece.start:
-                    self._done[piece.start], self._chapter = self._chapter, None
-                stream = self._done.pop(piece.start, None)
+                stream = self._done.pop(("chapter", piece.start), None)
+            elif self.in_parts:
+                stream = self._done.pop(("part", piece.start), None)
             else:
                 stream, self._book = self._book, None
         if stream is None or stream.start != piece.start or stream.samples != piece.end - piece.start:
@@ -164,8 +227,11 @@ class PieceStreams:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            streams = [s for s in (self._book, self._chapter, *self._done.values()) if s is not None]
-            self._book = self._chapter = None
+            streams = [s for s in (self._book, self._chapter, self._part, *self._done.values()) if s is not None]
+            self._book = self._chapter = self._part = None
             self._done.clear()
+            spill, self._spill = self._spill, None
         for s in streams:
             s.kill()
+        if spill is not None:
+            spill.discard()

@@ -78,13 +78,28 @@ def test_chapter_files_are_streamed_one_ffmpeg_each_and_add_up_to_the_book(minut
         assert np.array_equal(decoded_samples(tmp_path / "out" / "book.flac"), exact)
 
 
-def test_parts_fall_back_to_one_encode_after_the_last_sentence(minute, tmp_path):
-    """`--max-part-hours` groups chapters by lengths known only at the end: no stream, the WAV."""
+@pytest.mark.parametrize("split", ["", "chapters+book"])
+def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, tmp_path, split):
+    """`--max-part-hours`: a chapter joins the open part or starts the next one once its end is
+    known; the parts hold every sample once, in order, with their chapter marks."""
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="v", output="book.mp3", loudness=None, max_part_hours=25 / 3600)
-    stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.mp3", tmp_path / "s", None)
-    parts = sorted((tmp_path / "out").glob("book - part *.mp3"))
-    assert len(parts) >= 2
+    spec = JobSpec(document="d", voice="v", output="book.flac", loudness=None, split=split, max_part_hours=25 / 3600)
+    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.flac", tmp_path / "s", None)
+    whole = JobSpec(document="d", voice="v", output="exact.wav", loudness=None)
+    stitch_bench.old(plan, store, whole, tmp_path / "out" / "exact.wav", tmp_path / "s")
+    exact = decoded_samples(tmp_path / "out" / "exact.wav")
+    parts = sorted((tmp_path / "out").glob("book - part *.flac"))
+    assert len(parts) >= 2 and not (tmp_path / "out" / "book.flac").exists()
+    decoded = [decoded_samples(p) for p in parts]
+    assert np.array_equal(np.concatenate(decoded), exact)
+    assert all(d.size <= 25 * SR for d in decoded)  # no part over the limit (no chapter is longer)
+    starts = np.cumsum([0] + [d.size for d in decoded[:-1]])
+    for part, first, d in zip(parts, starts, decoded, strict=True):  # each part's marks: its chapters
+        inside = [round((a - first) * 1000 / SR) for a, _ in got["chapters"] if first <= a < first + d.size]
+        assert len(inside) >= 1 and [ms for ms, _ in _chapters(part)] == pytest.approx(inside, abs=1)
+    if split:
+        files = sorted((tmp_path / "out" / "book").glob("*.flac"))
+        assert np.array_equal(np.concatenate([decoded_samples(f) for f in files]), exact)
 
 
 def _ffmpeg_children(pid: int) -> list[int]:
