@@ -100,10 +100,12 @@ class _Spill:
 
     def drain_into(self, stream: _Stream) -> None:
         self.file.close()
-        with open(self.path, "rb") as f:
-            while block := f.read(SPILL_BLOCK):
-                stream.write(np.frombuffer(block, dtype="<i2"))
-        self.path.unlink()
+        try:
+            with open(self.path, "rb") as f:
+                while block := f.read(SPILL_BLOCK):
+                    stream.write(np.frombuffer(block, dtype="<i2"))
+        finally:
+            self.path.unlink(missing_ok=True)
 
     def discard(self) -> None:
         self.file.close()
@@ -152,15 +154,18 @@ class PieceStreams:
                     raise RuntimeError("the book's encoders were closed")
                 if self.whole and self._book is None:
                     self._book = self._open(0, "book")
+                pending = None
                 if self.per_chapter or self.in_parts:
                     cut = self._cut()
                     if self._start is None or cut == self.written:
-                        self._chapter_ends(self.written)
+                        pending = self._chapter_ends(self.written)
                         self._chapter_starts(self.written)
                         cut = self._cut()
                     if cut is not None:
                         n = min(n, cut - self.written)
                 sinks = [s for s in (self._book, self._chapter, self._spill) if s is not None]
+            if pending is not None:  # outside the lock: a close() must not wait for a pipe
+                pending[0].drain_into(pending[1])
             for sink in sinks:
                 sink.write(data[:n])
             self.written += n
@@ -179,21 +184,23 @@ class PieceStreams:
         if self.in_parts:
             self._spill = _Spill(self.scratch / f"spill-{at}.raw", at)
 
-    def _chapter_ends(self, at: int) -> None:
-        """The open chapter ends at `at`: its file's ffmpeg finishes while the next one starts;
-        its spilled samples go to the part it belongs to."""
+    def _chapter_ends(self, at: int) -> tuple[_Spill, _Stream] | None:
+        """The open chapter ends at `at`: its file's ffmpeg finishes while the next one starts.
+        Returns its spilled samples and the part they go to (the caller drains one into the
+        other, without the lock)."""
         if self._chapter is not None:
             self._chapter.end_input()
             self._done[("chapter", self._chapter.start)], self._chapter = self._chapter, None
-        if self._spill is not None:
-            spill, self._spill = self._spill, None
-            assert self.limit is not None
-            if self._part is None or at - self._part.start > self.limit:
-                if self._part is not None:
-                    self._part.end_input()
-                    self._done[("part", self._part.start)] = self._part
-                self._part = self._open(spill.start, f"part-{spill.start}")
-            spill.drain_into(self._part)
+        if self._spill is None:
+            return None
+        spill, self._spill = self._spill, None
+        assert self.limit is not None
+        if self._part is None or at - self._part.start > self.limit:
+            if self._part is not None:
+                self._part.end_input()
+                self._done[("part", self._part.start)] = self._part
+            self._part = self._open(spill.start, f"part-{spill.start}")
+        return spill, self._part
 
     def _open(self, start: int, name: str) -> _Stream:
         return _Stream(self.ffmpeg, self.scratch / f"stream-{name}.partial{self.ext}", self.ext, start)
@@ -201,11 +208,15 @@ class PieceStreams:
     def finish(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:
         """Put the file encoded for `piece` at `out` (in the scratch directory)."""
         with self._lock:
+            pending = None
             if not self._ended:  # the last sentence is in: the last chapter ends with the book
                 self._ended = True
-                self._chapter_ends(self.written)
+                pending = self._chapter_ends(self.written)
                 if self._part is not None:
                     self._done[("part", self._part.start)], self._part = self._part, None
+        if pending is not None:
+            pending[0].drain_into(pending[1])
+        with self._lock:
             if piece.folder:
                 stream = self._done.pop(("chapter", piece.start), None)
             elif self.in_parts:

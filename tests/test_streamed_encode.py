@@ -280,3 +280,46 @@ def test_chapter_marks_written_after_the_encode_survive_odd_titles_and_their_num
         tables = {f.element_id: f.child_element_ids for f in ID3(path).getall("CTOC")}
         assert tables["toc"] == ["toc1", "toc2", "toc3", "toc4", "toc5"]
         assert sum((tables[f"toc{n}"] for n in range(1, 6)), []) == [f"ch{n}" for n in range(1200)]
+
+
+def test_a_part_whose_ffmpeg_stops_reading_does_not_hold_up_close(tmp_path, monkeypatch):
+    """Parts: a chapter's spilled samples are piped to its part when the next chapter starts. An
+    ffmpeg that stops reading then (SIGSTOP) blocks that pipe; close() still returns at once,
+    kills it and removes the spill."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from narrate.jobs import stream_encode
+
+    stopped = []
+    real = stream_encode.PieceStreams._open
+
+    def stopped_open(self, start, name):
+        s = real(self, start, name)
+        os.kill(s.proc.pid, signal.SIGSTOP)
+        stopped.append(s.proc)
+        return s
+
+    monkeypatch.setattr(stream_encode.PieceStreams, "_open", stopped_open)
+    chapters = [(0, "One"), (3 * SR, "Two")]
+    streams = stream_encode.PieceStreams(ffmpeg_exe(), tmp_path, ".flac", "", chapters, max_part_samples=60 * SR)
+    failed = []
+
+    def write():
+        try:
+            streams.write(np.ones(6 * SR, dtype="<i2"))
+        except Exception as e:  # its ffmpeg was killed: what the job thread is told, and ignores when stopping
+            failed.append(e)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    wait_until(lambda: stopped, 30, "the part's ffmpeg")
+    time.sleep(0.5)  # the pipe fills: the drain is blocked
+    t0 = time.monotonic()
+    streams.close()
+    assert time.monotonic() - t0 < 5
+    writer.join(30)
+    assert not writer.is_alive() and all(p.poll() is not None for p in stopped) and failed
+    assert not list(tmp_path.glob("spill-*"))
