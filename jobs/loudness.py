@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-# scipy.signal (and pyloudnorm, which imports it) take over a second to import: they are imported
-# when a book is first measured, not by every worker process at start.
+import scipy.signal
+from pyloudnorm.iirfilter import IIRfilter
 
 BLOCK_S = 0.4
 SUB = 4  # sub-blocks per gating block (75 % overlap)
@@ -23,8 +22,6 @@ RELATIVE_GATE = -10.0
 
 
 def _k_weighting(rate: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
-    from pyloudnorm.iirfilter import IIRfilter
-
     stages = [
         IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
         IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"),
@@ -37,8 +34,6 @@ class LoudnessMeter:
     Samples are floats in [-1, 1]."""
 
     def __init__(self, rate: int):
-        import scipy.signal
-
         self.rate = rate
         self.sub_len = int(round(BLOCK_S * rate / SUB))
         self._filters = _k_weighting(rate)
@@ -50,8 +45,6 @@ class LoudnessMeter:
         self.peak = 0.0  # true peak (linear)
 
     def feed(self, x: np.ndarray) -> None:
-        import scipy.signal
-
         x = np.asarray(x, dtype=np.float64)
         if x.size == 0:
             return
@@ -101,8 +94,6 @@ class LoudnessMeter:
 
 def true_peak(x: np.ndarray) -> float:
     """The largest absolute value of `x` oversampled 4x (linear)."""
-    import scipy.signal
-
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
         return 0.0
