@@ -28,7 +28,7 @@ from narrate.jobs.connection import Connection
 from narrate.jobs.settings import Settings
 
 N = 40
-KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "5"))
+KILLS = int(os.environ.get("NARRATE_TEST_KILLS", "3"))  # more: NARRATE_TEST_KILLS=20
 
 
 def redone_per_kill(home, n_kills_log_marks: list[int], others: int = 0) -> list[int]:
