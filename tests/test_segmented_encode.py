@@ -13,6 +13,7 @@ import numpy as np
 import pyloudnorm
 import pytest
 from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
+from encodekit import ffmpeg_children, kill_while_encoding, stitch_with_file_limit
 from faults import fake_env, submit
 from narrate.jobs import segment_encoder, stitch_bench
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -146,12 +147,6 @@ def test_segments_are_encoded_while_later_sentences_are_synthesized(env, home, v
     assert abs(decoded_samples(out).size - r["samples"]) < AAC_FRAME
 
 
-def _ffmpeg_children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
-    rows = [line.split(None, 2) for line in out.splitlines()]
-    return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
-
-
 def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
     """A book of many short chapters: segments are encoded while it is synthesized; canceled then,
     the job leaves no ffmpeg child, no scratch directory and nothing in the output directory."""
@@ -171,7 +166,7 @@ def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, hom
         assert narrate(e, "cancel", job["id"]).returncode == 0
         st = wait_for_job(job["id"], timeout=30)
         assert st["status"] == "canceled" and st["progress"]["done"] < st["progress"]["total"]
-        assert _ffmpeg_children(pid) == []
+        assert ffmpeg_children(pid) == []
         assert list(scratch.glob("narrate-stitch-*")) == []
         assert not (home / "out").exists() or list((home / "out").iterdir()) == []
     finally:
@@ -181,25 +176,9 @@ def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, hom
 def test_a_full_disk_during_a_segment_encode_is_the_os_error_and_leaves_nothing(minute, tmp_path):
     """A file-size limit (EFBIG, a stand-in for a full disk) hit by a segment's ffmpeg: the stitch
     fails with ffmpeg's line naming the OS error; no output, no scratch directory."""
-    import resource
-    import signal
-    import sys
-
     root, plan, store = minute
-    code = (
-        "import sys, pathlib; from narrate.jobs import stitch_bench; from narrate.jobs.spec import JobSpec\n"
-        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
-        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=100)\n"  # one segment of a minute
-        "spec = JobSpec(document='d', voice='v', output='book.m4b')\n"
-        "stitch_bench.segmented(plan, store, spec, tmp / 'out' / 'book.m4b', tmp / 's', None)\n"
-    )
-
-    def limited():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))  # checkpoints fit, a segment does not
-
-    proc = subprocess.run([sys.executable, "-c", code, str(root), str(tmp_path)], capture_output=True, text=True,
-                          preexec_fn=limited, timeout=120)  # fmt: skip
+    # one segment of a minute: the checkpoints fit under the limit, the segment does not
+    proc = stitch_with_file_limit(tmp_path / "book", tmp_path, "book.m4b", per_chapter=100)
     assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
     assert list((tmp_path / "s").iterdir()) == []
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
@@ -208,46 +187,11 @@ def test_a_full_disk_during_a_segment_encode_is_the_os_error_and_leaves_nothing(
 def test_a_killed_job_process_leaves_an_ffmpeg_that_ends_and_a_scratch_dir_the_next_book_removes(minute, tmp_path):
     """SIGKILL of the job's process while a segment is being encoded: its ffmpeg reads the end of
     its input and exits; the next book written on the host removes the dead scratch directory."""
-    import os
-    import signal
-    import sys
-
     root, plan, store = minute
-    code = (
-        "import sys, time, pathlib, threading\n"
-        "from narrate.jobs import stitch_bench, segment_encoder\n"
-        "from narrate.jobs.spec import JobSpec\n"
-        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
-        "real = segment_encoder.render_segment\n"
-        "def stuck(seg, stream, gains, write, alive):\n"
-        "    real(seg, stream, gains, write, alive)\n"
-        "    print('ENCODING', flush=True)\n"
-        "    time.sleep(600)\n"
-        "segment_encoder.render_segment = stuck\n"
-        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)\n"
-        "stitch_bench.segmented(plan, store, JobSpec(document='d', voice='v', output='b.m4b'), tmp / 'out' / 'b.m4b',"
-        " tmp / 's', None)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ENCODING"
-        kids = _ffmpeg_children(proc.pid)
-        assert kids
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        wait_until(lambda: all(_zombie_or_gone(k) for k in kids), 30, "ffmpeg exits")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_while_encoding(root, tmp_path, "b.m4b")
     assert len(list((tmp_path / "s").iterdir())) == 1  # the dead writer's scratch directory
     with BookWriter(tmp_path / "out" / "next.wav", ffmpeg_exe(), root=tmp_path / "out", workdir=tmp_path / "s") as book:
         book.write_pcm(np.zeros(2400, dtype="<i2"))
         book.finish()
     assert list((tmp_path / "s").iterdir()) == []
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["next.wav"]
-
-
-def _zombie_or_gone(pid: int) -> bool:
-    out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
-    return out == "" or out.startswith("Z")

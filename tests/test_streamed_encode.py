@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
+from encodekit import ffmpeg_children, kill_while_encoding, stitch_with_file_limit
 from faults import fake_env, submit
 from narrate.jobs import segment_encoder, stitch_bench
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -102,12 +102,6 @@ def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, t
         assert np.array_equal(np.concatenate([decoded_samples(f) for f in files]), exact)
 
 
-def _ffmpeg_children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
-    rows = [line.split(None, 2) for line in out.splitlines()]
-    return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
-
-
 def test_an_mp3_is_encoded_while_later_sentences_are_synthesized(env, home, voice_wav):
     e = fake_env(env, home, delay_ms=150)
     doc = home / "ch.md"
@@ -137,11 +131,11 @@ def test_cancel_while_an_mp3_is_streamed_leaves_no_ffmpeg_and_no_file(env, home,
         scratch = home / "stitch"
         wait_until(lambda: any(scratch.glob("narrate-stitch-*/stream-book.partial.mp3")), 60, "the mp3 encode")
         pid = child_pid(home, worker)[1]
-        assert _ffmpeg_children(pid)
+        assert ffmpeg_children(pid)
         assert narrate(e, "cancel", job["id"]).returncode == 0
         st = wait_for_job(job["id"], timeout=30)
         assert st["status"] == "canceled" and st["progress"]["done"] < st["progress"]["total"]
-        assert _ffmpeg_children(pid) == []
+        assert ffmpeg_children(pid) == []
         assert list(scratch.glob("narrate-stitch-*")) == []
         assert not (home / "out").exists() or list((home / "out").iterdir()) == []
     finally:
@@ -149,23 +143,8 @@ def test_cancel_while_an_mp3_is_streamed_leaves_no_ffmpeg_and_no_file(env, home,
 
 
 def test_a_full_disk_during_a_streamed_encode_is_the_os_error_and_leaves_nothing(tmp_path):
-    import resource
-    import signal
-
-    code = (
-        "import sys, pathlib; from narrate.jobs import stitch_bench; from narrate.jobs.spec import JobSpec\n"
-        "tmp = pathlib.Path(sys.argv[1])\n"
-        "plan, store = stitch_bench.make_book(tmp / 'book', 1 / 60, per_chapter=4)\n"
-        "spec = JobSpec(document='d', voice='v', output='book.flac')\n"
-        "stitch_bench.segmented(plan, store, spec, tmp / 'out' / 'book.flac', tmp / 's', None, unit_s=10)\n"
-    )
-
-    def limited():
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (400_000, 400_000))  # checkpoints fit, the flac does not
-
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
-                          preexec_fn=limited, timeout=120)  # fmt: skip
+    # the checkpoints fit under the limit, the flac does not
+    proc = stitch_with_file_limit(tmp_path / "book", tmp_path, "book.flac", per_chapter=4, unit_s=10)
     assert proc.returncode != 0 and "FfmpegError: " in proc.stderr and "File too large" in proc.stderr, proc.stderr
     assert list((tmp_path / "s").iterdir()) == []
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
@@ -173,43 +152,9 @@ def test_a_full_disk_during_a_streamed_encode_is_the_os_error_and_leaves_nothing
 
 def test_a_killed_job_process_leaves_a_streaming_ffmpeg_that_ends(minute, tmp_path):
     """SIGKILL while the book's ffmpeg is open: it reads the end of its input and exits."""
-    import os
-    import signal
-
     root, plan, store = minute
-    code = (
-        "import sys, time, pathlib\n"
-        "from narrate.jobs import stitch_bench, segment_encoder\n"
-        "from narrate.jobs.spec import JobSpec\n"
-        "root, tmp = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
-        "real = segment_encoder.render_segment\n"
-        "def stuck(seg, stream, gains, write, alive):\n"
-        "    real(seg, stream, gains, write, alive)\n"
-        "    print('ENCODING', flush=True)\n"
-        "    time.sleep(600)\n"
-        "segment_encoder.render_segment = stuck\n"
-        "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=4)\n"
-        "stitch_bench.segmented(plan, store, JobSpec(document='d', voice='v', output='b.mp3'), tmp / 'out' / 'b.mp3',"
-        " tmp / 's', None)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ENCODING"
-        kids = _ffmpeg_children(proc.pid)
-        assert kids
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-        wait_until(lambda: all(_gone(k) for k in kids), 30, "ffmpeg exits")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    kill_while_encoding(root, tmp_path, "b.mp3")
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
-
-
-def _gone(pid: int) -> bool:
-    out = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
-    return out == "" or out.startswith("Z")
 
 
 def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp_path):
