@@ -17,10 +17,8 @@ the next book written on the host removes the dead scratch directory (jobs/scrat
 from __future__ import annotations
 
 import bisect
-import contextlib
 import os
 import queue
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -29,17 +27,17 @@ from pathlib import Path
 from . import adts
 from .assemble import CheckpointMissing, Loudness, Sentences, render_segment
 from .checkpoints import CheckpointStore
-from .ffmpeg import ffmpeg_failed, run_ffmpeg
+from .ffmpeg import run_ffmpeg
 from .layout import Piece
 from .outputs import AAC
 from .plan import Plan
 from .segments import Segment, Unit
-from .settings import SAMPLE_RATE
 from .spec import JobSpec
 from .stitch import ffmetadata
+from .stream_encode import PcmEncoder
 
 MAX_ENCODERS = 4  # ffmpeg AAC encoders at once after the last sentence (~30 MB each; a unit has ~7 segments)
-ENCODE = ["-f", "s16le", "-ar", str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0", *AAC, "-f", "adts"]
+ENCODE = [*AAC, "-f", "adts"]  # a segment's samples -> raw AAC (PcmEncoder pipes them in)
 LOST: dict[int, float] = {}  # the gains of a unit that lost a checkpoint before it was measured
 
 
@@ -76,7 +74,7 @@ class SegmentEncoder:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._procs: set[subprocess.Popen] = set()
+        self._procs: set[PcmEncoder] = set()
         self._error: BaseException | None = None
         self._pending = 0
 
@@ -145,8 +143,7 @@ class SegmentEncoder:
         with self._lock:
             procs = list(self._procs)
         for p in procs:
-            with contextlib.suppress(OSError):
-                p.kill()
+            p.kill()
         self._measures.put(None)
         for _ in self._threads:
             self._encodes.put(None)
@@ -234,37 +231,22 @@ class SegmentEncoder:
                 raise RuntimeError(f"{e} (removed while the book was written); `narrate resume` continues") from None
             return
         raw = self.scratch / f"seg-{seg.index:05d}.raw.aac"
-        log = self.scratch / f"seg-{seg.index:05d}.log"
-        with open(log, "wb") as err:
-            proc = subprocess.Popen(
-                [self.ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *ENCODE, str(raw)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-            )  # fmt: skip
+        enc = PcmEncoder(self.ffmpeg, ENCODE, raw)
         with self._lock:
-            self._procs.add(proc)
+            self._procs.add(enc)
         try:
-            assert proc.stdin is not None
-            try:
-                render_segment(seg, stream, gains, lambda a: proc.stdin.write(a.tobytes()),
-                               lambda: not self._stop.is_set())  # fmt: skip
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass  # ffmpeg ended early: its own error says why
-            rc = proc.wait()
+            render_segment(seg, stream, gains, enc.write, lambda: not self._stop.is_set())
+            enc.finish()  # raises ffmpeg's error (a stop's kill too: not reported once stopped)
         finally:
             with self._lock:
-                self._procs.discard(proc)
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+                self._procs.discard(enc)
+            if enc.proc.poll() is None:
+                enc.kill()
         if self._stop.is_set():
             return
-        if rc != 0:
-            raise ffmpeg_failed(rc, log.read_text("utf-8", "replace"))
         name = f"seg-{seg.index:05d}.aac"
         last = seg.last == len(self.plan.sentences) - 1
         adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)
-        log.unlink()
         with self._lock:
             self.encoded[seg.index] = name
 

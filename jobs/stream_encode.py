@@ -40,16 +40,17 @@ def streams_for(ext: str, split: str) -> bool:
     return ext in STREAMED and split in ("", "chapters", "chapters+book")
 
 
-class _Stream:
-    """One ffmpeg encoding one output file from samples piped to it."""
+class PcmEncoder:
+    """One ffmpeg encoding the 16-bit mono samples piped to it (``write``) into `out`, with the
+    output arguments `encode` (codec, muxer). Used for a book's streamed files and for each AAC
+    segment (jobs/segment_encoder.py). Its stderr goes to a log beside `out`, read for the error."""
 
-    def __init__(self, ffmpeg: str, out: Path, ext: str, start: int):
-        muxer, codec = FORMATS[ext]
+    def __init__(self, ffmpeg: str, encode: list[str], out: Path, start: int = 0):
         self.out, self.start, self.samples = out, start, 0
         self.log = out.with_suffix(".log")
         with open(self.log, "wb") as err:
             self.proc = subprocess.Popen(
-                [ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *PCM_IN, *codec, "-f", muxer, str(out)],
+                [ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *PCM_IN, *encode, str(out)],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
             )  # fmt: skip
 
@@ -98,7 +99,7 @@ class _Spill:
         self.file.write(np.asarray(data, dtype="<i2").tobytes())
         self.samples += int(data.size)
 
-    def drain_into(self, stream: _Stream) -> None:
+    def drain_into(self, stream: PcmEncoder) -> None:
         self.file.close()
         try:
             with open(self.path, "rb") as f:
@@ -137,11 +138,11 @@ class PieceStreams:
         self.written = 0
         self._start: int | None = None  # the open chapter's first sample
         self._ended = False  # the last chapter is closed (after the last sentence)
-        self._book: _Stream | None = None
-        self._chapter: _Stream | None = None
+        self._book: PcmEncoder | None = None
+        self._chapter: PcmEncoder | None = None
         self._spill: _Spill | None = None
-        self._part: _Stream | None = None
-        self._done: dict[tuple[str, int], _Stream] = {}  # ("chapter"|"part", first sample): input ended
+        self._part: PcmEncoder | None = None
+        self._done: dict[tuple[str, int], PcmEncoder] = {}  # ("chapter"|"part", first sample): input ended
         self._lock = threading.Lock()  # write (the render thread) against close (the job thread)
         self._closed = False
 
@@ -184,7 +185,7 @@ class PieceStreams:
         if self.in_parts:
             self._spill = _Spill(self.scratch / f"spill-{at}.raw", at)
 
-    def _chapter_ends(self, at: int) -> tuple[_Spill, _Stream] | None:
+    def _chapter_ends(self, at: int) -> tuple[_Spill, PcmEncoder] | None:
         """The open chapter ends at `at`: its file's ffmpeg finishes while the next one starts.
         Returns its spilled samples and the part they go to (the caller drains one into the
         other, without the lock)."""
@@ -202,8 +203,9 @@ class PieceStreams:
             self._part = self._open(spill.start, f"part-{spill.start}")
         return spill, self._part
 
-    def _open(self, start: int, name: str) -> _Stream:
-        return _Stream(self.ffmpeg, self.scratch / f"stream-{name}.partial{self.ext}", self.ext, start)
+    def _open(self, start: int, name: str) -> PcmEncoder:
+        muxer, codec = FORMATS[self.ext]
+        return PcmEncoder(self.ffmpeg, [*codec, "-f", muxer], self.scratch / f"stream-{name}.partial{self.ext}", start)
 
     def finish(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:
         """Put the file encoded for `piece` at `out` (in the scratch directory)."""

@@ -123,7 +123,7 @@ def test_close_during_an_encode_kills_ffmpeg_and_leaves_nothing(minute, tmp_path
         seg = Segmenter(plan, spec)
         enc.walked(*seg.advance(lambda i: stitch_bench._heard(store, plan.keys[i])), seg.units)
         assert writing.wait(60)
-        procs = list(enc._procs)
+        procs = [e.proc for e in enc._procs]
         assert procs and all(p.poll() is None for p in procs)  # ffmpeg is encoding
         enc.close()
         assert all(p.poll() is not None for p in procs)
