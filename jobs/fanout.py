@@ -213,7 +213,7 @@ def book_state(own: str, parts: list[tuple[str, str | None, int]]) -> tuple[str,
 def resume_book(r: redis.Redis, book: Job) -> str:
     """`resume` of a book: its failed, canceled or abandoned parts are requeued (the finished ones
     stay), and the book waits for its unfinished parts again (or is requeued at once when none is)."""
-    from .lifecycle import CANCEL_FIELD, _fresh_start, _leave_registries, abandoned, requeue_front
+    from .lifecycle import CANCEL_FIELD, _fresh_start, _leave_registries, abandoned, requeue_front, take_back
 
     ids = book.meta["parts"]
     parts = Job.fetch_many(ids, connection=r, serializer=book.serializer)
@@ -222,9 +222,10 @@ def resume_book(r: redis.Redis, book: Job) -> str:
     again = []
     for p in parts:
         state = p.get_status(refresh=False)
-        gone = state == JobStatus.STARTED and abandoned(r, p)[0]
-        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED) or gone:
+        if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
             requeue_front(r, p, "resume")
+            again.append(p.id)
+        elif state == JobStatus.STARTED and abandoned(r, p)[0] and take_back(r, p, "resume"):
             again.append(p.id)
     waiting = [p.id for p in parts if p.get_status(refresh=True) != JobStatus.FINISHED]
     if not waiting:

@@ -100,8 +100,7 @@ def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None 
     elif why == "warm_stop":
         job.meta["attempts"] = max(0, int(job.meta.get("attempts", 1)) - 1)
     p = pipeline if pipeline is not None else r.pipeline()
-    job.save_meta()
-    _leave_registries(r, job, p)
+    _leave_registries(r, job, p)  # the enqueue below saves the whole job, meta included, in the same transaction
     if why == "resume":
         p.hdel(job.key, CANCEL_FIELD)
     enqueue_at_front(queue(r, into or job.origin), job, p)
@@ -124,6 +123,27 @@ def reschedule(r: redis.Redis, job: Job, at: datetime, into: str | None = None) 
         p.zadd(ScheduledJobRegistry(queue=q).key, {job.id: int(at.timestamp())})
         p.execute()
     return job
+
+
+def take_back(r: redis.Redis, job: Job, why: Why) -> bool:
+    """Requeue (at the front) a started job judged abandoned, only if it is still started by the worker
+    it was judged by: between reading it and requeueing it, another host's takeover, a person's
+    `resume` or its own host's recovery may have requeued it, and a worker may have started it again.
+    Without this check two of them requeued one job twice and two hosts ran it at once. Atomic (WATCH
+    on the job's hash, as `cancel` does). Returns whether it requeued the job."""
+    seen = job.worker_name or ""
+    with r.pipeline() as p:
+        try:
+            p.watch(job.key)
+            status, worker = (v.decode() if v else "" for v in p.hmget(job.key, ["status", "worker_name"]))
+            if status != JobStatus.STARTED.value or worker != seen:
+                return False
+            p.multi()
+            requeue_front(r, job, why, pipeline=p)
+            p.execute()
+        except redis.WatchError:
+            return False
+    return True
 
 
 def _fresh_start(job: Job) -> None:
@@ -256,9 +276,10 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[st
             gone, why = abandoned(r, job)
             if gone and not asked and kept_canceled(r, job):
                 out.append((job_id, "canceled (it was canceled and its worker is gone)"))
-            elif gone:
-                requeue_front(r, job, "resume")
+            elif gone and take_back(r, job, "resume"):
                 out.append((job_id, "requeued (its worker is gone)"))
+            elif gone:
+                out.append((job_id, "left alone (requeued or started again meanwhile)"))
             else:
                 out.append((job_id, f"left alone (started: {why})"))
             continue
@@ -298,8 +319,8 @@ def recover_abandoned(
             fail_for_good(r, job, f"crashed the worker {crashes:g} times on sentences {in_flight_text(r, job)}")
             failed.append(job_id)
             continue
-        requeue_front(r, job, "crash")
-        recovered.append(job_id)
+        if take_back(r, job, "crash"):  # unless another host took it over meanwhile (a part)
+            recovered.append(job_id)
     if failed:
         log.error("failed jobs that keep crashing the worker: %s", ", ".join(failed))
     if recovered:

@@ -20,7 +20,7 @@ from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 from .fanout import part_of
-from .lifecycle import abandoned, kept_canceled, queue, requeue_front
+from .lifecycle import abandoned, kept_canceled, queue, take_back
 from .rq_compat import started_job_ids
 
 log = logging.getLogger("narrate.jobs")
@@ -42,8 +42,8 @@ def take_over_parts(r: redis.Redis, queue_names: list[str]) -> list[str]:
                 continue
             if kept_canceled(r, job):  # canceled, then its host died
                 continue
-            requeue_front(r, job, "crash")
-            taken.append(job_id)
+            if take_back(r, job, "crash"):  # not if another host's scan or a worker got there first
+                taken.append(job_id)
     if taken:
         log.warning("requeued parts whose host stopped beating: %s", ", ".join(taken))
     return taken
