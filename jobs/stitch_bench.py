@@ -41,11 +41,9 @@ from . import assemble, subtitles
 from .checkpoints import CheckpointStore, checkpoint_key
 from .ffmpeg import ffmpeg_exe
 from .plan import Plan
-from .segment_encoder import SegmentEncoder
 from .segments import BLOCK_S, SEGMENT_S, Heard, Segmenter
 from .settings import SAMPLE_RATE
 from .spec import JobSpec
-from .stream_encode import PieceStreams, streams_for
 from .synthesis import Sentence
 
 PER_CHAPTER = 200
@@ -148,20 +146,15 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
               unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
     """The job's path (jobs/stitching.py without the queue): returns what happened."""
     from .stitch import BookWriter
-    from .stitching import SEGMENTED
+    from .stitching import EncodePath
 
     ffmpeg = ffmpeg_exe()
-    ext = out.suffix.lower()
     seg = Segmenter(plan, spec, int(unit_s * SAMPLE_RATE), int(block_s * SAMPLE_RATE))
-    streamed = streams_for(ext, spec.split)
-    with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work,
-                    wav=not (ext in SEGMENTED or streamed)) as book:  # fmt: skip
-        streams = (PieceStreams(ffmpeg, book.scratch, ext, spec.split, seg.chapters, assemble.max_part_samples(spec))
-                   if streamed else None)  # fmt: skip
-        write = streams.write if streams else None if ext in SEGMENTED else book.write_pcm
-        encoder = SegmentEncoder(plan, spec, store, book.scratch, ffmpeg, write)
+    path = EncodePath.choose(out, plan, spec)
+    with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work, wav=path.wav) as book:
+        encoders = path.open(book, ffmpeg, plan, spec, store, seg)
+        encoder = encoders.encoder
         try:
-            book.mux = streams.finish if streams else encoder.mux if ext in SEGMENTED else None
             t0, arrived, audio = time.monotonic(), 0, 0
             while arrived < len(plan.sentences):  # sentences arrive at `rate` x realtime
                 h = _heard(store, plan.keys[arrived])
@@ -176,9 +169,7 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
             book.samples, book.chapters = seg.samples, list(seg.chapters)
             _finish(book, spec, seg.cues, out)
         finally:
-            if streams is not None:
-                streams.close()
-            encoder.close()
+            encoders.close()
     return {"tail_s": time.monotonic() - t_last, "segments": seg.segments, "units": seg.units, "early": encoder.early,
             "samples": seg.samples, "cues": seg.cues, "chapters": seg.chapters, "events": encoder.events}  # fmt: skip
 

@@ -44,6 +44,63 @@ SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream cop
 
 
 @dataclass(frozen=True)
+class EncodePath:
+    """How a book's files are encoded; one rule for the job and the stitch benchmark.
+    ``segmented``: m4a/m4b from AAC segments joined by stream copy (not when a split or parts need a
+    cut at a chapter whose pause holds none); ``streamed``: mp3, ogg/opus and flac piped into ffmpeg
+    during synthesis; neither (``wav``): a WAV written during synthesis, encoded once at the end."""
+
+    ext: str
+    segmented: bool
+    streamed: bool
+
+    @classmethod
+    def choose(cls, final: Path, plan: Plan, spec: JobSpec) -> EncodePath:
+        ext = final.suffix.lower()
+        plain = not spec.split and spec.max_part_hours is None
+        return cls(ext, ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec)), streams_for(ext, spec.split))
+
+    @property
+    def wav(self) -> bool:
+        return not (self.segmented or self.streamed)
+
+    def open(self, book: BookWriter, ffmpeg: str, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore,
+             segmenter: Segmenter) -> Encoders:  # fmt: skip
+        """The background encoders of `book` (its scratch directory), wired to it: rendered audio goes
+        to the streamed files, to the WAV, or (segmented) nowhere but the AAC segments; ``book.mux``
+        builds its files from them."""
+        from .segment_encoder import SegmentEncoder
+
+        streams = None
+        if self.streamed:
+            streams = PieceStreams(ffmpeg, book.scratch, self.ext, spec.split, segmenter.chapters,
+                                   assemble.max_part_samples(spec))  # fmt: skip
+        try:
+            write = streams.write if streams else None if self.segmented else book.write_pcm
+            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write)
+        except BaseException:
+            if streams is not None:
+                streams.close()
+            raise
+        book.mux = streams.finish if streams else encoder.mux if self.segmented else None
+        return Encoders(encoder, streams)
+
+
+@dataclass(frozen=True)
+class Encoders:
+    encoder: SegmentEncoder
+    streams: PieceStreams | None
+
+    def close(self) -> None:
+        """Kill what still runs: the streams first, so a render blocked on a full pipe ends at once."""
+        try:
+            if self.streams is not None:
+                self.streams.close()
+        finally:
+            self.encoder.close()
+
+
+@dataclass(frozen=True)
 class Stitched:
     samples: int
     sha256: str
@@ -62,33 +119,24 @@ class Stitcher:
         self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
         self.root, self.final = root, final
         self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
-        plain = not spec.split and spec.max_part_hours is None
-        ext = final.suffix.lower()
-        self.segmented = ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec))
-        self.streamed = streams_for(ext, spec.split)
+        self.path = EncodePath.choose(final, plan, spec)
         self.segmenter = Segmenter(plan, spec)
         self.book: BookWriter | None = None
-        self.encoder: SegmentEncoder | None = None
-        self.streams: PieceStreams | None = None
+        self.encoders: Encoders | None = None
+
+    @property
+    def encoder(self) -> SegmentEncoder | None:
+        return self.encoders.encoder if self.encoders else None
 
     def __enter__(self) -> Stitcher:
-        from .segment_encoder import SegmentEncoder
         from .stitch import BookWriter  # pydub: loaded on workers only
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
         self.book = BookWriter(self.final, ffmpeg, title=self.doc.title, root=self.root,
-                               workdir=self.ctx.settings.home / "stitch",
-                               wav=not (self.segmented or self.streamed))  # fmt: skip
+                               workdir=self.ctx.settings.home / "stitch", wav=self.path.wav)  # fmt: skip
         self.book.__enter__()
         try:
-            write = None if self.segmented else self.book.write_pcm
-            if self.streamed:
-                self.streams = PieceStreams(ffmpeg, self.book.scratch, self.final.suffix.lower(), self.spec.split,
-                                            self.segmenter.chapters, assemble.max_part_samples(self.spec))  # fmt: skip
-                write, self.book.mux = self.streams.write, self.streams.finish
-            self.encoder = SegmentEncoder(self.plan, self.spec, self.checkpoints, self.book.scratch, ffmpeg, write)
-            if self.segmented:
-                self.book.mux = self.encoder.mux
+            self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter)
             self._advance(self._ready)  # what earlier attempts, the cache or the parts left
         except BaseException:
             self.__exit__()
@@ -163,10 +211,8 @@ class Stitcher:
 
     def __exit__(self, *exc: object) -> None:
         try:
-            if self.streams is not None:  # first: a render blocked on a full pipe ends at once
-                self.streams.close()
-            if self.encoder is not None:
-                self.encoder.close()
+            if self.encoders is not None:
+                self.encoders.close()
         finally:
             if self.book is not None:
                 self.book.__exit__()
