@@ -14,7 +14,7 @@ import pyloudnorm
 import pytest
 from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
 from encodekit import ffmpeg_children, kill_while_encoding, stitch_with_file_limit
-from faults import fake_env, submit
+from faults import fake_env
 from narrate.jobs import segment_encoder, stitch_bench
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.segments import AAC_FRAME, CUT_SILENCE, Segmenter
@@ -128,23 +128,6 @@ def test_close_during_an_encode_kills_ffmpeg_and_leaves_nothing(minute, tmp_path
         enc.close()
         assert all(p.poll() is not None for p in procs)
     assert list(work.iterdir()) == [] and list((tmp_path / "out").iterdir()) == []
-
-
-def test_segments_are_encoded_while_later_sentences_are_synthesized(env, home, voice_wav):
-    """A slow fake engine: the book's first chapters are encoded before its last sentence exists
-    (the job records, for every segment, whether synthesis was still running when it was done)."""
-    e = fake_env(env, home, delay_ms=150)
-    doc = home / "ch.md"
-    doc.write_text("\n\n".join(f"# Part {c}\n\nA first line here. A second line here. A third one." for c in range(3)))
-    out = home / "out" / "ch.m4b"
-    job_id = submit(e, doc, voice_wav, out)
-    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
-    st = wait_for_job(job_id)
-    assert st["status"] == "finished", st.get("error")
-    r = st["result"]
-    assert r["segments"] == 3 and r["segments_encoded_early"] >= 1, r
-    assert r["timings"]["stitch_tail_s"] > 0
-    assert abs(decoded_samples(out).size - r["samples"]) < AAC_FRAME
 
 
 def test_cancel_while_segments_are_encoded_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
