@@ -1,7 +1,8 @@
 """Parts of a fanned-out book whose host died: a host cannot hold another host's lock, so the
 scheduler loop of every host (the `narrate worker` supervisor's thread, `narrate scheduler`) looks for
 started part jobs whose worker stopped beating (``lifecycle.abandoned``: 3 missed heartbeats of that
-worker plus its grace, both recorded in the job) and puts them back at the front of their queue. The
+worker plus its grace, both recorded in the job) and puts them back at the front of their queue, once
+(``lifecycle.take_back``: not if another host's scan or a worker changed the job meanwhile). The
 host that takes one skips every sentence already in Redis (jobs.parts), so at most the sentences the
 dead host had not uploaded are synthesized again.
 
