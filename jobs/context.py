@@ -40,7 +40,7 @@ class JobContext:
     on_progress: ProgressListener | None = None  # e.g. the progress bar of `narrate run`
     stopped_early: bool = False  # set by the job when it honoured `stop`: the worker requeues it
     cancel: threading.Event = field(default_factory=threading.Event)  # set by the worker (rq's stop-job command)
-    canceled: str | None = None  # set by the job when it ended for good: "canceled" or "deleted"
+    canceled: str | None = None  # set by the job when it ended here: "canceled", "deleted" or "taken"
 
     def check_stop(self, done: int, total: int) -> None:
         """Between batches: end the job here if it was canceled or deleted (for good), or if the
@@ -51,8 +51,13 @@ class JobContext:
             raise StopRequested(f"stopped after {done} of {total} sentences")
 
     def check_canceled(self, done: int, total: int) -> None:
-        """End the job for good if it was canceled or deleted (one Redis round trip)."""
-        reason = "canceled" if self.cancel.is_set() else cancel_reason(self.job.connection, self.job.id)
+        """End the job for good if it was canceled or deleted, or here if another worker has it now
+        (one Redis round trip)."""
+        if self.cancel.is_set():
+            reason = "canceled"
+        else:
+            reason = cancel_reason(self.job.connection, self.job.id, self.job.worker_name)
         if reason is not None:
             self.canceled = reason
-            raise JobCanceled(f"{reason} after {done} of {total} sentences")
+            said = "taken over by another worker" if reason == "taken" else reason
+            raise JobCanceled(f"{said} after {done} of {total} sentences")

@@ -167,12 +167,20 @@ def _leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
         p.zrem(started.key, *members)
 
 
-def cancel_reason(r: redis.Redis, job_id: str) -> str | None:
+# A running job found in one of these states was requeued, or run by another worker, while its own worker was
+# away. Not "failed": rq's registry cleanup fails a job whose worker stopped beating for long, and nobody runs
+# it then: its worker, back, finishes it (and records it finished).
+_NOT_OURS = {s.value for s in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.FINISHED)}
+
+
+def cancel_reason(r: redis.Redis, job_id: str, worker_name: str | None = None) -> str | None:
     """Should this running job stop for good? "deleted" (its record is gone: rq-dashboard's
     Delete), "canceled" (``narrate cancel``, rq's ``job.cancel()``/``cancel_job`` or its stop-job
-    command), or None. One round trip; a Redis error counts as no (the next batch asks again)."""
+    command), "taken" (asked by its worker, `worker_name`: the job was judged abandoned while that
+    worker was asleep or cut off, and requeued, or started or finished by another worker since), or
+    None. One round trip; a Redis error counts as no (the next batch asks again)."""
     try:
-        status, asked = r.hmget(Job.key_for(job_id), ["status", CANCEL_FIELD])
+        status, asked, worker = r.hmget(Job.key_for(job_id), ["status", CANCEL_FIELD, "worker_name"])
     except redis.RedisError as e:
         log.warning("could not check whether job %s was canceled: %s", job_id, e)
         return None
@@ -180,6 +188,11 @@ def cancel_reason(r: redis.Redis, job_id: str) -> str | None:
         return "deleted"
     if asked is not None or status.decode() == JobStatus.CANCELED.value:
         return "canceled"
+    state = status.decode()
+    if worker_name and (
+        state in _NOT_OURS or (state == JobStatus.STARTED.value and (worker or b"").decode() != worker_name)
+    ):
+        return "taken"
     return None
 
 

@@ -86,7 +86,8 @@ def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
         if todo:
             _synthesize(ctx, engine, engine.voice(r, spec.voice), plan, todo, checkpoints, progress)
     finally:
-        uploader.flush()  # what is synthesized travels, also when the job stops here
+        if ctx.canceled != "taken":  # taken over by another worker (this one was away): it sends the part
+            uploader.flush()  # what is synthesized travels, also when the job stops here
     progress.save()
     _settle_cache(ctx, checkpoints, plan)
     return {

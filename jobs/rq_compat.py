@@ -12,8 +12,8 @@ public way to do:
   ``Job.register_dependency``: a resumed fanned-out book);
 - the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl`` (replaced:
   narrate.worker.claiming), ``set_state``, ``request_force_stop``, ``maintain_heartbeats``,
-  ``handle_job_failure``, ``cleanup_execution``, ``handle_exception``, ``handle_payload`` (rq's
-  worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
+  ``handle_job_failure``, ``handle_execution_ended``, ``cleanup_execution``, ``handle_exception``,
+  ``handle_payload`` (rq's worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
   narrate.worker.rq_worker).
 """
 
@@ -44,6 +44,7 @@ REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "BaseWorker.get_redis_server_version": (),
     "BaseWorker.maintain_heartbeats": ("job",),
     "BaseWorker.handle_job_failure": ("job", "queue", "started_job_registry", "exc_string"),
+    "BaseWorker.handle_execution_ended": ("job", "queue", "heartbeat_ttl"),
     "BaseWorker.cleanup_execution": ("job", "pipeline"),
     "BaseWorker.handle_exception": ("job",),
     "BaseWorker.request_stop": ("signum", "frame"),

@@ -215,7 +215,8 @@ def _synthesize(
         try:
             ctx.check_stop(progress.done, progress.total)
         except StopRequested:
-            progress.save()  # what is checkpointed, for `status` and `resume`
+            if ctx.canceled != "taken":  # the job's record is another worker's now
+                progress.save()  # what is checkpointed, for `status` and `resume`
             raise
         job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
         save_meta(job)

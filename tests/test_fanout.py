@@ -17,7 +17,10 @@ from conftest import EXTERNAL_REDIS_URL, narrate, start_worker, stop_worker, wai
 from faults import book, child_pid, fake_env, golden, submit, synthesized
 from narrate.jobs import api, partaudio
 from narrate.jobs.connection import Connection
+from narrate.jobs.fanout import Part
 from narrate.jobs.settings import Settings
+from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
 
 CHAPTERS, PER_CHAPTER = 4, 10
 
@@ -38,7 +41,19 @@ def host_env(env: dict, redis_url: str, delay_ms: int, fetch_max_mb: str = "2048
     return e, h
 
 
-def run_book(env, home, voice_wav, redis_url: str, kill: bool, delay_ms: int = 60, fetch_max_mb: str = "2048") -> dict:
+def host0_part(r, st: dict, host0: Path) -> tuple[Job, Part]:
+    """The part host 0 is working on: started, holding the last sentence it synthesized."""
+    last = synthesized(host0)[-1][0]
+    for p in st["parts"]:
+        job = Job.fetch(p["id"], connection=r, serializer=JSONSerializer)
+        part = Part.from_json(job.args[1])
+        if part.first <= last < part.end and job.get_status() == JobStatus.STARTED:
+            return job, part
+    raise AssertionError(f"no started part holds sentence {last}")
+
+
+def run_book(env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: int = 60,
+             fetch_max_mb: str = "2048") -> dict:  # fmt: skip
     text = chaptered_book()
     e = fake_env(env, home, delay_ms=delay_ms)
     want = golden(e, home, voice_wav, text)  # one worker, no fan-out
@@ -51,13 +66,29 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool, delay_ms: int = 6
         try:
             st = api.status(conn.redis, job_id)
             assert len(st["parts"]) == CHAPTERS and st["status"] == "queued", st
-            killed = None
-            if kill:  # a whole host dies mid-part: its supervisor and its worker
-                wait_until(lambda: len(synthesized(hosts[0][1])) >= 3, 60, "host 0 synthesizing", poll=0.02)
-                info = child_pid(hosts[0][1], workers[0])
-                os.kill(workers[0].pid, signal.SIGKILL)
-                os.kill(info[1], signal.SIGKILL)
-                killed = len(synthesized(hosts[0][1]))
+            killed, woke = None, None
+            if fault:  # a whole host dies (or sleeps) mid-part: its supervisor and its worker
+                host0 = hosts[0][1]
+                wait_until(lambda: len(synthesized(host0)) >= 3, 60, "host 0 synthesizing", poll=0.02)
+                info = child_pid(host0, workers[0])
+                sig = signal.SIGKILL if fault == "kill" else signal.SIGSTOP
+                os.kill(workers[0].pid, sig)
+                os.kill(info[1], sig)
+                killed = len(synthesized(host0))
+            if fault == "sleep":  # it wakes once another host has started its part
+                part_job, part = host0_part(conn.redis, st, host0)
+                asleep = part_job.worker_name
+
+                def started_elsewhere() -> bool:
+                    j = Job.fetch(part_job.id, connection=conn.redis, serializer=JSONSerializer)
+                    return j.get_status() == JobStatus.FINISHED or (
+                        j.get_status() == JobStatus.STARTED and j.worker_name != asleep
+                    )
+
+                wait_until(started_elsewhere, 60, "host 0's part taken over")
+                woke = sum(part.first <= i < part.end for i, _ in synthesized(host0))
+                os.kill(info[1], signal.SIGCONT)
+                os.kill(workers[0].pid, signal.SIGCONT)
             wait_until(lambda: api.status(conn.redis, job_id)["status"] in ("finished", "failed"), 120, "book done")
             st = api.status(conn.redis, job_id)
             assert st["status"] == "finished", st
@@ -81,8 +112,10 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool, delay_ms: int = 6
         assert fetched.read_bytes() == want
     synth = sum(len(synthesized(h)) for _, h in hosts)
     figures = {"parts_hosts": len(set(part_hosts)), "synthesized": synth, "sentences": st["result"]["sentences"],
-               "killed_after": killed, "per_host": [len(synthesized(h)) for _, h in hosts],
+               "killed_after": killed, "per_host": [len(synthesized(h)) for _, h in hosts], "host0_log": logs[0],
                "taken_over": [ln for lg in logs for ln in lg.splitlines() if "stopped beating" in ln]}  # fmt: skip
+    if fault == "sleep":  # of the part it slept in, what host 0 synthesized after it woke
+        figures["after_waking"] = sum(part.first <= i < part.end for i, _ in synthesized(hosts[0][1])) - woke
     for _, h in hosts:
         shutil.rmtree(h, ignore_errors=True)
     return figures
@@ -91,10 +124,21 @@ def run_book(env, home, voice_wav, redis_url: str, kill: bool, delay_ms: int = 6
 def test_book_fans_out_over_three_hosts_and_a_dead_host_is_taken_over(env, home, voice_wav, external_redis):
     """External Redis: a 4-chapter book over 3 hosts; host 0 is killed -9 mid-part; the book finishes,
     sample-identical, with parts done by at least 2 hosts; at most the unsent sentences are redone."""
-    f = run_book(env, home, voice_wav, EXTERNAL_REDIS_URL, kill=True)
-    print("\nfan-out figures:", json.dumps(f))
+    f = run_book(env, home, voice_wav, EXTERNAL_REDIS_URL, fault="kill")
+    print("\nfan-out figures:", json.dumps({k: v for k, v in f.items() if k != "host0_log"}))
     assert f["parts_hosts"] >= 2
     # redone: what host 0 had synthesized but not sent (a chunk of 4) and its batch in flight (4)
+    assert f["synthesized"] - f["sentences"] <= 8, f
+
+
+def test_a_host_that_sleeps_mid_part_stops_it_when_it_wakes(env, home, voice_wav, external_redis):
+    """Host 0 is stopped (SIGSTOP: a laptop's lid closed) mid-part until another host has started
+    that part: woken, it ends its batch in flight and leaves the part alone (no status, progress or
+    audio of its own in it); the book is sample-identical."""
+    f = run_book(env, home, voice_wav, EXTERNAL_REDIS_URL, fault="sleep")
+    print("\nfan-out figures:", json.dumps({k: v for k, v in f.items() if k != "host0_log"}))
+    assert "is another worker's now" in f["host0_log"], f["host0_log"][-3000:]
+    assert f["after_waking"] <= 4, f  # at most its batch in flight (4); before, it ran the part to its end
     assert f["synthesized"] - f["sentences"] <= 8, f
 
 
@@ -102,7 +146,7 @@ def test_book_fans_out_on_the_embedded_server(env, home, voice_wav):
     """The embedded server (reached by the other hosts through its socket): no fault, identical output;
     `fetch` of an output over the cap, or of an unknown job, is a one-line error."""
     assert narrate(env, "info").returncode == 0  # starts the embedded server in the submitter's home
-    f = run_book(env, home, voice_wav, f"unix://{home / 'valkey.sock'}", kill=False, delay_ms=20, fetch_max_mb="0.01")
+    f = run_book(env, home, voice_wav, f"unix://{home / 'valkey.sock'}", None, delay_ms=20, fetch_max_mb="0.01")
     proc = narrate(env, "fetch", "narrate-0123456789abcdef0123456789abcdef", "-o", str(home / "x.wav"))
     assert proc.returncode == 1 and "wrong id, or it expired" in proc.stderr, proc.stderr
     assert f["parts_hosts"] >= 2

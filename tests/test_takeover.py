@@ -88,3 +88,20 @@ def test_a_part_started_again_between_the_look_and_the_requeue_is_left_to_its_wo
     monkeypatch.setattr(takeover, "abandoned", lifecycle.abandoned)
     assert takeover.take_over_parts(r, [QUEUE]) == [job.id]
     assert _queue(r).job_ids == [job.id]
+
+
+def test_a_worker_back_from_sleep_learns_its_job_is_another_workers(external_redis):
+    """Between batches a running job asks whether it is still its worker's (`cancel_reason`)."""
+    r = external_redis
+    job = abandoned_part(r)
+    assert lifecycle.cancel_reason(r, job.id, "dead-host") is None  # judged gone, but nobody took it: still its own
+    assert lifecycle.cancel_reason(r, job.id) is None  # asked without a worker name: cancel and delete only
+    assert lifecycle.take_back(r, job, "crash")
+    assert lifecycle.cancel_reason(r, job.id, "dead-host") == "taken"  # requeued
+    start(r, Job.fetch(job.id, connection=r, serializer=JSONSerializer), "live-host")
+    assert lifecycle.cancel_reason(r, job.id, "dead-host") == "taken"  # started by another worker
+    assert lifecycle.cancel_reason(r, job.id, "live-host") is None
+    r.hset(job.key, "status", JobStatus.FAILED.value)  # rq's registry cleanup: failed, nobody runs it
+    assert lifecycle.cancel_reason(r, job.id, "dead-host") is None
+    r.hset(job.key, lifecycle.CANCEL_FIELD, "narrate cancel")
+    assert lifecycle.cancel_reason(r, job.id, "live-host") == "canceled"

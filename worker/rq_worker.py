@@ -168,8 +168,20 @@ class NarrateWorker(ClaimingWorker):
             return
         super().handle_exception(job, *exc_info)
 
+    def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int):
+        if _canceled(job) == "taken":  # its record is another worker's: no end time or beat of ours in it
+            return None
+        return super().handle_execution_ended(job, queue, heartbeat_ttl)
+
     def handle_job_failure(self, job: Job, queue: Queue, started_job_registry=None, exc_string=""):
         reason = _canceled(job)
+        if reason == "taken":  # another worker has it now: only this worker's execution ends
+            with self.connection.pipeline() as pipeline:
+                self.cleanup_execution(job, pipeline=pipeline)
+                pipeline.execute()
+            log.warning("job %s was judged abandoned while this worker was away (asleep, or cut off from "
+                        "Redis) and is another worker's now: stopped after its batch in flight", job.id)  # fmt: skip
+            return None
         if reason is not None:  # canceled or deleted: it ended for good, checkpoints kept
             with self.connection.pipeline() as pipeline:
                 self.cleanup_execution(job, pipeline=pipeline)
