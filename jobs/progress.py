@@ -18,10 +18,30 @@ log = logging.getLogger("narrate.jobs")
 SAVE_INTERVAL_S = 0.5
 
 
+# The meta of a job its worker runs, written only while the job is still that worker's: not once it was
+# requeued, or started or finished by another worker (a worker back from sleep must not overwrite the record
+# of the worker that took the job meanwhile), nor once it was deleted; the same rule as
+# lifecycle.cancel_reason's "taken", by which the job stops at its next batch.
+_SAVE_IF_OURS = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'started' then
+  if redis.call('HGET', KEYS[1], 'worker_name') ~= ARGV[1] then return 0 end
+elseif status ~= 'failed' and status ~= 'stopped' and status ~= 'canceled' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'meta', ARGV[2])
+return 1
+"""
+
+
 def save_meta(job: Job) -> None:
-    """Job meta is best effort: a Redis outage must not fail the synthesis it describes."""
+    """Save the running job's meta (its worker's, while the job is still its own: atomic, one round
+    trip). Best effort: a Redis outage must not fail the synthesis it describes."""
     try:
-        job.save_meta()
+        if not job.worker_name:  # not run by a worker
+            job.save_meta()
+        elif not job.connection.eval(_SAVE_IF_OURS, 1, job.key, job.worker_name, job.serializer.dumps(job.meta)):
+            log.info("job %s is no longer this worker's: its meta is left to the worker that has it", job.id)
     except redis.RedisError as e:
         log.warning("could not save progress of job %s: %s", job.id, e)
 

@@ -9,7 +9,7 @@ from datetime import timedelta
 
 import redis
 from conftest import EXTERNAL_REDIS_URL
-from narrate.jobs import lifecycle, takeover
+from narrate.jobs import lifecycle, progress, takeover
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
@@ -105,3 +105,25 @@ def test_a_worker_back_from_sleep_learns_its_job_is_another_workers(external_red
     assert lifecycle.cancel_reason(r, job.id, "dead-host") is None
     r.hset(job.key, lifecycle.CANCEL_FIELD, "narrate cancel")
     assert lifecycle.cancel_reason(r, job.id, "live-host") == "canceled"
+
+
+def test_a_worker_back_from_sleep_writes_no_progress_into_a_job_another_worker_has(external_redis):
+    r = external_redis
+    asleep = abandoned_part(r)  # the sleeping worker's own copy of the job
+    assert lifecycle.take_back(r, Job.fetch(asleep.id, connection=r, serializer=JSONSerializer), "crash")
+    start(r, Job.fetch(asleep.id, connection=r, serializer=JSONSerializer), "live-host")
+    live = Job.fetch(asleep.id, connection=r, serializer=JSONSerializer)
+    live.meta.update(host="live", progress={"done": 5})
+    progress.save_meta(live)
+    asleep.meta.update(host="asleep", progress={"done": 2})
+    progress.save_meta(asleep)  # woken: its batch in flight ends and saves its progress
+    assert Job.fetch(asleep.id, connection=r, serializer=JSONSerializer).get_meta() == live.meta
+    r.hset(asleep.key, "status", JobStatus.FINISHED.value)  # the live worker finished it
+    progress.save_meta(asleep)
+    assert Job.fetch(asleep.id, connection=r, serializer=JSONSerializer).get_meta() == live.meta
+    r.hset(asleep.key, "status", JobStatus.FAILED.value)  # rq's registry cleanup failed it: nobody else runs it
+    progress.save_meta(asleep)  # so the worker back from sleep goes on, and its progress shows
+    assert Job.fetch(asleep.id, connection=r, serializer=JSONSerializer).get_meta() == asleep.meta
+    r.delete(asleep.key)  # deleted (rq-dashboard's Delete): a late save does not bring a record back
+    progress.save_meta(asleep)
+    assert not r.exists(asleep.key)
