@@ -62,6 +62,7 @@ def test_the_first_command_offline_is_one_clear_line(env, home, voice_wav, tmp_p
     assert proc.returncode == 1 and len(errors) == 1, proc.stderr
     assert_says_what_to_do(errors[0])
     assert "HF_HUB_OFFLINE" in errors[0], errors[0]
+    assert proc.stderr.count("HF_HUB_OFFLINE") == 1, proc.stderr  # not also as a log line of the worker
     assert time.monotonic() - t0 < 60
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sample.txt"]  # no partial output
 

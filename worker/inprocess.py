@@ -47,6 +47,7 @@ def run_in_process(
             job_id = api.submit(settings, r, replace(req, fan_out="none"), queue_name=q.name).job.id
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
                 worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
+                worker.log_failures = False  # said once, by the caller, from the status
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status
             try:
                 return api.status(r, job_id)

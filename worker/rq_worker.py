@@ -90,6 +90,7 @@ class NarrateWorker(ClaimingWorker):
         self.stop_event = threading.Event()
         self._stop_signalled = False
         self.context: JobContext | None = None  # of the job running now
+        self.log_failures = True  # False (`narrate run`): the caller prints the job's error from its status
 
     def register_birth(self, *args, **kwargs):
         super().register_birth(*args, **kwargs)
@@ -164,7 +165,8 @@ class NarrateWorker(ClaimingWorker):
             return
         if isinstance(exc_info[1], NarrateError):  # already says what is wrong and what to do: one line
             retry = f" (retries left: {job.retries_left})" if job.retries_left else ""
-            log.error("job %s failed%s: %s", job.id, retry, exc_info[1])
+            log.log(logging.ERROR if self.log_failures else logging.DEBUG, "job %s failed%s: %s", job.id, retry,
+                    exc_info[1])  # fmt: skip
             return
         super().handle_exception(job, *exc_info)
 
