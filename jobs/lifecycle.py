@@ -167,10 +167,41 @@ def _leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
         p.zrem(started.key, *members)
 
 
-# A running job found in one of these states was requeued, or run by another worker, while its own worker was
-# away. Not "failed": rq's registry cleanup fails a job whose worker stopped beating for long, and nobody runs
-# it then: its worker, back, finishes it (and records it finished).
-_NOT_OURS = {s.value for s in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, JobStatus.FINISHED)}
+# A job its worker runs stays that worker's while it is started by it, and in these states too: rq's registry
+# cleanup fails a job whose worker stopped beating for long and nobody runs it then (its worker, back, finishes
+# it and records it finished); a canceled one ends at its next batch. In any other state (requeued, scheduled,
+# deferred, started or finished by another worker) it was taken while its worker was away. One rule for
+# `cancel_reason` ("taken") and for `save_meta_if_its_workers`.
+KEPT_WHILE_AWAY = (JobStatus.FAILED.value, JobStatus.STOPPED.value, JobStatus.CANCELED.value)
+
+# KEYS[1]: the job's hash; ARGV: the worker's name, the serialized meta, then KEPT_WHILE_AWAY.
+_SAVE_META_IF_ITS_WORKERS = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 0 end
+if status == 'started' then
+  if redis.call('HGET', KEYS[1], 'worker_name') ~= ARGV[1] then return 0 end
+else
+  local kept = false
+  for i = 3, #ARGV do
+    if status == ARGV[i] then kept = true end
+  end
+  if not kept then return 0 end
+end
+redis.call('HSET', KEYS[1], 'meta', ARGV[2])
+return 1
+"""
+
+
+def _its_workers(state: str, worker: str, worker_name: str) -> bool:
+    return worker == worker_name if state == JobStatus.STARTED.value else state in KEPT_WHILE_AWAY
+
+
+def save_meta_if_its_workers(r: redis.Redis, job: Job) -> bool:
+    """Write the meta of a job its worker (``job.worker_name``) runs, atomically, only while the job is
+    still that worker's (and not deleted): a worker back from sleep must not overwrite the record of
+    the worker that took the job meanwhile. Returns whether it wrote."""
+    meta = job.serializer.dumps(job.meta)
+    return bool(r.eval(_SAVE_META_IF_ITS_WORKERS, 1, job.key, job.worker_name, meta, *KEPT_WHILE_AWAY))
 
 
 def cancel_reason(r: redis.Redis, job_id: str, worker_name: str | None = None) -> str | None:
@@ -188,10 +219,7 @@ def cancel_reason(r: redis.Redis, job_id: str, worker_name: str | None = None) -
         return "deleted"
     if asked is not None or status.decode() == JobStatus.CANCELED.value:
         return "canceled"
-    state = status.decode()
-    if worker_name and (
-        state in _NOT_OURS or (state == JobStatus.STARTED.value and (worker or b"").decode() != worker_name)
-    ):
+    if worker_name and not _its_workers(status.decode(), (worker or b"").decode(), worker_name):
         return "taken"
     return None
 

@@ -13,25 +13,10 @@ import redis
 from rq.job import Job
 
 from .context import ProgressListener
+from .lifecycle import save_meta_if_its_workers
 
 log = logging.getLogger("narrate.jobs")
 SAVE_INTERVAL_S = 0.5
-
-
-# The meta of a job its worker runs, written only while the job is still that worker's: not once it was
-# requeued, or started or finished by another worker (a worker back from sleep must not overwrite the record
-# of the worker that took the job meanwhile), nor once it was deleted; the same rule as
-# lifecycle.cancel_reason's "taken", by which the job stops at its next batch.
-_SAVE_IF_OURS = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'started' then
-  if redis.call('HGET', KEYS[1], 'worker_name') ~= ARGV[1] then return 0 end
-elseif status ~= 'failed' and status ~= 'stopped' and status ~= 'canceled' then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'meta', ARGV[2])
-return 1
-"""
 
 
 def save_meta(job: Job) -> None:
@@ -40,7 +25,7 @@ def save_meta(job: Job) -> None:
     try:
         if not job.worker_name:  # not run by a worker
             job.save_meta()
-        elif not job.connection.eval(_SAVE_IF_OURS, 1, job.key, job.worker_name, job.serializer.dumps(job.meta)):
+        elif not save_meta_if_its_workers(job.connection, job):
             log.info("job %s is no longer this worker's: its meta is left to the worker that has it", job.id)
     except redis.RedisError as e:
         log.warning("could not save progress of job %s: %s", job.id, e)

@@ -215,8 +215,7 @@ def _synthesize(
         try:
             ctx.check_stop(progress.done, progress.total)
         except StopRequested:
-            if ctx.canceled != "taken":  # the job's record is another worker's now
-                progress.save()  # what is checkpointed, for `status` and `resume`
+            progress.save()  # what is checkpointed, for `status` and `resume` (not once another worker has the job)
             raise
         job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
         save_meta(job)
