@@ -1,4 +1,4 @@
-"""`narrate cache info` and `narrate cache prune`: the sentence cache of this host (jobs.cache)."""
+"""`narrate cache info` and `narrate cache prune`: the sentence cache of this host (jobs.book.cache)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import json
 from datetime import datetime
 
 import click
-from narrate.jobs import cache
+from narrate.cli.common import fail, settings_from_env
+from narrate.jobs.book import cache
 from narrate.jobs.errors import NarrateError
-
-from .common import fail, settings_from_env
 
 
 def size(n: int) -> str:

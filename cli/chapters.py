@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import click
+from narrate.cli.common import fail, reading_from, reading_options
+from narrate.jobs.documents.readers import read_any
+from narrate.jobs.documents.readers.summary import clock, summarize
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.readers import read_any
-from narrate.jobs.readers.summary import clock, summarize
-
-from .common import fail, reading_from, reading_options
 
 
 @click.command()

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import click
 import redis
-from narrate.jobs import api
-from narrate.jobs.connection import Connection
+from narrate.jobs.api import submit as api
+from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.readers import INPUT_FORMATS, ReadOptions
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings
 
 quant_option = click.option(

@@ -11,14 +11,12 @@ if sys.argv[1:2] in (["worker"], ["scheduler"]) and signal.getsignal(signal.SIGT
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 
 import click  # noqa: E402
-
-from .cache import cache_group  # noqa: E402
-from .chapters import chapters  # noqa: E402
-from .queue import fetch, resume, status  # noqa: E402
-from .queue_ops import cancel, info, list_jobs, watch  # noqa: E402
-from .schedule import schedule, scheduler  # noqa: E402
-from .services import bench, dashboard, worker  # noqa: E402
-from .submitting import run, submit  # noqa: E402
+from narrate.cli.cache import cache_group  # noqa: E402
+from narrate.cli.chapters import chapters  # noqa: E402
+from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, watch  # noqa: E402
+from narrate.cli.schedule import schedule, scheduler  # noqa: E402
+from narrate.cli.services import bench, dashboard, worker  # noqa: E402
+from narrate.cli.submit import run, submit  # noqa: E402
 
 
 @click.group()

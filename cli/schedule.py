@@ -11,12 +11,7 @@ from pathlib import Path
 
 import click
 import redis
-from narrate.jobs import cron, schedules, tick
-from narrate.jobs import scheduler as scheduler_loop
-from narrate.jobs.connection import Connection
-from narrate.jobs.errors import NarrateError
-
-from .common import (
+from narrate.cli.common import (
     fail,
     language_option,
     lexicon_option,
@@ -25,6 +20,11 @@ from .common import (
     settings_from_env,
     voice_option,
 )
+from narrate.jobs.errors import NarrateError
+from narrate.jobs.schedules import cron, tick
+from narrate.jobs.schedules import definitions as schedules
+from narrate.jobs.schedules import loop as scheduler_loop
+from narrate.jobs.server.connection import Connection
 
 SHOWN_DOCUMENTS = 20  # per list in the text output (--json has them all)
 

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 import redis
-from narrate.jobs.connection import Connection
+from narrate.cli.common import fail, settings_from_env
 from narrate.jobs.errors import NarrateError
-
-from .common import fail, settings_from_env
+from narrate.jobs.server.connection import Connection
 
 
 @click.command()
@@ -21,7 +20,7 @@ def worker(burst, queue_name, quiet) -> None:
     """Run a worker: takes jobs one at a time and keeps models loaded between them.
 
     A supervisor runs the worker process, restarts it if it crashes and kills it if it hangs."""
-    from narrate.worker.supervisor import supervise
+    from narrate.worker.process.supervisor import supervise
 
     settings = settings_from_env()
     sys.exit(supervise(settings, burst, queue_name, "WARNING" if quiet else "INFO"))
@@ -35,7 +34,7 @@ def dashboard(bind, port) -> None:
     progress page at /narrate (progress, realtime factor, ETA, due times)."""
     import signal
 
-    from narrate.jobs.dashboard import check_exposure, make_app, served_hosts
+    from narrate.jobs.dashboard.app import check_exposure, make_app, served_hosts
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
     settings = settings_from_env()
@@ -116,9 +115,9 @@ def bench(
     """Benchmark the plain mlx-audio loop against narrate's static and continuous batches."""
     import signal
 
-    from narrate.worker.bench import default_json, random_checkpoint, run_bench
-    from narrate.worker.bench_report import format_table, plot, pyplot
-    from narrate.worker.bench_workloads import workload as make_workload
+    from narrate.worker.bench.report import format_table, plot, pyplot
+    from narrate.worker.bench.runner import default_json, random_checkpoint, run_bench
+    from narrate.worker.bench.workloads import workload as make_workload
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
     home = settings_from_env().home

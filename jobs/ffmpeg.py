@@ -7,7 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
-from .errors import NarrateError
+from narrate.jobs.errors import NarrateError
 
 # "[out#0/s16le @ 0x55d2d162f200] Nothing was written..." -> "Nothing was written..."
 _CONTEXT_PREFIX = re.compile(r"^(\[[^\]]* @ 0x[0-9a-f]+\]\s*)+")

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import BadInput
+from narrate.jobs.errors import BadInput
 
 _KINDS = {
     stat.S_IFDIR: "a directory",

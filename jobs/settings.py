@@ -15,7 +15,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput
+from narrate.jobs.errors import BadInput
 
 QUANTS = ("bf16", "4bit", "6bit", "8bit")
 ENGINES = ("mlx", "fake")
@@ -144,7 +144,7 @@ class Settings:
         doc="Cap on codec frames per sentence (12.5 frames = 1 s); part of the job (`--max-frames`). Each "
         "sentence's budget is 2 s + 2.5x its estimated speaking time (by script: ~4.5 CJK characters, ~7 kana, "
         "~6.5 Hangul syllables or ~15 Latin letters a second; digits and symbols read as words; pauses at "
-        "punctuation; see `jobs/budgets.py`), capped by this.",
+        "punctuation; see `jobs/documents/budgets.py`), capped by this.",
     )  # fmt: skip
     seed: int = setting(
         "NARRATE_SEED", 0, reads=CLIENT, parse=_int(0),

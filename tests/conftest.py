@@ -74,7 +74,7 @@ def home():
     """A short-path NARRATE_HOME (unix socket paths are limited to 107 bytes)."""
     d = Path(tempfile.mkdtemp(prefix="nh-", dir="/tmp"))
     yield d
-    from narrate.jobs.embedded import EmbeddedServer
+    from narrate.jobs.server.embedded import EmbeddedServer
 
     pid = EmbeddedServer(d).server_pid()  # only a PID proven to be this home's server
     if pid:  # never leave a test's embedded server behind
@@ -158,8 +158,8 @@ def wait_until(cond, timeout: float = 30.0, what: str = "condition", poll: float
 
 def wait_for_job(job_id: str, settings=None, timeout: float = 300, states=ENDED) -> dict:
     """The job's status once it is in one of `states` (by default: ended)."""
-    from narrate.jobs import api
-    from narrate.jobs.connection import Connection
+    from narrate.jobs.api import submit as api
+    from narrate.jobs.server.connection import Connection
     from narrate.jobs.settings import Settings
 
     seen: dict = {}

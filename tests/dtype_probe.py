@@ -49,7 +49,7 @@ class DtypeProbe:
                 self.seen["logits"].add(_name(logits.dtype))
             return sample_batch(logits, *a, **k)
 
-        from narrate.worker import decode_loop  # narrate's batched path samples on its own
+        from narrate.worker.engine import decode_loop  # narrate's batched path samples on its own
 
         sample_rows = self._sample_rows = decode_loop.sample_rows
 
@@ -62,7 +62,7 @@ class DtypeProbe:
 
         # narrate's batched path gives the code predictor its own cache, inside a compiled
         # function: a fresh compiled step (traced while probed) shows its caches' dtypes.
-        from narrate.worker import code_predictor_step
+        from narrate.worker.engine import code_predictor_step
 
         self._grow_init = grow_init = code_predictor_step._GrowingCache.__init__
 
@@ -93,10 +93,10 @@ class DtypeProbe:
         return out
 
     def remove(self) -> None:
-        from narrate.worker import decode_loop
+        from narrate.worker.engine import decode_loop
 
         decode_loop.sample_rows = self._sample_rows
-        from narrate.worker import code_predictor_step
+        from narrate.worker.engine import code_predictor_step
 
         code_predictor_step._GrowingCache.__init__ = self._grow_init
         vars(self.model).pop(code_predictor_step.STEP_ATTR, None)  # traced while probed

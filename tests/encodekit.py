@@ -1,4 +1,4 @@
-"""The stitch of a minute of speech-like audio (jobs/stitch_bench.py) run in a child process, to
+"""The stitch of a minute of speech-like audio (worker/bench/stitch.py) run in a child process, to
 fault it from outside: a file-size limit (a full disk) or a SIGKILL while ffmpeg encodes. Shared
 by the segmented (m4b) and streamed (mp3/ogg/flac) encode tests."""
 
@@ -16,7 +16,7 @@ from conftest import exited, wait_until
 _STITCH = (
     "import sys, time, pathlib\n"
     "from narrate.jobs import stitch_bench, segment_encoder\n"
-    "from narrate.jobs.spec import JobSpec\n"
+    "from narrate.jobs.book.spec import JobSpec\n"
     "root, tmp, output, per_chapter, unit_s = sys.argv[1:6]\n"
     "root, tmp = pathlib.Path(root), pathlib.Path(tmp)\n"
     "if sys.argv[6] == 'stuck':  # the first segment rendered, then hold still until killed\n"

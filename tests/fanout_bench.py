@@ -63,7 +63,7 @@ def run(base: dict, url: str, doc: Path, voice: Path, hosts: int, fan_out: str, 
                   "--json")  # fmt: skip
         assert sub.returncode == 0, sub.stderr
         job_id = json.loads(sub.stdout)["id"]
-        from narrate.jobs.api import status
+        from narrate.jobs.api.submit import status
 
         while True:  # in this process: a CLI per poll would take the CPU the workers need
             st = status(r, job_id)

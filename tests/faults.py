@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from narrate.jobs.embedded import valkey_binary
+from narrate.jobs.server.embedded import valkey_binary
 
 WORDS = "amber birch cedar delta ember fjord glade harbor inlet juniper kestrel lantern meadow".split()
 
@@ -125,7 +125,7 @@ def kill_loop(
 
 
 def _finished(r, job_id: str) -> bool:
-    from narrate.jobs import api
+    from narrate.jobs.api import submit as api
 
     return api.status(r, job_id)["status"] == "finished"
 

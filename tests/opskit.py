@@ -67,8 +67,8 @@ def narrate_keys(r) -> list[str]:
 def due_mover(url: str, base: str = "narrate", every_s: float = 0.2):
     """Moves due scheduled jobs into their queues while the block runs, as the scheduler does."""
     import redis
-    from narrate.jobs.due import enqueue_due
-    from narrate.jobs.queues import queue_names
+    from narrate.jobs.queue.due import enqueue_due
+    from narrate.jobs.queue.queues import queue_names
 
     r = redis.Redis.from_url(url)
     stop = threading.Event()

@@ -8,7 +8,7 @@ import re
 
 from conftest import narrate, wait_for_job
 from faults import book, fake_env, submit
-from narrate.jobs.batch_log import BatchLog
+from narrate.jobs.task.batch_log import BatchLog
 
 LINE = re.compile(
     r"job (\S+): batch (\d+)/(\d+): (\d+) sentences?, (\d+) frames in [\d.]+ s \(([\d.]+) frames/s\), "

@@ -11,10 +11,10 @@ import sys
 import mlx.core as mx
 import numpy as np
 import pytest
-from narrate.jobs.synthesis import Sentence
-from narrate.worker import decode_loop, mlx_compat
-from narrate.worker.mlx_engine import MlxEngine, batches, retry_seed
-from narrate.worker.models import load, resolve
+from narrate.jobs.book.synthesis import Sentence
+from narrate.worker.engine import decode_loop, mlx_compat
+from narrate.worker.engine.mlx_engine import MlxEngine, batches, retry_seed
+from narrate.worker.engine.models import load, resolve
 
 TEXTS = [
     "Hello there, my friend.",
@@ -163,7 +163,7 @@ def test_no_step_computes_a_finished_row(loaded, embedding):
 def test_streaming_codec_equals_one_decode_of_the_whole_sentence(loaded, embedding, alone):
     """Each frame is decoded once, in pieces of 4 then 24 frames by the row's streaming state;
     the samples equal one decode of all the sentence's frames, within float rounding."""
-    from narrate.worker.codec_stream import CodecWorker
+    from narrate.worker.engine.codec_stream import CodecWorker
 
     rng = np.random.default_rng(1)
     codes = [rng.integers(0, 2048, 16).astype(np.int32) for _ in range(33)]
@@ -266,7 +266,7 @@ def test_the_sentences_language_reaches_the_model(loaded, embedding, monkeypatch
 def test_fake_engine_implements_the_protocol_without_mlx():
     code = (
         "import sys; from narrate.worker.testkit.fake_engine import FakeEngine; "
-        "from narrate.jobs.synthesis import Sentence; e = FakeEngine(2); v = e.voice(None, 'x'); "
+        "from narrate.jobs.book.synthesis import Sentence; e = FakeEngine(2); v = e.voice(None, 'x'); "
         "cs = list(e.synthesize([Sentence(0, 'Hi there.', 1, 5)], v)); "
         "assert cs[-1].final and not v.encoder_runs; "
         "assert not [m for m in sys.modules if m.split('.')[0] in ('mlx', 'mlx_audio')], 'mlx imported'"
@@ -279,7 +279,7 @@ def test_first_audio_comes_after_a_few_frames_whatever_the_batch(loaded, embeddi
     """What keeps the first audio as fast in a batch of 16 as in a batch of 4: a row's first chunk
     is sent to the codec after FIRST_CHUNK frames, not when the row or the batch ends (when it
     arrives depends on the codec thread; the bench measures that time)."""
-    from narrate.worker.decode_loop import FIRST_CHUNK
+    from narrate.worker.engine.decode_loop import FIRST_CHUNK
 
     long = [Sentence(i, t, 1000 + 17 * i, 9) for i, t in enumerate(TEXTS)]
     engine = MlxEngine(loaded, runaway_retries=0, continuous=continuous)

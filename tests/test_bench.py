@@ -126,13 +126,13 @@ def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(en
 
 
 def test_the_long_book_stitch_benchmark_runs(tmp_path):
-    """`python -m narrate.jobs.stitch_bench` (the 10-hour stitch figures) on a minute of audio."""
+    """`python -m narrate.worker.bench.stitch` (the 10-hour stitch figures) on a minute of audio."""
     import json
     import subprocess
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "narrate.jobs.stitch_bench", "--hours", "0.02", "--rate", "30",
+        [sys.executable, "-m", "narrate.worker.bench.stitch", "--hours", "0.02", "--rate", "30",
          "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from narrate.jobs import stitch
+from narrate.jobs.audio import stitch
+from narrate.jobs.audio.stitch import BookWriter, int16_segment
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.outputs import OutputRoot
-from narrate.jobs.stitch import BookWriter, int16_segment
+from narrate.jobs.outputs.outputs import OutputRoot
 
 FFMPEG = ffmpeg_exe()
 TONE = int16_segment((np.sin(np.arange(4800) / 5) * 8000).astype(np.int16))

@@ -6,9 +6,9 @@ from __future__ import annotations
 from math import ceil
 
 import pytest
-from narrate.jobs.budgets import FRAMES_PER_SECOND, frame_budget, speaking_seconds
-from narrate.jobs.documents import split_paragraphs
-from narrate.jobs.plan import frame_budget as plan_frame_budget
+from narrate.jobs.book.plan import frame_budget as plan_frame_budget
+from narrate.jobs.documents.budgets import FRAMES_PER_SECOND, frame_budget, speaking_seconds
+from narrate.jobs.documents.documents import split_paragraphs
 from narrate.jobs.settings import MAX_SENTENCE_CHARS
 
 UNCAPPED = 10**9

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from conftest import narrate, wait_for_job, wait_until
 from faults import book, fake_env, golden, job_meta, submit, synthesized
-from narrate.jobs import cache
-from narrate.jobs.checkpoints import CheckpointStore
+from narrate.jobs.book import cache
+from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.errors import BadInput
 from opskit import one_error_line, write_docs
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from faults import child_pid, fake_env, synthesized, wait_synthesized
-from narrate.jobs.due import enqueue_due
+from narrate.jobs.queue.due import enqueue_due
 from opskit import one_error_line, registries_holding, rq_state, submit_json, write_docs
 from rq.command import send_stop_job_command
 from rq.job import cancel_job

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from conftest import narrate, wait_for_job
 from faults import book, burst_worker_with_file_limit, fake_env, submit, synthesized
-from narrate.jobs.checkpoints import CheckpointStore
+from narrate.jobs.book.checkpoints import CheckpointStore
 
 KEY = "ab" * 32
 N = 12

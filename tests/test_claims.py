@@ -11,12 +11,13 @@ import sys
 import pytest
 from conftest import narrate, wait_for_job
 from faults import book, fake_env, submit_book, synthesized
-from narrate.jobs import api, claims
-from narrate.jobs.connection import Connection
-from narrate.jobs.queues import queue_names
+from narrate.jobs.api import submit as api
+from narrate.jobs.queue import claims
+from narrate.jobs.queue.queues import queue_names
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
-from narrate.worker.rq_worker import make_worker
-from narrate.worker.runtime import WorkerRuntime
+from narrate.worker.process.rq_worker import make_worker
+from narrate.worker.process.runtime import WorkerRuntime
 from rq import Queue
 from rq.serializers import JSONSerializer
 
@@ -74,7 +75,7 @@ KILL_AT = """
 import os, signal, sys
 from narrate.jobs import claims
 from narrate.worker import process, rq_worker, runtime
-from narrate.jobs.api import JOB_FUNCTION
+from narrate.jobs.api.submit import JOB_FUNCTION
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)

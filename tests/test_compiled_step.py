@@ -11,8 +11,8 @@ import mlx.core as mx
 import mlx.nn as nn
 import numpy as np
 import pytest
-from narrate.worker import code_predictor_step as cps
-from narrate.worker.codec_fast import (
+from narrate.worker.engine import code_predictor_step as cps
+from narrate.worker.engine.codec_fast import (
     DepthwiseConv1d,
     PatchConv1d,
     StridedTransposeConv1d,
@@ -21,10 +21,10 @@ from narrate.worker.codec_fast import (
     is_strided_transpose,
     swaps_for,
 )
-from narrate.worker.codec_stream import CodecWorker
-from narrate.worker.mlx_engine import MlxEngine
-from narrate.worker.models import load, resolve
-from narrate.worker.sampling import options
+from narrate.worker.engine.codec_stream import CodecWorker
+from narrate.worker.engine.mlx_engine import MlxEngine
+from narrate.worker.engine.models import load, resolve
+from narrate.worker.engine.sampling import options
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +154,7 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
 def test_the_loop_counts_the_rows_each_bucket_padded(loaded, every, monkeypatch):
     """Continuous batch of 5 (budgets 7, 3, 9, 5, 6): every step's padded rows are its bucket
     minus its rows (powers of two: 3 rows run in a bucket of 4; every row count: none)."""
-    from narrate.jobs.synthesis import Sentence
+    from narrate.jobs.book.synthesis import Sentence
 
     rng = np.random.default_rng(0)
     audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))

@@ -14,7 +14,7 @@ from faults import (
     submit,
     synthesized,
 )
-from narrate.jobs.connection import Connection
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
 N = 40

@@ -10,7 +10,7 @@ import pytest
 from conftest import start_worker, stop_worker, wait_for_job
 from dashboard_http import dashboard, request
 from faults import book, fake_env, submit_book, synthesized, wait_synthesized
-from narrate.jobs.dashboard import check_exposure, make_app
+from narrate.jobs.dashboard.app import check_exposure, make_app
 from narrate.jobs.errors import BadInput
 
 

@@ -18,10 +18,10 @@ from conftest import start_worker, stop_worker, wait_for_job, wait_until
 from dashboard_http import dashboard, fail_job, queue, request
 from faults import book, fake_env, job_meta, submit_book
 from markupsafe import escape
-from narrate.jobs.api import JOB_FUNCTION
-from narrate.jobs.dashboard import make_app
-from narrate.jobs.dashboard_page import when
-from narrate.jobs.overview import figures
+from narrate.jobs.api.submit import JOB_FUNCTION
+from narrate.jobs.dashboard.app import make_app
+from narrate.jobs.dashboard.overview import figures
+from narrate.jobs.dashboard.page import when
 from rq import Queue
 from rq.job import Job
 from rq.results import Result

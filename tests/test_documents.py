@@ -1,6 +1,6 @@
 """Document reading and splitting (sentencex), with the caps that keep odd input away from the model."""
 
-from narrate.jobs.documents import parse_document, split_paragraphs
+from narrate.jobs.documents.documents import parse_document, split_paragraphs
 from narrate.jobs.settings import MAX_SENTENCE_CHARS
 
 
@@ -33,7 +33,7 @@ def test_rtl_and_non_latin_text_is_kept():
 
 def test_document_caps(tmp_path):
     import pytest
-    from narrate.jobs.documents import read_document
+    from narrate.jobs.documents.documents import read_document
     from narrate.jobs.errors import BadInput
     from narrate.jobs.settings import MAX_DOCUMENT_BYTES, MAX_SENTENCES
 
@@ -49,7 +49,7 @@ def test_document_caps(tmp_path):
 
 
 def test_chapters_from_markdown_headings_and_chapter_lines():
-    from narrate.jobs.documents import split_document
+    from narrate.jobs.documents.documents import split_document
 
     text = (
         "# The Book\n\nIntro.\n\n## Chapter One\nIt began. Then more.\n\nCHAPTER IV. The Storm\n\n"
@@ -62,7 +62,7 @@ def test_chapters_from_markdown_headings_and_chapter_lines():
 
 
 def test_what_cannot_be_spoken_is_removed():
-    from narrate.jobs.documents import split_document
+    from narrate.jobs.documents.documents import split_document
 
     text = (
         "Hello\x1b[1;31m world\x1b[0m\x07. Tab\there, form\x0cfeed\x7f.\n\n"  # terminal colours, controls
@@ -78,7 +78,7 @@ def test_what_cannot_be_spoken_is_removed():
 
 def test_a_document_of_only_invisible_or_control_characters_has_no_text(tmp_path):
     import pytest
-    from narrate.jobs.documents import parse_document
+    from narrate.jobs.documents.documents import parse_document
     from narrate.jobs.errors import BadInput
 
     for text in ("\u200b\u200d\u2060\ufeff\u202e\U000e0041", "\x01\x02\x1b[0m\x7f\x85", "\u0301" * 50):
@@ -118,7 +118,7 @@ def test_a_hard_cut_never_separates_a_letter_from_its_marks():
 def test_splitting_a_long_line_takes_linear_time():
     import time
 
-    from narrate.jobs.documents import _cap_length
+    from narrate.jobs.documents.documents import _cap_length
 
     line = "word " * 1_600_000  # 8 MB without a full stop: 20,000 parts
     started = time.perf_counter()
@@ -131,7 +131,7 @@ def test_splitting_stops_once_a_document_has_too_many_sentences(monkeypatch):
     """A few MiB of one-word paragraphs are millions of sentences: refuse them without splitting all."""
     import pytest
     import sentencex
-    from narrate.jobs import documents
+    from narrate.jobs.documents import documents
     from narrate.jobs.errors import BadInput
 
     calls = []

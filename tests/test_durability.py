@@ -17,8 +17,8 @@ import pytest
 import redis
 from conftest import exited, narrate
 from faults import PrivateRedis, book, fake_env, submit_book
-from narrate.jobs.durability import PROBE_KEY, wait_durable
-from narrate.jobs.embedded import EmbeddedServer
+from narrate.jobs.server.durability import PROBE_KEY, wait_durable
+from narrate.jobs.server.embedded import EmbeddedServer
 
 
 def tiny_tmpfs(path: Path, size: str = "2m") -> None:

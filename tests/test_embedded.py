@@ -9,7 +9,7 @@ import time
 
 import pytest
 from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from narrate.jobs.embedded import EmbeddedServer
+from narrate.jobs.server.embedded import EmbeddedServer
 
 
 def server_alive(home) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import codecs
 
 import pytest
-from narrate.jobs.documents import parse_document
+from narrate.jobs.documents.documents import parse_document
 from narrate.jobs.errors import BadInput
 
 TEXT = "Café crème, naïve. 你好，世界。\n\nПривет! 🙂 Done."

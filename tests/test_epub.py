@@ -9,7 +9,7 @@ import subprocess
 from bookfiles import COVER, make_epub2, make_epub3
 from conftest import narrate, wait_for_job
 from faults import fake_env, submit
-from narrate.jobs.readers import ReadOptions, read_any
+from narrate.jobs.documents.readers import ReadOptions, read_any
 
 
 def test_epub3_chapters_titled_from_the_navigation_in_spine_order(tmp_path):
@@ -43,7 +43,7 @@ def test_epub2_with_only_an_ncx(tmp_path):
 
 
 def test_document_with_metadata_survives_the_store_format(tmp_path):
-    from narrate.jobs.documents import Document
+    from narrate.jobs.documents.documents import Document
 
     doc = read_any(make_epub3(tmp_path / "book.epub"))
     back = Document.from_json(json.loads(json.dumps(doc.to_json())))

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 from conftest import EXTERNAL_REDIS_URL, narrate, start_worker, stop_worker, wait_for_job, wait_until
 from faults import book, child_pid, fake_env, golden, submit, synthesized
-from narrate.jobs import api, partaudio
-from narrate.jobs.connection import Connection
-from narrate.jobs.fanout import Part
+from narrate.jobs.api import submit as api
+from narrate.jobs.fanout import partaudio
+from narrate.jobs.fanout.split import Part
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
@@ -214,8 +215,8 @@ def test_real_engine_fanned_out_book_is_sample_identical(env, home, voice_wav):
 
 def test_default_fans_out_chapters_only_with_two_worker_hosts(external_redis):
     """The default rule: chapters when the document has chapters and two hosts have registered workers."""
-    from narrate.jobs import fanout
-    from narrate.jobs.documents import Document
+    from narrate.jobs.documents.documents import Document
+    from narrate.jobs.fanout import split as fanout
     from rq import Queue, Worker
 
     doc = Document(

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 from conftest import narrate
-from narrate.jobs.documents import read_document
+from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.documents.documents import read_document
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.inputs import read_input
-from narrate.jobs.voices import read_voice
 
 
 def refused_within(seconds: float, fn, *args) -> BadInput:

@@ -23,8 +23,8 @@ from faults import (
     synthesized,
     wait_synthesized,
 )
-from narrate.jobs import api
-from narrate.jobs.connection import Connection
+from narrate.jobs.api import submit as api
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
 N = 40
@@ -121,7 +121,7 @@ def _alive(pid: int) -> bool:
 def test_embedded_server_killed_mid_job_is_recovered_after_restart(env, home, voice_wav):
     """Kill -9 the embedded Valkey and the worker mid-job; after a restart from the AOF the
     started job is still there, and the next worker resumes it."""
-    from narrate.jobs.embedded import EmbeddedServer
+    from narrate.jobs.server.embedded import EmbeddedServer
 
     e = fake_env(env, home, delay_ms=80)
     text = book(N)

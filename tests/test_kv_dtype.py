@@ -6,15 +6,15 @@ from __future__ import annotations
 import mlx.core as mx
 import pytest
 from dtype_probe import DtypeProbe
-from narrate.jobs import store
-from narrate.jobs.connection import Connection
+from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.server import store
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
-from narrate.jobs.synthesis import Sentence
-from narrate.jobs.voices import read_voice
-from narrate.worker import voice_cache
-from narrate.worker.mlx_engine import MlxEngine
-from narrate.worker.models import load, resolve
+from narrate.worker.engine import voice_cache
+from narrate.worker.engine.mlx_engine import MlxEngine
+from narrate.worker.engine.models import load, resolve
 
 SENTENCES = [Sentence(0, "Hello there, this is a test.", 1, 6), Sentence(1, "A second one.", 2, 6)]
 

@@ -37,7 +37,8 @@ def imported(path: Path) -> set[str]:
 
 def test_importing_cli_and_jobs_loads_no_mlx():
     code = (
-        "import sys, narrate.cli.main, narrate.jobs.api, narrate.jobs.task, narrate.jobs.documents;"
+        "import sys, narrate.cli.main, narrate.jobs.api.submit, narrate.jobs.task.job,"
+        " narrate.jobs.documents.documents;"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'mlx', 'mlx_audio', 'pydub'});"
         "print(','.join(heavy))"
     )
@@ -67,7 +68,7 @@ def test_no_module_over_400_lines():
 
 
 def test_a_missing_rq_internal_fails_loudly(monkeypatch):
-    from narrate.jobs import rq_compat
+    from narrate.jobs.queue import rq_compat
     from rq import Queue
     from rq.worker import BaseWorker
 

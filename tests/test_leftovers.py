@@ -13,7 +13,7 @@ import time
 import numpy as np
 from conftest import narrate, start_worker, stop_worker, wait_until
 from faults import fake_env
-from narrate.jobs.checkpoints import CheckpointStore
+from narrate.jobs.book.checkpoints import CheckpointStore
 
 PCM = np.zeros(240, dtype=np.float32)
 

@@ -8,8 +8,8 @@ import time
 
 from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from faults import fake_env
-from narrate.jobs.api import JOB_FUNCTION
-from narrate.jobs.lifecycle import queue
+from narrate.jobs.api.submit import JOB_FUNCTION
+from narrate.jobs.queue.lifecycle import queue
 from opskit import submit_json, write_docs
 from rq import Queue
 

@@ -78,7 +78,7 @@ def test_two_machines_with_one_host_name_never_run_one_job_twice(env, home, voic
         )  # fmt: skip
         try:
             wait_until(lambda: external_redis.scard("rq:workers") >= 2, 60, "the second machine's worker")
-            from narrate.jobs import api
+            from narrate.jobs.api import submit as api
 
             # it is up while the job runs (else this tests nothing)
             assert api.status(external_redis, job_id)["status"] == "started"
@@ -167,7 +167,7 @@ def test_run_leaves_no_private_queue_behind(env, home, voice_wav):
     doc.write_text(book(3))
     proc = narrate(e, "run", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "once.wav"))
     assert proc.returncode == 0, proc.stderr
-    from narrate.jobs.connection import Connection
+    from narrate.jobs.server.connection import Connection
     from narrate.jobs.settings import Settings
 
     with Connection(Settings.from_env()):  # the server comes back from its AOF

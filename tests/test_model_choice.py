@@ -108,7 +108,7 @@ def test_a_relative_checkpoint_path_is_made_absolute_for_the_worker(env, home, v
     proc = narrate(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.mp3"),
                    "--model", "models/tiny", "--json", cwd=home)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    from narrate.jobs.lifecycle import fetch
+    from narrate.jobs.queue.lifecycle import fetch
 
     spec = fetch(external_redis, json.loads(proc.stdout)["id"]).args[0]
     assert spec["model"] == str(home / "models" / "tiny"), spec
@@ -119,11 +119,11 @@ def test_check_model_imports_no_mlx():
     import sys
 
     code = (
-        "import sys; from narrate.jobs.model_choice import check_model; check_model('org/name');"
+        "import sys; from narrate.jobs.api.model_choice import check_model; check_model('org/name');"
         "assert not any(m == 'mlx' or m.startswith(('mlx.', 'narrate.worker')) for m in sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
-    from narrate.jobs.model_choice import check_model
+    from narrate.jobs.api.model_choice import check_model
 
     with pytest.raises(BadInput, match="does not exist"):
         check_model("/no/such/dir")

@@ -9,11 +9,11 @@ import shutil
 
 import mlx.core as mx
 import pytest
-from narrate.jobs import store
+from narrate.jobs.audio.voices import read_voice
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.voices import read_voice
-from narrate.worker import model_key, voice_cache
-from narrate.worker.models import ModelCache, load, resolve
+from narrate.jobs.server import store
+from narrate.worker.engine import model_key, voice_cache
+from narrate.worker.engine.models import ModelCache, load, resolve
 from narrate.worker.testkit.random_checkpoint import write_checkpoint
 
 

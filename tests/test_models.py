@@ -7,7 +7,7 @@ import mlx.nn as nn
 import pytest
 from mlx.utils import tree_flatten
 from narrate.jobs.errors import BadInput
-from narrate.worker.models import ModelCache, load, resolve
+from narrate.worker.engine.models import ModelCache, load, resolve
 
 ID = "Qwen3-TTS-12Hz-1.7B-Base"
 

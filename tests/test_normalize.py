@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from narrate.jobs.documents import Document, parse_document, split_document
+from narrate.jobs.book.plan import make_plan
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.documents.documents import Document, parse_document, split_document
+from narrate.jobs.documents.languages import check_language, detect_language, resolve_language
+from narrate.jobs.documents.lexicon import parse_lexicon, read_lexicon
+from narrate.jobs.documents.normalize import normalize
 from narrate.jobs.errors import BadInput
-from narrate.jobs.languages import check_language, detect_language, resolve_language
-from narrate.jobs.lexicon import parse_lexicon, read_lexicon
-from narrate.jobs.normalize import normalize
-from narrate.jobs.plan import make_plan
-from narrate.jobs.spec import JobSpec
 
 ENGLISH = [
     ("Dr. Smith paid $3.50 on 12 May 1999 at 10:30.",

@@ -4,7 +4,7 @@ import os
 
 import pytest
 from narrate.jobs.errors import BadInput
-from narrate.jobs.outputs import output_path, relative_output
+from narrate.jobs.outputs.outputs import output_path, relative_output
 
 
 def test_relative_output_inside_root(tmp_path):
@@ -72,7 +72,7 @@ def test_names_and_paths_too_long_are_refused_on_client_and_worker(tmp_path):
 
 def test_checkpoints_are_complete_or_absent(tmp_path):
     import numpy as np
-    from narrate.jobs.checkpoints import CheckpointStore
+    from narrate.jobs.book.checkpoints import CheckpointStore
 
     store = CheckpointStore(tmp_path)
     store.save("ab" * 32, np.linspace(-1, 1, 1920, dtype=np.float32), frames=1, runaway=False, takes=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis
 import redis.retry
-from narrate.jobs.connection import _retry
+from narrate.jobs.server.connection import _retry
 
 
 def waited(retry, monkeypatch) -> float:

@@ -7,7 +7,7 @@ import json
 import pytest
 from bookfiles import make_epub3, make_headed_pdf, make_text_pdf
 from conftest import narrate
-from narrate.jobs.readers import read_any
+from narrate.jobs.documents.readers import read_any
 
 HTML = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Field Notes</title>
 <meta name="author" content="Grace Hopper"><style>p { color: red }</style><script>var x = "do not read";</script>

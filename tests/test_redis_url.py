@@ -9,9 +9,9 @@ import sys
 import pytest
 from conftest import narrate
 from faults import PrivateRedis
-from narrate.jobs.connection import Connection, redact
-from narrate.jobs.embedded import EmbeddedServer
 from narrate.jobs.errors import ServerUnavailable
+from narrate.jobs.server.connection import Connection, redact
+from narrate.jobs.server.embedded import EmbeddedServer
 from narrate.jobs.settings import Settings
 
 # Each password piece is distinctive, so a fragment of it in a message is found.
@@ -71,7 +71,7 @@ def test_cli_bad_url_is_one_line_without_password(env, url):
 
 DASHBOARD_PAGE = """
 import sys
-from narrate.jobs.dashboard import make_app
+from narrate.jobs.dashboard.app import make_app
 client = make_app(sys.argv[1]).test_client()
 page = client.get("/", follow_redirects=True, headers={"Host": "127.0.0.1:9181"})
 print(page.status_code, page.get_data(as_text=True))

@@ -1,5 +1,5 @@
 """`submit --at` / `--in`: the job waits in rq's ScheduledJobRegistry (JSON, like every narrate
-job), shows as scheduled with its due time, and runs once due (moved by jobs.due.enqueue_due,
+job), shows as scheduled with its due time, and runs once due (moved by jobs.queue.due.enqueue_due,
 which the scheduler loop calls; the tests call it from a thread)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 from conftest import EXTERNAL_REDIS_URL, narrate, start_worker, stop_worker, wait_for_job, wait_until
 from faults import fake_env, synthesized
-from narrate.jobs.due import enqueue_due
+from narrate.jobs.queue.due import enqueue_due
 from opskit import due_mover, narrate_keys, one_error_line, registries_holding, submit_json, write_docs
 
 

@@ -9,8 +9,8 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from conftest import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from narrate.jobs import cron
-from narrate.jobs.lifecycle import queue
+from narrate.jobs.queue.lifecycle import queue
+from narrate.jobs.schedules import cron
 from schedtools import INTERVAL_S, add, listing, make_due, queued, sched_env, start_scheduler, state, wait_runs
 from schedtools import write_docs as docs_in
 

@@ -17,7 +17,7 @@ import zlib
 import pytest
 from conftest import narrate, stop_worker, wait_until, write_voice
 from faults import book
-from narrate.jobs.lifecycle import fetch
+from narrate.jobs.queue.lifecycle import fetch
 from schedtools import (
     add,
     cli,

@@ -10,7 +10,7 @@ import time
 import pytest
 from conftest import narrate, wait_for_job
 from faults import book
-from narrate.jobs.schedules import summary
+from narrate.jobs.schedules.definitions import summary
 from schedtools import add, cli, docs, listing, queued, run_tick, sched_env, write_docs
 
 

@@ -55,7 +55,7 @@ def test_a_forged_result_cannot_make_a_host_send_other_files(env, home):
 
     import pytest
     from narrate.jobs.errors import NarrateError
-    from narrate.jobs.fetch import _open_output
+    from narrate.jobs.fanout.fetch import _open_output
     from narrate.jobs.settings import Settings
 
     settings = Settings.from_env()

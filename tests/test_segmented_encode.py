@@ -1,4 +1,4 @@
-"""The book encoded in segments while it is synthesized (jobs/segments.py, segment_encoder.py,
+"""The book encoded in segments while it is synthesized (jobs/audio/segments.py, segment_encoder.py,
 adts.py): a minute of speech-like audio from the stitch bench, encoded segment by segment, joined
 and muxed into m4b, decoded with ffmpeg and compared with the exact samples; overlap and cancel
 with the fake engine in a real worker."""
@@ -15,11 +15,12 @@ import pytest
 from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
 from encodekit import ffmpeg_children, kill_while_encoding, stitch_with_file_limit
 from faults import fake_env
-from narrate.jobs import segment_encoder, stitch_bench
+from narrate.jobs.audio import segment_encoder
+from narrate.jobs.audio.segments import AAC_FRAME, CUT_SILENCE, Segmenter
+from narrate.jobs.audio.stitch import BookWriter
+from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.segments import AAC_FRAME, CUT_SILENCE, Segmenter
-from narrate.jobs.spec import JobSpec
-from narrate.jobs.stitch import BookWriter
+from narrate.worker.bench import stitch as stitch_bench
 
 SPEC = dict(document="d", voice="v", output="book.m4b")
 

@@ -1,14 +1,14 @@
-"""Where the book is cut (jobs/segments.py), from sample counts alone: units at chapters and after
+"""Where the book is cut (jobs/audio/segments.py), from sample counts alone: units at chapters and after
 long stretches at paragraph pauses, segments inside units, every cut in a pause on an AAC frame
 boundary of its segment with silence after it, and no cut in a pause too short to hold one."""
 
 from __future__ import annotations
 
-from narrate.jobs.plan import Plan
-from narrate.jobs.segments import AAC_FRAME, CUT_SILENCE, Heard, Segmenter, cuts_at_chapters
+from narrate.jobs.audio.segments import AAC_FRAME, CUT_SILENCE, Heard, Segmenter, cuts_at_chapters
+from narrate.jobs.book.plan import Plan
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.settings import SAMPLE_RATE
-from narrate.jobs.spec import JobSpec
-from narrate.jobs.synthesis import Sentence
 
 
 def _plan(n: int, chapters: dict[int, str]) -> Plan:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import exited, narrate
-from narrate.jobs.embedded import EmbeddedServer
+from narrate.jobs.server.embedded import EmbeddedServer
 
 OTHER_UID = 54321
 

@@ -13,8 +13,8 @@ from faults import (
     leftovers,
     submit_book,
 )
-from narrate.jobs import api
-from narrate.jobs.connection import Connection
+from narrate.jobs.api import submit as api
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
 N = 40

@@ -1,6 +1,6 @@
-"""mp3, Ogg (Opus) and FLAC books encoded while they are synthesized (jobs/stream_encode.py): one
+"""mp3, Ogg (Opus) and FLAC books encoded while they are synthesized (jobs/audio/stream_encode.py): one
 ffmpeg per output file fed in reading order gives the same audio as one encode of the whole WAV
-after the last sentence, with chapter marks written afterwards (jobs/tagging.py); a stop, a
+after the last sentence, with chapter marks written afterwards (jobs/audio/tagging.py); a stop, a
 kill or a full disk leaves no child and no file."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import pytest
 from conftest import SR, decoded_samples, narrate, wait_for_job, wait_until
 from encodekit import ffmpeg_children, kill_while_encoding, stitch_with_file_limit
 from faults import fake_env, submit
-from narrate.jobs import segment_encoder, stitch_bench
+from narrate.jobs.audio import segment_encoder
+from narrate.jobs.audio.segments import AAC_FRAME
+from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.segments import AAC_FRAME
-from narrate.jobs.spec import JobSpec
+from narrate.worker.bench import stitch as stitch_bench
 
 
 @pytest.fixture(scope="module")
@@ -174,9 +175,9 @@ def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp
     import threading
     import time
 
-    from narrate.jobs.segments import Segmenter
-    from narrate.jobs.stitch import BookWriter
-    from narrate.jobs.stream_encode import PieceStreams
+    from narrate.jobs.audio.segments import Segmenter
+    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.stream_encode import PieceStreams
 
     root, plan, store = minute
     spec = JobSpec(document="d", voice="v", output="book.flac")
@@ -212,8 +213,8 @@ def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp
 def test_chapter_marks_written_after_the_encode_survive_odd_titles_and_their_number(tmp_path, ext):
     """1200 chapters with titles a document may hold: ID3 takes them all, Vorbis comments the
     first 999 (the CHAPTERnnn convention has three digits); the file still plays from its start."""
-    from narrate.jobs.bookmeta import Tags
-    from narrate.jobs.tagging import MAX_VORBIS_CHAPTERS, write_tags
+    from narrate.jobs.audio.bookmeta import Tags
+    from narrate.jobs.audio.tagging import MAX_VORBIS_CHAPTERS, write_tags
 
     path = tmp_path / f"t.{ext}"
     subprocess.run([ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", "anullsrc=r=24000:cl=mono", "-t", "130",
@@ -245,7 +246,7 @@ def test_a_part_whose_ffmpeg_stops_reading_does_not_hold_up_close(tmp_path, monk
     import threading
     import time
 
-    from narrate.jobs import stream_encode
+    from narrate.jobs.audio import stream_encode
 
     stopped = []
     real = stream_encode.PieceStreams._open

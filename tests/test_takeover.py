@@ -9,7 +9,9 @@ from datetime import timedelta
 
 import redis
 from conftest import EXTERNAL_REDIS_URL
-from narrate.jobs import lifecycle, progress, takeover
+from narrate.jobs.fanout import takeover
+from narrate.jobs.queue import lifecycle
+from narrate.jobs.task import progress
 from rq import Queue, SimpleWorker
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer

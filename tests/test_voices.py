@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import narrate, write_voice
-from narrate.jobs import voices
+from narrate.jobs.audio import voices
+from narrate.jobs.audio.voices import read_voice
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.voices import read_voice
 
 FFMPEG = ffmpeg_exe()
 

@@ -17,7 +17,7 @@ from faults import (
     wait_for_job_state,
     wait_synthesized,
 )
-from narrate.jobs.connection import Connection
+from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
 N = 40
@@ -75,9 +75,9 @@ def test_a_second_stop_signal_while_the_first_is_handled_does_not_deadlock(env, 
     comes exactly then, and an alarm breaks a deadlock."""
     import threading
 
-    from narrate.jobs.queues import queue_names
-    from narrate.worker.rq_worker import make_worker
-    from narrate.worker.runtime import WorkerRuntime
+    from narrate.jobs.queue.queues import queue_names
+    from narrate.worker.process.rq_worker import make_worker
+    from narrate.worker.process.runtime import WorkerRuntime
     from rq.exceptions import StopRequested
 
     settings = Settings.from_env()

@@ -1,5 +1,5 @@
 """A deterministic stand-in for the MLX engine, for fault tests only (NARRATE_ENGINE=fake). It
-implements narrate.jobs.synthesis.Engine and imports no mlx.
+implements narrate.jobs.book.synthesis.Engine and imports no mlx.
 
 Each sentence becomes a tone whose pitch and length come from sha256(text), so a fault-free
 run gives byte-exact expected output. Controlled by environment variables:
@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
-from narrate.jobs.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
 

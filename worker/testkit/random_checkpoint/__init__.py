@@ -14,7 +14,7 @@ CPU: the tests), ``0.6b`` and ``1.7b`` (the exact tensor shapes of Qwen3-TTS-12H
     python -m narrate.worker.testkit.random_checkpoint OUT --size tiny
 """
 
-from .configs import SIZES
-from .weights import write_checkpoint
+from narrate.worker.testkit.random_checkpoint.configs import SIZES
+from narrate.worker.testkit.random_checkpoint.weights import write_checkpoint
 
 __all__ = ["SIZES", "write_checkpoint"]

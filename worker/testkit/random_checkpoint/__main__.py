@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import SIZES, write_checkpoint
+from narrate.worker.testkit.random_checkpoint import SIZES, write_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,9 +10,8 @@ import json
 import random
 from pathlib import Path
 
+from narrate.worker.testkit.random_checkpoint.configs import QWEN_SPECIAL_TOKENS
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
-
-from .configs import QWEN_SPECIAL_TOKENS
 
 # The Qwen2 pre-tokenizer regex of the published tokenizer.json.
 QWEN2_PRETOKENIZE_REGEX = (

@@ -24,9 +24,8 @@ from mlx_audio.tts.models.qwen3_tts.config import (
 )
 from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
 from mlx_audio.tts.models.qwen3_tts.speech_tokenizer import Qwen3TTSSpeechTokenizer
-
-from .configs import build_configs
-from .tokenizer import write_tokenizer
+from narrate.worker.testkit.random_checkpoint.configs import build_configs
+from narrate.worker.testkit.random_checkpoint.tokenizer import write_tokenizer
 
 LINEAR_STD = 0.02  # the published initializer_range
 

@@ -1,0 +1,208 @@
+"""`narrate submit` and `narrate run`: documents in, jobs out."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+import redis
+from narrate.cli.common import (
+    book_options,
+    fail,
+    finish,
+    language_option,
+    lexicon_option,
+    max_frames_option,
+    model_option,
+    overwrite_option,
+    quant_option,
+    reading_from,
+    reading_options,
+    seed_option,
+    settings_from_env,
+    split_book_options,
+    voice_option,
+    wait_for,
+)
+from narrate.jobs.api import batch, when
+from narrate.jobs.api import submit as api
+from narrate.jobs.audio.bookmeta import BookOptions
+from narrate.jobs.errors import NarrateError
+from narrate.jobs.outputs.outputs import FORMATS
+from narrate.jobs.queue.queues import PRIORITIES
+from narrate.jobs.server.connection import Connection
+from narrate.jobs.settings import Settings
+
+
+@click.command()
+@click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
+@voice_option
+@model_option
+@quant_option
+@seed_option
+@max_frames_option
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file (one document: its extension picks the format), or directory (several documents, "
+    "or an existing directory): each output is named after its document. A relative path is taken from the "
+    "output root (NARRATE_OUTPUT_DIR); default: ROOT/DOCUMENT-NAME.mp3.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(ext.lstrip(".") for ext in FORMATS), case_sensitive=False),
+    default=None,
+    help="Output format when -o is a directory or not given (default mp3).",
+)
+@click.option("--at", "at", default=None, metavar="TIME", help="Run at TIME: 2026-12-01T02:00 (local) or with +01:00.")
+@click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")
+@click.option("--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority.")
+@click.option(
+    "--fan-out", "fan_out", default=None, metavar="chapters|N|none",
+    help="Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
+    "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
+)  # fmt: skip
+@overwrite_option
+@language_option
+@lexicon_option
+@book_options
+@click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
+@reading_options
+def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, fan_out, overwrite,
+           language, lexicon, wait, as_json, input_format, include_front_matter, **kw) -> None:  # fmt: skip
+    """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
+
+    Every document, output and the voice are checked before anything is enqueued: one bad file
+    and nothing is."""
+    book_kw, pauses = split_book_options(kw)
+    settings = settings_from_env(seed=seed, max_frames=max_frames, **pauses)
+    try:
+        due = when.due(at, delay)
+        from narrate.jobs.fanout.split import check_fan_out  # here: `narrate worker` starts without it
+
+        fan_out = check_fan_out(fan_out)
+        book = BookOptions.make(**book_kw)
+        reading = reading_from(input_format, include_front_matter)
+        reqs = batch.prepare_batch(
+            settings, list(documents), voice, output, fmt, model, quant, overwrite, reading,
+            language=language, lexicon=lexicon,
+        )  # fmt: skip
+        reqs = [replace(req, book=book, fan_out=fan_out) for req in reqs]
+        with Connection(settings) as conn:
+            subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
+            for sub, req in zip(subs, reqs, strict=True):
+                _report(sub, req, settings, priority, as_json)
+            if not wait:
+                return
+            finals = [wait_for(conn, sub.job.id, quiet=as_json) for sub in subs]
+    except (NarrateError, redis.RedisError) as e:
+        raise fail(e) from None
+    if len(finals) == 1:
+        finish(finals[0], as_json)
+        return
+    for st in finals:
+        if as_json:
+            click.echo(json.dumps(st))
+        elif st["status"] == "finished":
+            click.echo(st["output"])
+        else:
+            click.echo(f"job {st['id']} {st['status']}: {st.get('error', '')}", err=True)
+    bad = [st for st in finals if st["status"] != "finished"]
+    if bad:
+        raise click.ClickException(f"{len(bad)} of {len(finals)} jobs did not finish")
+
+
+def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: str, as_json: bool) -> None:
+    job_id = sub.job.id
+    if sub.note:
+        click.echo(f"note: {sub.note}", err=True)
+    if sub.duplicate and not as_json:
+        note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed",
+                "scheduled": "already scheduled", "rescheduled": "scheduled again"}  # fmt: skip
+        due = f" for {when.describe(sub.due)}" if sub.due else ""
+        click.echo(f"identical job {job_id} {note[sub.duplicate]}{due}", err=True)
+    if not as_json:
+        click.echo(job_id)
+        click.echo(f"output: {settings.output_dir.expanduser().resolve() / req.output}", err=True)
+        return
+    status = "finished" if sub.duplicate == "done" else "scheduled" if sub.due else "queued"
+    info = {
+        "id": job_id,
+        "status": status,
+        "duplicate": sub.duplicate,
+        "document": req.source,
+        "sentences": len(req.document.sentences),
+        "output": str(settings.output_dir.expanduser().resolve() / req.output),
+        "priority": priority,
+        "scheduled_for": sub.due.isoformat() if sub.due else None,
+    }
+    click.echo(json.dumps(info))
+
+
+@click.command()
+@click.argument("document", type=click.Path(path_type=Path))
+@voice_option
+@model_option
+@quant_option
+@seed_option
+@max_frames_option
+@click.option(
+    "-o",
+    "--output",
+    default=None,
+    help="Output file, written where it points (relative: from the current directory; default: "
+    "DOCUMENT-NAME.mp3 here). Its directory is run's output root; NARRATE_OUTPUT_DIR does not apply.",
+)
+@overwrite_option
+@language_option
+@lexicon_option
+@book_options
+@click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
+@reading_options
+def run(document, voice, model, quant, seed, max_frames, output, overwrite, language, lexicon, as_json, input_format,
+        include_front_matter, **kw) -> None:  # fmt: skip
+    """Narrate one document here and now: server, queue and worker in this one command."""
+    import signal
+
+    from narrate.worker.process.inprocess import run_in_process  # loads the worker side: only here
+
+    signal.signal(signal.SIGTERM, _interrupted)  # clean up (private queue, unfinished job) like Ctrl-C
+    out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
+    out = out.expanduser().absolute()
+    book_kw, pauses = split_book_options(kw)
+    settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames, **pauses)
+    try:
+        reading = reading_from(input_format, include_front_matter)
+        req = api.prepare(
+            settings, document, voice, out, model, quant, overwrite, reading, language=language, lexicon=lexicon
+        )
+        req = replace(req, book=BookOptions.make(**book_kw))
+        total = len(req.document.sentences)
+        with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
+            st = run_in_process(
+                settings,
+                req,
+                on_progress=lambda done, _total, _audio: bar.update(done - bar.pos),
+                waiting=lambda msg: click.echo(f"\n{msg}", err=True),
+            )
+    except (NarrateError, redis.RedisError) as e:
+        raise fail(e) from None
+    except KeyboardInterrupt:
+        raise click.ClickException("interrupted; run the same command again to continue from its checkpoints") from None
+    if st["status"] == "queued":  # a warm stop inside the worker
+        p = st["progress"]
+        raise click.ClickException(
+            f"stopped after {p.get('done', 0)} of {p.get('total', 0)} sentences; "
+            "run the same command again to continue from its checkpoints"
+        )
+    finish(st, as_json)
+
+
+def _interrupted(_signum, _frame) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,141 @@
+"""``narrate list``: every job of a queue's three priorities, newest first, in two round trips
+whatever the number of jobs (one pipeline reads the queues and registries, one reads the fields
+of every job it found). A registry entry whose job expired or was deleted is skipped."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+from narrate.jobs.queue.books import book_state
+from narrate.jobs.queue.lifecycle import queue
+from narrate.jobs.queue.queues import priority_of, queue_names
+from rq.job import Job
+from rq.registry import (
+    BaseRegistry,
+    CanceledJobRegistry,
+    DeferredJobRegistry,
+    FailedJobRegistry,
+    FinishedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
+from rq.serializers import JSONSerializer
+
+STATES = ("queued", "scheduled", "started", "finished", "failed", "canceled")
+_ALSO = {"failed": ("failed", "stopped")}  # a stopped job (rq's own stop) is listed with the failed ones
+REGISTRIES: dict[str, type[BaseRegistry]] = {
+    "deferred": DeferredJobRegistry,
+    "scheduled": ScheduledJobRegistry,
+    "started": StartedJobRegistry,
+    "finished": FinishedJobRegistry,
+    "failed": FailedJobRegistry,
+    "canceled": CanceledJobRegistry,
+}
+_FIELDS = ("status", "created_at", "origin", "description", "meta")
+
+
+def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | None = None) -> list[dict]:
+    """One dict per job (JSON-able), newest first; `status` keeps only the jobs in that state."""
+    wanted = (status,) if status else STATES
+    due_at = {}
+    ids: dict[str, None] = {}
+    sources, results = _gather(r, base_queue, (*wanted, "deferred"))  # deferred: fanned-out books
+    for (state, registry), entries in zip(sources, results, strict=True):
+        for entry in entries:
+            if state == "queued":
+                ids[entry.decode()] = None
+            elif state == "scheduled":
+                job_id = registry.parse_job_id(entry[0])
+                ids[job_id] = None
+                due_at[job_id] = entry[1]
+            else:
+                ids[registry.parse_job_id(entry)] = None
+    with r.pipeline(transaction=False) as p:
+        for job_id in ids:
+            p.hmget(Job.key_for(job_id), _FIELDS)
+        found = p.execute()
+    root = output_root.expanduser().resolve()
+    keep = _ALSO.get(status, (status,)) if status else None
+    rows = []
+    for job_id, values in zip(ids, found, strict=True):
+        fields = dict(zip(_FIELDS, values, strict=True))
+        if fields["status"] is None:
+            continue  # expired or deleted: a stale registry entry
+        row = _row(job_id, fields["status"].decode(), fields, due_at.get(job_id), root)
+        if not row.pop("_book"):  # a part is shown in its book's row
+            rows.append(row)
+    _fold_parts(r, rows)
+    rows = [row for row in rows if keep is None or row["status"] in keep]
+    rows.sort(key=lambda row: (row["created_at"] or "", row["id"]), reverse=True)
+    return rows
+
+
+def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[list, list]:
+    """Every queue list and registry of the wanted states, in one pipeline."""
+    sources = []
+    with r.pipeline(transaction=False) as p:
+        for name in queue_names(base_queue):
+            q = queue(r, name)
+            for state in wanted:
+                if state == "queued":
+                    p.lrange(q.key, 0, -1)
+                    sources.append((state, None))
+                    continue
+                registry = REGISTRIES[state](queue=q)
+                p.zrange(registry.key, 0, -1, withscores=state == "scheduled")
+                sources.append((state, registry))
+        return sources, p.execute()
+
+
+def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -> dict:
+    meta = JSONSerializer.loads(fields["meta"]) if fields["meta"] else {}
+    progress = meta.get("progress") or {}
+    done, total = int(progress.get("done", 0)), int(progress.get("total", 0))
+    origin = fields["origin"].decode() if fields["origin"] else ""
+    description = fields["description"].decode() if fields["description"] else ""
+    return {
+        "id": job_id,
+        "document": meta.get("document") or description,
+        "status": state,
+        "priority": priority_of(origin),
+        "done": done,
+        "total": total,
+        "percent": round(100 * done / total, 1) if total else 0.0,
+        "audio_seconds": progress.get("audio_seconds"),
+        "realtime_factor": progress.get("realtime_factor") if state == "started" else None,
+        "eta_seconds": progress.get("eta_seconds") if state == "started" else None,
+        "output": str(root / meta["output"]) if meta.get("output") else None,
+        "created_at": fields["created_at"].decode() if fields["created_at"] else None,
+        "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
+        "error": meta.get("error") if state in ("failed", "stopped") else None,
+        "_book": meta.get("book"),
+        "_parts": meta.get("parts"),
+    }
+
+
+def _fold_parts(r: redis.Redis, rows: list[dict]) -> None:
+    """A fanned-out book's row: its parts' sentences done and its status (jobs.queue.books.book_state);
+    one more round trip for the parts of every book listed."""
+    books = [row for row in rows if row["_parts"]]
+    with r.pipeline(transaction=False) as p:
+        for row in books:
+            for part in row["_parts"]:
+                p.hmget(Job.key_for(part), ["status", "meta"])
+        found = iter(p.execute())
+    for row in books:
+        parts = []
+        for number, _ in enumerate(row["_parts"]):
+            state, meta = next(found)
+            meta = JSONSerializer.loads(meta) if meta else {}
+            parts.append((state.decode() if state else "unknown", meta.get("error"), number,
+                          int((meta.get("progress") or {}).get("done", 0))))  # fmt: skip
+        own = row["status"]
+        row["status"], error = book_state(own, [q[:3] for q in parts])
+        row["error"] = error or row["error"]
+        if own == "deferred":
+            row["done"] = sum(q[3] for q in parts)
+            row["percent"] = round(100 * row["done"] / row["total"], 1) if row["total"] else 0.0
+    for row in rows:
+        del row["_parts"]

@@ -1,0 +1,44 @@
+"""What `--model` names, checked where the job is submitted (no mlx here): a Hugging Face id
+(org/name), downloaded by the worker, or a local checkpoint directory.
+
+A local path that this host can see is missing, or is not a checkpoint directory (no
+config.json), is refused before anything is enqueued. A relative path is made absolute here:
+the worker runs in a directory of its own. A checkpoint only the worker hosts have belongs in
+their NARRATE_MODEL, not in a job.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from narrate.jobs.errors import BadInput
+
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# How to try narrate without the hub: a random-weight checkpoint (the audio is noise).
+DRY_RUN = "python -m narrate.worker.testkit.random_checkpoint DIR --size tiny"
+RANDOM_WEIGHTS = f"try narrate on random weights ({DRY_RUN}, then --model DIR)"
+CHOOSE = f"give --model a checkpoint directory (with config.json) or a Hugging Face id (org/name), or {RANDOM_WEIGHTS}"
+
+
+def is_hub_id(model: str) -> bool:
+    return bool(HUB_ID.match(model)) and not model.startswith((".", "~")) and not os.path.lexists(model)
+
+
+def check_model(model: str | None) -> str | None:
+    """The model as the job will carry it: a hub id unchanged, a local checkpoint as an absolute
+    path. Raises BadInput for a path that is missing here or is not a checkpoint directory."""
+    if model is None or is_hub_id(model):
+        return model
+    path = Path(model).expanduser()
+    full = os.path.abspath(path)
+    shown = model if full == model else f"{model} ({full})"
+    if not path.exists():
+        not_id = "" if path.is_absolute() or model.startswith((".", "~")) else " and is not a Hugging Face id"
+        raise BadInput(f"model {shown} does not exist on this host{not_id}; {CHOOSE}")
+    if not path.is_dir():
+        raise BadInput(f"model {shown} is not a directory; {CHOOSE}")
+    if not (path / "config.json").is_file():
+        raise BadInput(f"model {shown} has no config.json: it is not a checkpoint directory; {CHOOSE}")
+    return full

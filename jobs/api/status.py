@@ -1,0 +1,99 @@
+"""`narrate status`: a JSON-able view of one job; a fanned-out book (jobs.fanout.split) is shown as one job,
+its parts folded in: sentences done over all parts, the hosts working on it, an ETA, and the error of
+a part that failed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import redis
+from narrate.jobs.outputs import ownership
+from narrate.jobs.queue import lifecycle
+from narrate.jobs.queue.books import book_state
+from narrate.jobs.queue.lifecycle import fetch
+from narrate.jobs.queue.queues import priority_of
+from rq.job import Job, JobStatus
+from rq.registry import ScheduledJobRegistry
+from rq.serializers import JSONSerializer
+
+
+def due_time(r: redis.Redis, job: Job) -> datetime | None:
+    """When a scheduled job is due (None if it is not in its queue's scheduled registry)."""
+    score = r.zscore(ScheduledJobRegistry(job.origin, connection=r).key, job.id)
+    return datetime.fromtimestamp(score, UTC) if score is not None else None
+
+
+def status(r: redis.Redis, job_id: str) -> dict:
+    """A JSON-able view of a job: id, status, progress, output (finished), error (failed)."""
+    job = fetch(r, job_id)
+    state = job.get_status(refresh=False)
+    meta = job.get_meta(refresh=False) or {}
+    out: dict = {
+        "id": job.id,
+        "status": state.value if state is not None else "unknown",
+        "progress": meta.get("progress", {"done": 0, "total": 0, "audio_seconds": 0.0}),
+        "description": job.description,
+        "priority": priority_of(job.origin),
+        "document": meta.get("document"),
+        "enqueued_at": job.enqueued_at.isoformat() if job.enqueued_at else None,
+        "started_at": job.started_at.isoformat() if job.started_at else None,
+        "ended_at": job.ended_at.isoformat() if job.ended_at else None,
+    }
+    if state == JobStatus.SCHEDULED:
+        due = due_time(r, job)
+        out["scheduled_for"] = due.isoformat() if due else None
+    if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
+        out["cancel_requested"] = True  # it stops after its batch in flight
+    if state is not None and state.value == "finished":
+        result = job.return_value(refresh=True) or {}
+        out.update(
+            output=result.get("output"),
+            duration_seconds=result.get("duration_seconds"),
+            result=result,
+        )
+        replaced = ownership.replaced_by(r, result.get("output_relative", ""), job.id)
+        if replaced:
+            out["output_replaced_by"] = replaced  # a later job wrote the same output path
+    if state is not None and state.value == "failed":
+        out["error"] = meta.get("error") or _last_line(job)
+    if meta.get("parts"):
+        _fold_parts(r, job, out)
+    return out
+
+
+def _fold_parts(r: redis.Redis, book: Job, out: dict) -> None:
+    """A book waiting for its parts: its status, progress, hosts and ETA are its parts'."""
+    parts = [p for p in Job.fetch_many(book.meta["parts"], connection=r, serializer=JSONSerializer) if p]
+    rows = []
+    for p in parts:
+        st = p.get_status(refresh=False)
+        pm = p.meta or {}
+        prog = pm.get("progress") or {}
+        rows.append({"id": p.id, "part": pm.get("part"), "status": st.value if st else "unknown",
+                     "done": int(prog.get("done", 0)), "total": int(prog.get("total", 0)), "host": pm.get("host"),
+                     "error": pm.get("error"), "started_at": p.started_at})  # fmt: skip
+    out["parts"] = [{k: v for k, v in row.items() if k != "started_at"} for row in rows]
+    out["hosts"] = sorted({row["host"] for row in rows if row["status"] == "started" and row["host"]})
+    if out["status"] == "started" and book.meta.get("host"):
+        out["hosts"] = sorted({*out["hosts"], book.meta["host"]})
+    if out["status"] != "deferred":
+        return  # the book's own job runs (it stitches) or ended: its own figures
+    out["status"], error = book_state("deferred", [(row["status"], row["error"], row["part"]) for row in rows])
+    if error:
+        out["error"] = error
+    done = sum(row["done"] for row in rows)
+    total = int((book.meta.get("progress") or {}).get("total", 0))
+    starts = [row["started_at"] for row in rows if row["started_at"] is not None]
+    eta = None
+    if starts and done:
+        first = min(s if s.tzinfo else s.replace(tzinfo=UTC) for s in starts)
+        elapsed = (datetime.now(UTC) - first).total_seconds()
+        eta = round((total - done) * elapsed / done, 1) if elapsed > 0 else None
+    out["progress"] = {**out["progress"], "done": done, "total": total, "eta_seconds": eta}
+
+
+def _last_line(job: Job) -> str:
+    res = job.latest_result()
+    text = (res.exc_string if res is not None else None) or job.exc_info or "failed"
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "failed"

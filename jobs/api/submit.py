@@ -1,0 +1,379 @@
+"""The queue API the CLI (and any Python caller) uses: prepare, submit, status."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+from narrate.jobs.api.model_choice import check_model
+from narrate.jobs.api.status import due_time, status
+from narrate.jobs.audio.bookmeta import BookOptions
+from narrate.jobs.audio.voices import Voice, read_voice
+from narrate.jobs.book.plan import spoken_paragraphs
+from narrate.jobs.book.spec import JobSpec, job_timeout
+from narrate.jobs.documents.budgets import frame_budget
+from narrate.jobs.documents.documents import Document
+from narrate.jobs.documents.languages import check_language
+from narrate.jobs.documents.lexicon import read_lexicon
+from narrate.jobs.documents.readers import DEFAULT_READING, ReadOptions, read_any
+from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
+from narrate.jobs.fanout import split as fanout
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.outputs import ownership
+from narrate.jobs.outputs.outputs import relative_output
+from narrate.jobs.queue import books, lifecycle
+from narrate.jobs.queue.lifecycle import fetch, queue, requeue_front
+from narrate.jobs.queue.queues import queue_for
+from narrate.jobs.queue.resume import resume as resume_jobs
+from narrate.jobs.server import store
+from narrate.jobs.server.durability import durable_writes
+from narrate.jobs.settings import Settings, check_quant
+from rq import Queue, Retry, Worker
+from rq.exceptions import DuplicateJobError
+from rq.job import Job, JobStatus
+
+JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
+DAY_S = 24 * 3600
+__all__ = [
+    "JOB_FUNCTION", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
+    "resume", "status", "submit", "submit_many",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Request:
+    """A validated narration request; building one touches no server."""
+
+    document: Document
+    voice: Voice
+    output: str  # relative to the output root
+    model: str | None
+    quant: str | None
+    overwrite: bool = False  # replace a file at the output path that narrate did not write
+    source: str = ""  # the document's file name as given (shown by `narrate list`)
+    lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.documents.lexicon)
+    book: BookOptions = BookOptions()  # output options: subtitles, loudness, tags, cover, split
+    fan_out: str | None = (
+        None  # `--fan-out`: chapters, none, minutes a part; None: the default rule (jobs.fanout.split)
+    )
+
+
+def prepare(
+    settings: Settings,
+    document: Path,
+    voice: Path,
+    output: str | Path | None = None,
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+    reading: ReadOptions = DEFAULT_READING,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
+) -> Request:
+    """Validate every input before anything is stored or enqueued (raises BadInput).
+    `language`: a `--language` value (None or "auto": the book's metadata, else detected); `lexicon`:
+    a `--lexicon` file."""
+    return prepare_many(
+        settings, [document], voice, [output], model, quant, overwrite, reading, language=language, lexicon=lexicon
+    )[0]
+
+
+def prepare_many(
+    settings: Settings,
+    documents: list[Path],
+    voice: Path,
+    outputs: Sequence[str | Path | None],
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+    reading: ReadOptions = DEFAULT_READING,
+    *,
+    language: str | None = None,
+    lexicon: Path | None = None,
+) -> list[Request]:
+    """`prepare` for several documents with one voice (read once): each document and output is
+    checked before any request is made, so one bad file refuses them all, naming it. `reading`:
+    the input format (else each file's extension) and EPUB front matter."""
+    check_quant(quant)
+    model = check_model(model)
+    check_language(language)
+    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
+    reading = dataclasses.replace(reading, language=language)
+    docs = [read_any(Path(d), reading) for d in documents]
+    rels = [  # a relative output (and the default <document stem>.mp3) is taken from the output root
+        relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
+        for d, out in zip(documents, outputs, strict=True)
+    ]
+    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
+    return [
+        Request(doc, v, rel, model, quant, overwrite, source=Path(d).name, lexicon=entries)
+        for d, doc, rel in zip(documents, docs, rels, strict=True)
+    ]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job: Job
+    duplicate: str | None = None  # None, or what the identical earlier submission was: queued, scheduled,
+    # done, resumed (failed or canceled: requeued now) or rescheduled (failed or canceled: scheduled again)
+    note: str | None = None  # e.g. "replaces book.m4b written by job X"
+    due: datetime | None = None  # when it runs, for a scheduled job
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a request becomes, computed without a server: the job's spec, id and timeout."""
+
+    spec: JobSpec
+    job_id: str
+    final: Path  # the output as this host sees the output root
+    timeout: int
+    keep_s: int  # how long the stored document and voice are kept
+
+
+def job_id_for(spec: JobSpec, queue_name: str) -> str:
+    """Identical submissions (same document, voice, settings, output) get the same job id."""
+    blob = json.dumps([spec.to_json(), queue_name], sort_keys=True).encode()
+    return "narrate-" + hashlib.sha256(blob).hexdigest()[:32]
+
+
+def plan(settings: Settings, req: Request, queue_name: str | None = None, at: datetime | None = None) -> Planned:
+    """The job a request makes, without touching a server. Its id depends on the document, voice,
+    settings, output and base queue (not on its priority or due time: the same book submitted
+    again, sooner or later, is the same job)."""
+    spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
+    budgets = [frame_budget(s, settings.max_frames) for s in spoken]
+    timeout = job_timeout(budgets, settings.runaway_retries)
+    wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
+    spec = JobSpec(
+        document=store.document_id(req.document),
+        voice=req.voice.sha256,
+        output=req.output,
+        model=req.model,
+        quant=req.quant,
+        seed=settings.seed,
+        max_frames=settings.max_frames,
+        sentence_pause_ms=settings.sentence_pause_ms,
+        paragraph_pause_ms=settings.paragraph_pause_ms,
+        overwrite=req.overwrite,
+        lexicon=req.lexicon,
+        chapter_pause_ms=settings.chapter_pause_ms,
+        **req.book.spec_fields(),
+    )
+    final = settings.output_dir.expanduser().resolve() / spec.output
+    keep_s = settings.keep_days * DAY_S + timeout + wait_s  # refreshed when the job starts and when it ends
+    return Planned(spec, job_id_for(spec, queue_name or settings.queue), final, timeout, keep_s)
+
+
+def check_output(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> None:
+    """Would `submit` accept this request's output path now? (raises BadInput; stores nothing)."""
+    p = plan(settings, req, queue_name)
+    ownership.check(r, p.spec.output, p.job_id, p.final, req.overwrite)
+    _check_beside(r, p, req)
+
+
+def _submit(
+    settings: Settings,
+    r: redis.Redis,
+    req: Request,
+    queue_name: str | None = None,
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> Submitted:
+    """Enqueue one job (or schedule it for `at`), or find the identical one submitted before
+    (atomically, even when two processes submit at once): queued/scheduled/started -> that job;
+    finished with its own output in place -> that job; failed, stopped or canceled -> requeued
+    (or scheduled again for `at`; it resumes from its checkpoints). The output path is claimed
+    first (jobs.outputs.ownership): another pending job's path, or a file narrate did not write, is refused."""
+    p = plan(settings, req, queue_name, at)
+    store.put_document(r, req.document, p.keep_s)
+    store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
+    if req.book.cover:
+        store.put_cover(r, req.book.cover, p.keep_s)
+    q = queue(r, queue_for(queue_name or settings.queue, priority))
+    earlier = _finished(r, p.job_id)
+    if earlier is not None:
+        if _own_output_in_place(r, earlier, p.final):
+            return Submitted(earlier, "done")
+        earlier.delete()  # its output is gone or is not its own any more: narrate it again
+    _check_beside(r, p, req)
+    ranges, warning = _fan_out(settings, r, req, p, at)
+    note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite)
+    note = "; ".join(filter(None, [note, warning])) or None
+    try:
+        return Submitted(_enqueue(q, p, req, settings, at, ranges), note=note, due=at)
+    except DuplicateJobError:
+        pass
+    job = fetch(r, p.job_id)
+    state = job.get_status(refresh=False)
+    if books.is_book(job) and state in (JobStatus.FAILED, JobStatus.CANCELED, JobStatus.DEFERRED):
+        books.resume_book(r, job)  # its failed or canceled parts run again
+        return Submitted(job, "resumed" if state != JobStatus.DEFERRED else "queued", note)
+    if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
+        if at is not None:
+            return Submitted(lifecycle.reschedule(r, job, at, into=q.name), "rescheduled", note, at)
+        return Submitted(requeue_front(r, job, "resume", into=q.name), "resumed", note)
+    if state == JobStatus.SCHEDULED:
+        return Submitted(job, "scheduled", note, due_time(r, job))
+    return Submitted(job, "queued", note)
+
+
+def _check_beside(r: redis.Redis, p: Planned, req: Request) -> None:
+    """The subtitle files written beside the output follow its ownership rules (never replacing a
+    file narrate did not write); the worker checks them again, and the split files, before writing."""
+    rel = Path(p.spec.output)
+    for fmt in filter(None, p.spec.subtitles.split(",")):
+        side = rel.with_suffix(f".{fmt}")
+        ownership.check(r, side.as_posix(), p.job_id, p.final.with_suffix(f".{fmt}"), req.overwrite)
+
+
+def submit(
+    settings: Settings,
+    r: redis.Redis,
+    req: Request,
+    queue_name: str | None = None,
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> Submitted:
+    """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
+    cannot persist: a full disk), see durability.py."""
+    with durable_writes(r):
+        return _submit(settings, r, req, queue_name, priority, at)
+
+
+def submit_many(
+    settings: Settings,
+    r: redis.Redis,
+    requests: list[Request],
+    priority: str = "normal",
+    at: datetime | None = None,
+) -> list[Submitted]:
+    """Submit every request, acknowledged once all are on the server's disk. Every output path is
+    checked against the server first (another pending job's path, a file narrate did not write),
+    so a refused one leaves nothing enqueued."""
+    for req in requests:
+        check_output(settings, r, req)
+    done: list[Submitted] = []
+    with durable_writes(r):
+        for req in requests:
+            try:
+                done.append(_submit(settings, r, req, None, priority, at))
+            except NarrateError as e:  # another submit took an output since the check: say what went in
+                if not done:
+                    raise
+                raise type(e)(f"{e} (submitted before it: {', '.join(s.job.id for s in done)})") from None
+    return done
+
+
+def _finished(r: redis.Redis, job_id: str) -> Job | None:
+    try:
+        job = fetch(r, job_id)
+    except JobNotFound:
+        return None
+    return job if job.get_status(refresh=False) == JobStatus.FINISHED else None
+
+
+def _own_output_in_place(r: redis.Redis, job: Job, final: Path) -> bool:
+    """The finished job's output is there and is what the job wrote (not replaced or edited)."""
+    result = job.return_value(refresh=True) or {}
+    want = result.get("output_sha256")
+    if not want or not final.is_file() or ownership.replaced_by(r, result.get("output_relative", ""), job.id):
+        return False
+    return ownership.sha256_file(final) == want
+
+
+def _fan_out(settings: Settings, r: redis.Redis, req: Request, p: Planned, at: datetime | None) -> tuple[list, str]:
+    """The sentence ranges of the book's part jobs (none: one job) and a warning (jobs.fanout.split)."""
+    if at is not None:
+        if req.fan_out not in (None, "none"):
+            raise BadInput("--fan-out cannot be combined with --at/--in yet: submit the book when it should run")
+        return [], ""
+    how = fanout.choose(r, req.document, req.fan_out)
+    ranges = fanout.cut(req.document, how, req.lexicon) if how != "none" else []
+    if len(ranges) < 2:
+        return [], ""
+    ranges, warning = fanout.within_cap(req.document, ranges, settings.fanout_max_mb, req.lexicon)
+    return (ranges if ranges else []), warning or ""
+
+
+def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None, ranges=()) -> Job:
+    """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists); with
+    `ranges`, its part jobs first, and the job waits for them (it stitches the book)."""
+    n = len(req.document.sentences)
+    keep_s, document = settings.keep_days * DAY_S, req.source or req.document.title
+    parts = []
+    if ranges:
+        parts = fanout.enqueue_parts(q, p.job_id, p.spec, req.document, ranges, settings, keep_s, document)
+    job = q.create_job(
+        JOB_FUNCTION,
+        args=(p.spec.to_json(), {"parts": parts}) if parts else (p.spec.to_json(),),
+        depends_on=parts or None,
+        job_id=p.job_id,
+        timeout=p.timeout,
+        result_ttl=settings.keep_days * DAY_S,
+        failure_ttl=settings.keep_days * DAY_S,
+        description=f"narrate {req.document.title} ({n} sentences) -> {req.output}",
+        meta={
+            "progress": {"done": 0, "total": n, "audio_seconds": 0.0, "realtime_factor": None, "eta_seconds": None},
+            "max_retries": settings.max_attempts - 1,
+            "document": req.source or req.document.title,
+            "output": req.output,
+            **({"parts": parts} if parts else {}),
+        },
+        retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
+        status=JobStatus.SCHEDULED if at is not None else JobStatus.QUEUED,
+    )
+    if at is not None:
+        return q.schedule_job(job, at, unique=True)  # atomic: id check, job, registry entry
+    return q.enqueue_job(job, unique=not parts)  # parts: enqueue_parts made sure the id is new
+
+
+def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
+    """jobs.queue.resume, acknowledged only once the requeues are on the server's disk."""
+    with durable_writes(r):
+        return resume_jobs(r, job_ids, queue_name)
+
+
+def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
+    """The job's queue when the job is queued there and no worker takes jobs from it (it would
+    wait until one starts), else None."""
+    job = fetch(r, job_id)
+    if job.get_status(refresh=False) != JobStatus.QUEUED:
+        return None
+    q = queue(r, job.origin)
+    return None if Worker.all(queue=q) else q.name
+
+
+# For callers that read their inputs themselves and submit many at once (a schedule tick).
+
+
+def prepare_read(
+    settings: Settings,
+    document: Document,
+    voice: Voice,
+    output: str | Path,
+    model: str | None = None,
+    quant: str | None = None,
+    overwrite: bool = False,
+    source: str = "",
+) -> Request:
+    """`prepare` for a document and voice already read and checked (a schedule tick reads each file
+    once, so what it hashed is what is narrated): the same checks of the options and the output."""
+    check_quant(quant)
+    rel = relative_output(settings.output_dir, output)
+    return Request(
+        document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite, source=source
+    )
+
+
+def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:
+    """`submit` without its durability wait: the caller submits many inside one
+    ``durability.durable_writes`` block and is acknowledged once for all of them."""
+    return _submit(settings, r, req, queue_name)

@@ -1,0 +1,121 @@
+"""What the person submitting a book asks of its output files (`--narrator`,
+`--year`, `--cover`, `--subtitles`, `--loudness`, `--split`, `--max-part-hours`)."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from narrate.jobs.audio.subtitles import parse_formats
+from narrate.jobs.errors import BadInput
+from narrate.jobs.inputs import read_input
+
+MAX_COVER_BYTES = 10 * 1024 * 1024
+SPLITS = ("chapters", "chapters+book")
+
+
+def image_kind(data: bytes) -> str | None:
+    """'jpeg', 'png' or None."""
+    if data.startswith(b"\xff\xd8\xff"):
+        return "jpeg"
+    if data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "png"
+    return None
+
+
+def read_cover(path: Path) -> bytes:
+    data = read_input(Path(path), f"cover {path}", MAX_COVER_BYTES, " (use a smaller JPEG or PNG)")
+    if image_kind(data) is None:
+        raise BadInput(f"cover {path} is not a JPEG or PNG image; give a .jpg or .png file")
+    return data
+
+
+def parse_loudness(value: str | float | None) -> float | None:
+    """'off' -> None; '-19' -> -19.0 (a LUFS target between -40 and -5)."""
+    if value is None:
+        return -19.0
+    if isinstance(value, str) and value.strip().lower() == "off":
+        return None
+    try:
+        target = float(value)
+    except ValueError:
+        raise BadInput(f"--loudness {value!r}: give a LUFS target such as -19 or -16, or off") from None
+    if not math.isfinite(target) or not -40.0 <= target <= -5.0:
+        raise BadInput(f"--loudness {value!r}: a LUFS target between -40 and -5, such as -19 or -16, or off")
+    return target
+
+
+@dataclass(frozen=True)
+class BookOptions:
+    """Output options of a request (checked on the client; they travel in the job spec)."""
+
+    subtitles: str = ""
+    loudness: float | None = -19.0
+    narrator: str | None = None
+    author: str | None = None
+    year: str | None = None
+    cover: bytes | None = None
+    split: str = ""
+    max_part_hours: float | None = None
+
+    @classmethod
+    def make(
+        cls,
+        subtitles: str | None = None,
+        loudness: str | float | None = None,
+        narrator: str | None = None,
+        author: str | None = None,
+        year: str | None = None,
+        cover: Path | None = None,
+        split: str | None = None,
+        max_part_hours: float | None = None,
+    ) -> BookOptions:
+        try:
+            subs = parse_formats(subtitles)
+        except ValueError as e:
+            raise BadInput(f"--subtitles: {e}") from None
+        if split and split not in SPLITS:
+            raise BadInput(f"--split {split!r}: use {' or '.join(SPLITS)}")
+        if max_part_hours is not None and not (math.isfinite(max_part_hours) and max_part_hours > 0):
+            raise BadInput(f"--max-part-hours {max_part_hours}: give a number of hours above 0, e.g. 10")
+        return cls(
+            subtitles=subs,
+            loudness=parse_loudness(loudness),
+            narrator=narrator or None,
+            author=author or None,
+            year=year or None,
+            cover=read_cover(cover) if cover is not None else None,
+            split=split or "",
+            max_part_hours=max_part_hours,
+        )
+
+    def cover_sha(self) -> str | None:
+        return hashlib.sha256(self.cover).hexdigest() if self.cover else None
+
+    def spec_fields(self) -> dict:
+        """The JobSpec fields these options set."""
+        return {
+            "subtitles": self.subtitles,
+            "loudness": self.loudness,
+            "narrator": self.narrator,
+            "author": self.author,
+            "year": self.year,
+            "cover": self.cover_sha(),
+            "split": self.split,
+            "max_part_hours": self.max_part_hours,
+        }
+
+
+@dataclass(frozen=True)
+class Tags:
+    """What is embedded in an output file."""
+
+    title: str | None = None
+    album: str | None = None
+    author: str | None = None
+    narrator: str | None = None
+    year: str | None = None
+    track: tuple[int, int] | None = None  # (number, of)
+    cover: bytes | None = None

@@ -1,0 +1,85 @@
+"""Subtitles and the timing manifest: one cue per sentence, timed in samples of the stitched book
+(so exact to the audio), written as SubRip (.srt), WebVTT (.vtt) and a JSON manifest (.json)."""
+
+from __future__ import annotations
+
+import json
+from bisect import bisect_right
+from dataclasses import dataclass, replace
+
+SUBTITLE_FORMATS = ("srt", "vtt", "json")
+
+
+@dataclass(frozen=True)
+class Cue:
+    index: int  # sentence index
+    start: int  # sample of the book where the sentence starts
+    end: int  # sample where it ends (its pause not included)
+    chapter: int | None  # index into the chapter list, None before the first chapter
+    text: str
+
+
+def parse_formats(value: str | None) -> str:
+    """'srt,vtt' -> 'srt,vtt' in a canonical order; BadInput-free: raises ValueError with the reason."""
+    if not value:
+        return ""
+    asked = [v.strip().lower() for v in value.split(",") if v.strip()]
+    unknown = [v for v in asked if v not in SUBTITLE_FORMATS]
+    if unknown:
+        raise ValueError(f"unknown subtitle format {unknown[0]!r}; use one or more of {','.join(SUBTITLE_FORMATS)}")
+    return ",".join(f for f in SUBTITLE_FORMATS if f in asked)
+
+
+def with_chapters(cues: list[Cue], spans: list[tuple[int, int, str]]) -> list[Cue]:
+    """Each cue's chapter: the index of the span (jobs/audio/stitch.py chapter_spans) it starts in."""
+    starts = [start for start, _, _ in spans]
+    return [replace(c, chapter=bisect_right(starts, c.start) - 1 if starts else None) for c in cues]
+
+
+def _clock(samples: int, rate: int, sep: str) -> str:
+    ms = samples * 1000 // rate
+    h, rest = divmod(ms, 3_600_000)
+    m, rest = divmod(rest, 60_000)
+    s, ms = divmod(rest, 1000)
+    return f"{h:02d}:{m:02d}:{s:02d}{sep}{ms:03d}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split()).replace("-->", "->")
+
+
+def srt(cues: list[Cue], rate: int) -> str:
+    blocks = [
+        f"{n}\n{_clock(c.start, rate, ',')} --> {_clock(c.end, rate, ',')}\n{_one_line(c.text)}\n"
+        for n, c in enumerate(cues, 1)
+    ]
+    return "\n".join(blocks)
+
+
+def vtt(cues: list[Cue], rate: int) -> str:
+    blocks = [f"{_clock(c.start, rate, '.')} --> {_clock(c.end, rate, '.')}\n{_one_line(c.text)}\n" for c in cues]
+    return "WEBVTT\n\n" + "\n".join(blocks)
+
+
+def manifest(cues: list[Cue], rate: int, audio: str, samples: int, chapters: list[tuple[int, int, str]]) -> str:
+    """JSON: the audio file's name, its duration, the chapters and every sentence's times."""
+    data = {
+        "audio": audio,
+        "sample_rate": rate,
+        "samples": samples,
+        "duration": samples / rate,
+        "chapters": [{"title": t, "start": s / rate, "end": e / rate} for s, e, t in chapters],
+        "sentences": [
+            {"index": c.index, "start": c.start / rate, "end": c.end / rate, "chapter": c.chapter, "text": c.text}
+            for c in cues
+        ],
+    }
+    return json.dumps(data, ensure_ascii=False, indent=1) + "\n"
+
+
+def render(fmt: str, cues: list[Cue], rate: int, audio: str, samples: int, chapters: list[tuple[int, int, str]]) -> str:
+    if fmt == "srt":
+        return srt(cues, rate)
+    if fmt == "vtt":
+        return vtt(cues, rate)
+    return manifest(cues, rate, audio, samples, chapters)

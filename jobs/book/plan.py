@@ -1,0 +1,79 @@
+"""A job's plan: the document's sentences in reading order with their seeds and frame budgets,
+where paragraphs end and chapters start, and the checkpoint key of every sentence."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from itertools import accumulate
+
+from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.documents.budgets import frame_budget
+from narrate.jobs.documents.documents import Document
+from narrate.jobs.documents.languages import tts_name
+from narrate.jobs.documents.normalize import Normalizer
+
+
+def sentence_seed(job_seed: int, text: str) -> int:
+    """A sentence's sampling seed: a function of the text, so re-renders reproduce it."""
+    return (job_seed * 1_000_003 + zlib.crc32(text.encode())) % (2**31)
+
+
+@dataclass(frozen=True)
+class Plan:
+    sentences: list[Sentence]  # what is spoken: the normalized text (jobs.documents.normalize)
+    paragraph_end: frozenset[int]  # indices of the last sentence of each paragraph
+    chapter_at: dict[int, str]  # index of a chapter's first sentence -> its title
+    keys: list[str]  # checkpoint key of each sentence
+    originals: list[str]  # each sentence as the document writes it (subtitles, manifests)
+
+    def missing(self, checkpoints: CheckpointStore) -> list[Sentence]:
+        """Sentences without a complete, intact checkpoint (body checksum verified): what this attempt
+        has to synthesize."""
+        return [s for s in self.sentences if not checkpoints.verify(self.keys[s.index])]
+
+    def pause_after_ms(self, index: int, spec: JobSpec) -> int:
+        if index == len(self.sentences) - 1:
+            return 0
+        if index + 1 in self.chapter_at:
+            return spec.chapter_pause_ms
+        return spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
+
+
+def spoken_paragraphs(doc: Document, lexicon: list[list[str]] | None = None) -> list[list[str]]:
+    """The document's paragraphs as they are spoken: the lexicon, then normalization in the
+    paragraph's language (the document's, or a marked passage's); a chapter's heading paragraph
+    is normalized as a heading."""
+    normalizers: dict[str, Normalizer] = {}
+    headings = {p for p, _ in doc.chapters}
+    spoken = []
+    for p, para in enumerate(doc.paragraphs):
+        code = doc.language_of(p)
+        normalize = normalizers.setdefault(code, Normalizer(code, lexicon))
+        spoken.append([normalize(s, heading=p in headings) for s in para])
+    return spoken
+
+
+def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
+    """Sentences, seeds, budgets and checkpoint keys all come from the spoken (normalized) text,
+    so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed."""
+    sentences: list[Sentence] = []
+    paragraph_end: set[int] = set()
+    for p, para in enumerate(spoken_paragraphs(doc, spec.lexicon)):
+        language = tts_name(doc.language_of(p))
+        for text in para:
+            seed, budget = sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
+            sentences.append(Sentence(len(sentences), text, seed, budget, language))
+        paragraph_end.add(len(sentences) - 1)
+    first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
+    chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
+    keys = [checkpoint_key(_keyed_text(s), spec.voice, model_key, quant, s.seed, s.budget) for s in sentences]
+    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, doc.sentences)
+
+
+def _keyed_text(s: Sentence) -> str:
+    """What a checkpoint's audio depends on besides the settings: the spoken text and, unless it
+    is "auto" (keys of earlier versions stay valid), the language the model was told."""
+    return s.text if s.language == "auto" else f"{s.language}\n{s.text}"

@@ -1,0 +1,66 @@
+"""What a job asks of a synthesis engine, without importing one: the sentence it hands over, the
+audio chunks it gets back, and the ``Engine`` protocol that the MLX engine
+(narrate.worker.engine.mlx_engine) and the fake engine used by fault tests
+(narrate.worker.testkit.fake_engine) both implement. Nothing here imports mlx."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # numpy is loaded by what makes audio, not by every command that imports this
+    import numpy as np
+
+OnBatch = Callable[[list[int]], None]
+
+
+@dataclass(frozen=True)
+class Sentence:
+    index: int  # position in the document, reading order
+    text: str
+    seed: int  # sampling seed (see jobs.book.plan.sentence_seed)
+    budget: int  # most codec frames this sentence may take
+    language: str = "auto"  # what Qwen3-TTS calls the language (jobs.documents.languages.tts_name): english, german...
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int  # the sentence this audio belongs to
+    pcm: np.ndarray  # float32 samples at 24 kHz
+    frames: int  # codec frames in this chunk
+    final: bool  # last chunk of the sentence
+    runaway: bool = False  # final chunk only: the sentence used its whole budget without EOS
+    takes: int = 1  # final chunk only: syntheses of the sentence (2: a runaway synthesized again)
+
+
+@dataclass(frozen=True)
+class VoiceEmbedding:
+    """A voice ready to inject: the embedding (engine-specific), whether it came from the cache,
+    and how often the speaker encoder ran to get it."""
+
+    value: Any
+    cache_hit: bool
+    encoder_runs: int
+
+
+class Engine(Protocol):
+    """One loaded model, ready to synthesize sentences in one voice."""
+
+    model_key: str  # identity of the weights (content hash): keys checkpoints and embeddings
+    source: str  # what was loaded: a hub id or a local path
+    quant: str  # bf16 | 4bit | 6bit | 8bit
+
+    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
+        """The embedding of a stored voice (`r`: the Redis client that holds voices)."""
+        ...
+
+    def synthesize(
+        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
+    ) -> Iterator[Chunk]:
+        """Audio for every sentence, streamed in chunks (possibly out of reading order); each
+        sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch
+        before its first sentence starts (with continuous batching, rows of the batch before may
+        still be running); it may raise to stop: no sentence starts after that, the sentences
+        already started finish (their chunks still come), then the exception comes."""
+        ...

@@ -1,0 +1,2 @@
+"""`narrate dashboard`: rq-dashboard with narrate's fixes, the Host/Origin guard and CSP, the progress
+page and its read model."""

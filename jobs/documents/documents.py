@@ -1,0 +1,211 @@
+"""Documents: read and validate a text file, split it into paragraphs and sentences (sentencex)."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import os
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from narrate.jobs.documents.cleaning import clean_text
+from narrate.jobs.documents.encodings import decode_text
+from narrate.jobs.documents.languages import DEFAULT as DEFAULT_LANGUAGE
+from narrate.jobs.documents.languages import resolve_language
+from narrate.jobs.errors import BadInput
+from narrate.jobs.inputs import read_input
+from narrate.jobs.settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
+
+# File name endings of the documents read_document is meant for (a watched folder takes these).
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t\f\v]*\n")
+_SPACES = re.compile(r"\s+")
+_MD_PREFIX = re.compile(r"^(#{1,6}\s+|>\s*|[-*+]\s+)")
+_HAS_WORD = re.compile(r"\w")
+_MD_HEADING = re.compile(r"^#{1,6}\s+(.+)$")
+_PLAIN_HEADING = re.compile(  # "Chapter 3", "CHAPTER IV. The Storm", "Part Two: Home", "Prologue"
+    r"^((?i:chapter|part|book)\s+(\d+|[IVXLCDM]+|[A-Z][a-z]+)[.:]?|(?i:prologue|epilogue|interlude|afterword))"
+    r"(\s[^.!?]{0,70})?[.!?]?$"
+)
+# Where an over-long sentence is best cut: after a clause mark (Latin ones followed by a space,
+# CJK full-width ones as they are), else at a space, else anywhere but inside a letter's marks.
+_CLAUSE_BREAK = re.compile(r"[,;:] |[，、；：。！？…]")
+
+
+@dataclass(frozen=True)
+class BookMeta:
+    """What a book says about itself (EPUB/HTML metadata), for the output's tags: all optional."""
+
+    title: str = ""
+    author: str = ""
+    language: str = ""
+    cover: bytes = b""  # the cover image's bytes, as stored in the book
+    cover_mime: str = ""  # e.g. image/jpeg
+
+    def to_json(self) -> dict:
+        data = {"title": self.title, "author": self.author, "language": self.language, "cover_mime": self.cover_mime}
+        return data | {"cover": base64.b64encode(self.cover).decode()}
+
+    @classmethod
+    def from_json(cls, data: dict) -> BookMeta:
+        text = {k: str(data.get(k, "")) for k in ("title", "author", "language", "cover_mime")}
+        return cls(cover=base64.b64decode(data.get("cover", "")), **text)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A document split for narration: paragraphs of sentences, in reading order, and chapters
+    as (index of their first paragraph, title), from Markdown headings or "Chapter ..." lines."""
+
+    title: str
+    paragraphs: list[list[str]]
+    chapters: list[tuple[int, str]] = field(default_factory=list)
+    language: str = DEFAULT_LANGUAGE  # ISO 639-1 code (jobs.documents.languages): splitting, normalization, synthesis
+    meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML); None for text and Markdown
+    # Each paragraph's own language where a passage is marked as another one (EPUB/HTML lang
+    # attributes); empty when every paragraph is in the document's language.
+    languages: list[str] = field(default_factory=list)
+
+    @property
+    def sentences(self) -> list[str]:
+        return [s for p in self.paragraphs for s in p]
+
+    def language_of(self, paragraph: int) -> str:
+        return self.languages[paragraph] if self.languages else self.language
+
+    def to_json(self) -> dict:
+        data = {
+            "title": self.title,
+            "paragraphs": self.paragraphs,
+            "chapters": self.chapters,
+            "language": self.language,
+        }
+        data |= {"languages": self.languages} if self.languages else {}
+        return data | ({"meta": self.meta.to_json()} if self.meta else {})
+
+    @classmethod
+    def from_json(cls, data: dict) -> Document:
+        chapters = [(int(i), str(t)) for i, t in data.get("chapters", [])]
+        language = str(data.get("language", DEFAULT_LANGUAGE))
+        meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
+        languages = [str(code) for code in data.get("languages", [])]
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages)
+
+
+def read_document(path: Path, language: str | None = None) -> Document:
+    """Read, validate and split a UTF-8 text or Markdown file. Raises BadInput with a clear reason.
+    `language`: a `--language` value (None or "auto": detected)."""
+    path = Path(path)
+    raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
+    return parse_document(raw, title=title_from_name(path), origin=str(path), language=language)
+
+
+def title_from_name(path: Path) -> str:
+    """A book title from a file name, as text: bytes that are not UTF-8 (possible in Linux file
+    names; they could not be stored or written as metadata) become U+FFFD, control characters go."""
+    name = os.fsencode(path.stem).decode("utf-8", "replace")
+    return _SPACES.sub(" ", clean_text(name)).strip()[:200] or "document"
+
+
+def parse_document(
+    raw: bytes, title: str, origin: str = "document", language: str | None = None, metadata_language: str | None = None
+) -> Document:
+    """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected)."""
+    text = decode_text(raw, origin)
+    lang = resolve_language(language, text, metadata_language)
+    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES, language=lang)
+    if not paragraphs:
+        raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
+    if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
+        raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang)
+
+
+def split_paragraphs(text: str) -> list[list[str]]:
+    return split_document(text)[0]
+
+
+def split_document(
+    text: str, max_sentences: int | None = None, language: str = DEFAULT_LANGUAGE
+) -> tuple[list[list[str]], list[tuple[int, str]]]:
+    """Blank lines separate paragraphs; sentencex splits each paragraph into sentences. A
+    paragraph that starts with a Markdown heading, or is one "Chapter ..." line, starts a chapter.
+    Splitting stops once there are more than `max_sentences` (millions of one-word paragraphs
+    would otherwise take seconds and gigabytes to refuse)."""
+    out: list[list[str]] = []
+    chapters: list[tuple[int, str]] = []
+    count = 0
+    for raw_lines in _blocks(clean_text(text)):
+        if max_sentences is not None and count > max_sentences:
+            break
+        heading = _MD_HEADING.match(raw_lines[0])
+        if heading:
+            title = heading.group(1).strip(" #")
+        elif len(raw_lines) == 1 and _PLAIN_HEADING.match(raw_lines[0]):
+            title = raw_lines[0]
+        else:
+            title = None
+        lines = [_MD_PREFIX.sub("", line) for line in raw_lines]
+        para = _SPACES.sub(" ", " ".join(line for line in lines if line)).strip()
+        if not para:
+            continue
+        sentences = sentences_of(para, language)
+        if sentences:
+            if title and _HAS_WORD.search(title):
+                chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
+            out.append(sentences)
+            count += len(sentences)
+    return out, chapters
+
+
+def sentences_of(para: str, language: str = DEFAULT_LANGUAGE) -> list[str]:
+    """One paragraph's sentences (sentencex), each at most MAX_SENTENCE_CHARS, none without a word."""
+    from sentencex import segment  # compiled extension, loaded only when splitting
+
+    out = []
+    for s in segment(language, para):
+        s = s.strip()
+        if _HAS_WORD.search(s):
+            out.extend(_cap_length(s))
+    return out
+
+
+def _blocks(text: str) -> Iterator[list[str]]:
+    """The non-empty stripped lines of each paragraph, one paragraph at a time; a Markdown
+    heading is a paragraph of its own."""
+    start = 0
+    for end, after in itertools.chain(
+        ((m.start(), m.end()) for m in _PARAGRAPH_BREAK.finditer(text)), [(len(text), 0)]
+    ):
+        raw_lines = [line.strip() for line in text[start:end].split("\n") if line.strip()]
+        if len(raw_lines) > 1 and _MD_HEADING.match(raw_lines[0]):
+            yield raw_lines[:1]
+            yield raw_lines[1:]
+        elif raw_lines:
+            yield raw_lines
+        start = after
+
+
+def _cap_length(sentence: str, limit: int = MAX_SENTENCE_CHARS) -> list[str]:
+    """Split an over-long sentence into parts of at most `limit` characters: after the last
+    clause mark (", ", "; ", "，", "、", "。" ...) in the last two thirds of the window, else at its
+    last space, else (CJK or Thai without either, or one unbroken run) anywhere that does not
+    separate a letter from its combining marks. Linear in the sentence's length."""
+    parts = []
+    start, end = 0, len(sentence)
+    while end - start > limit:
+        window = sentence[start : start + limit]
+        clause = max((m.end() for m in _CLAUSE_BREAK.finditer(window, limit // 3)), default=-1)
+        cut = clause if clause > 0 else window.rfind(" ")
+        if cut <= 0:
+            cut = limit
+            while cut > limit // 2 and unicodedata.category(sentence[start + cut])[0] == "M":
+                cut -= 1
+        parts.append(window[:cut].strip())
+        start += cut
+        while start < end and sentence[start].isspace():
+            start += 1
+    parts.append(sentence[start:].strip())
+    return [p for p in parts if _HAS_WORD.search(p)]

@@ -1,0 +1,51 @@
+"""Pronunciation lexicons (`--lexicon FILE`): one entry a line, `word = spoken form` or
+`word<TAB>spoken form`; `#` starts a comment, blank lines are skipped. A word may be several
+words ("New York"). Entries match whole words, case-sensitively ("Nguyen" is not "nguyen"), the
+longest entry first, before the built-in normalization (jobs.documents.normalize)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from narrate.jobs.errors import BadInput
+from narrate.jobs.inputs import read_input
+
+MAX_LEXICON_BYTES = 256 * 1024
+MAX_ENTRY_CHARS = 200
+
+Lexicon = list[list[str]]  # [[word, spoken], ...]: plain JSON in the job spec
+
+
+def read_lexicon(path: Path) -> Lexicon:
+    """Read and validate a lexicon file; BadInput names the first malformed line."""
+    label = f"lexicon {path}"
+    raw = read_input(Path(path), label, MAX_LEXICON_BYTES)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise BadInput(f"{label} is not UTF-8 text (save it as UTF-8)") from None
+    return parse_lexicon(text, label)
+
+
+def parse_lexicon(text: str, label: str = "lexicon") -> Lexicon:
+    entries: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if "\t" in line:
+            word, _, spoken = line.partition("\t")
+        elif "=" in line:
+            word, _, spoken = line.partition("=")
+        else:
+            raise BadInput(f"{label} line {number}: expected 'word = spoken form' (or word<TAB>spoken form)")
+        word, spoken = " ".join(word.split()), " ".join(spoken.split())
+        if not word or not spoken:
+            raise BadInput(f"{label} line {number}: both the word and its spoken form are needed")
+        if len(word) > MAX_ENTRY_CHARS or len(spoken) > MAX_ENTRY_CHARS:
+            raise BadInput(f"{label} line {number}: an entry may have at most {MAX_ENTRY_CHARS} characters a side")
+        if not re.search(r"\w", word):
+            raise BadInput(f"{label} line {number}: the word {word!r} has no letters or digits")
+        entries[word] = spoken  # a later line wins
+    return [[w, s] for w, s in entries.items()]

@@ -1,0 +1,61 @@
+"""Reading a document in any format narrate takes: plain text, Markdown, EPUB, HTML, PDF. The
+format follows the file's extension unless one is named (`--input-format`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from narrate.jobs.documents.documents import Document, parse_document, title_from_name
+from narrate.jobs.errors import BadInput
+from narrate.jobs.inputs import read_input
+from narrate.jobs.settings import MAX_DOCUMENT_BYTES
+
+INPUT_FORMATS = ("txt", "md", "epub", "html", "pdf")
+_BY_SUFFIX = {
+    ".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".epub": "epub",
+    ".html": "html", ".htm": "html", ".xhtml": "html", ".pdf": "pdf",
+}  # fmt: skip
+SUFFIXES = tuple(_BY_SUFFIX)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    input_format: str | None = None  # one of INPUT_FORMATS; None: by the file's extension
+    include_front_matter: bool = False  # EPUB: keep cover, contents and copyright pages
+    language: str | None = None  # a --language value; None/"auto": the book's metadata, else detected
+
+
+DEFAULT_READING = ReadOptions()
+
+
+def format_of(path: Path, named: str | None = None) -> str:
+    """The format to read `path` as: the one named, else its extension's; text when unknown."""
+    if named:
+        if named.lower() not in INPUT_FORMATS:
+            raise BadInput(f"unknown input format {named!r}: use one of {', '.join(INPUT_FORMATS)}")
+        return named.lower()
+    return _BY_SUFFIX.get(Path(path).suffix.lower(), "txt")
+
+
+def read_any(path: Path, options: ReadOptions = DEFAULT_READING) -> Document:
+    """Read and validate a document in its format (raises BadInput with a one-line reason)."""
+    path = Path(path)
+    raw = read_input(path, f"document {path}", MAX_DOCUMENT_BYTES, " (split it into parts)")
+    return parse_bytes(raw, format_of(path, options.input_format), title_from_name(path), str(path), options)
+
+
+def parse_bytes(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions = DEFAULT_READING) -> Document:
+    if fmt == "epub":
+        from narrate.jobs.documents.readers.epub import parse_epub
+
+        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, options.include_front_matter, options.language)
+    if fmt == "html":
+        from narrate.jobs.documents.readers.html import parse_html_document
+
+        return parse_html_document(raw, origin, title, options.language)
+    if fmt == "pdf":
+        from narrate.jobs.documents.readers.pdf import parse_pdf
+
+        return parse_pdf(raw, origin, title, options.language)
+    return parse_document(raw, title=title, origin=origin, language=options.language)

@@ -1,0 +1,45 @@
+"""What a document would read, chapter by chapter, before anything is queued: titles, sentence
+counts, estimated speaking time (jobs.documents.budgets' estimate, without the frame budget's margin) and
+the first words."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from narrate.jobs.documents.budgets import speaking_seconds
+from narrate.jobs.documents.documents import Document
+
+FIRST_WORDS = 12
+
+
+@dataclass(frozen=True)
+class ChapterSummary:
+    title: str
+    sentences: int
+    seconds: float
+    first_words: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def summarize(doc: Document, pause_s: float = 0.0) -> list[ChapterSummary]:
+    """One entry per chapter; text before the first chapter (or a book without chapters) is an
+    opening named after the book, as in the output's chapter marks. `pause_s`: added per sentence."""
+    marks = list(doc.chapters)
+    if not marks or marks[0][0] > 0:
+        marks.insert(0, (0, doc.title or "Opening"))
+    starts = [i for i, _ in marks] + [len(doc.paragraphs)]
+    out = []
+    for (first, title), end in zip(marks, starts[1:], strict=True):
+        sentences = [s for p in doc.paragraphs[first:end] for s in p]
+        seconds = sum(speaking_seconds(s) + pause_s for s in sentences)
+        words = " ".join(sentences[:3]).split()
+        head = " ".join(words[:FIRST_WORDS]) + (" ..." if len(words) > FIRST_WORDS else "")
+        out.append(ChapterSummary(title, len(sentences), round(seconds, 1), head))
+    return out
+
+
+def clock(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

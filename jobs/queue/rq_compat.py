@@ -1,0 +1,129 @@
+"""Every use of an rq internal narrate needs, in one module, and the check that fails loudly when an
+rq release changes one of them (rq is pinned to the minor version tested; its main branch has
+already changed several of these signatures).
+
+Public rq API is used everywhere else: registries' ``get_job_and_execution_ids``, ``remove_executions``,
+``FailedJobRegistry.add``/``remove``, ``Job.set_status``, ``Worker.find_by_key``. What rq 2.12 has no
+public way to do:
+
+- put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);
+- read a job's callback names before rq imports them (``Job._success_callback_name`` etc.);
+- make an existing job wait again for its dependencies (``Job._dependency_ids``,
+  ``Job.register_dependency``: a resumed fanned-out book);
+- the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl`` (replaced:
+  narrate.worker.process.claiming), ``set_state``, ``request_force_stop``, ``maintain_heartbeats``,
+  ``handle_job_failure``, ``handle_execution_ended``, ``cleanup_execution``, ``handle_exception``,
+  ``handle_payload`` (rq's worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
+  narrate.worker.process.rq_worker).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from redis import Redis
+from redis.client import Pipeline
+from rq import Queue
+from rq.command import parse_payload
+from rq.executions import Execution
+from rq.job import Job, JobStatus
+from rq.registry import StartedJobRegistry
+from rq.worker import BaseWorker
+
+CALLBACK_ATTRIBUTES = ("_success_callback_name", "_failure_callback_name", "_stopped_callback_name")
+
+# "owner.method": parameters narrate passes or relies on.
+REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
+    "Queue._enqueue_job": ("job", "pipeline", "at_front"),
+    "BaseWorker.dequeue_job_and_maintain_ttl": ("timeout", "max_idle_time"),
+    "BaseWorker.set_state": ("state", "pipeline"),
+    "BaseWorker.request_force_stop": ("signum", "frame"),
+    "BaseWorker.handle_warm_shutdown_request": (),
+    "BaseWorker.run_maintenance_tasks": (),
+    "BaseWorker.should_run_maintenance_tasks": (),
+    "BaseWorker.get_redis_server_version": (),
+    "BaseWorker.maintain_heartbeats": ("job",),
+    "BaseWorker.handle_job_failure": ("job", "queue", "started_job_registry", "exc_string"),
+    "BaseWorker.handle_execution_ended": ("job", "queue", "heartbeat_ttl"),
+    "BaseWorker.cleanup_execution": ("job", "pipeline"),
+    "BaseWorker.handle_exception": ("job",),
+    "BaseWorker.request_stop": ("signum", "frame"),
+    "BaseWorker.handle_payload": ("message",),
+    "BaseWorker.register_birth": (),
+    "Job.func": (),
+    "Job.register_dependency": ("pipeline",),
+    "StartedJobRegistry.get_job_and_execution_ids": ("cleanup",),
+    "StartedJobRegistry.remove_executions": ("job", "pipeline"),
+}
+_OWNERS = {"Queue": Queue, "BaseWorker": BaseWorker, "Job": Job, "StartedJobRegistry": StartedJobRegistry}
+
+
+class RQInternalsChanged(RuntimeError):
+    """The installed rq no longer has what narrate relies on."""
+
+
+def check_rq_internals() -> None:
+    problems = []
+    for name, params in REQUIRED_METHODS.items():
+        owner, _, attr = name.partition(".")
+        obj = getattr(_OWNERS[owner], attr, None)
+        if obj is None:
+            problems.append(f"{name} is missing")
+            continue
+        if isinstance(obj, property) or not params:
+            continue
+        have = set(inspect.signature(obj).parameters)
+        missing = [p for p in params if p not in have]
+        if missing:
+            problems.append(f"{name} lacks {missing}")
+    probe = Job(connection=Redis())  # no connection is made
+    problems += [f"Job.{a} is missing" for a in (*CALLBACK_ATTRIBUTES, "_dependency_ids") if not hasattr(probe, a)]
+    if not hasattr(Execution, "composite_key"):
+        problems.append("Execution.composite_key is missing")
+    if problems:
+        raise RQInternalsChanged(
+            "rq's internals changed; narrate's queue code needs updating (or install the rq version "
+            "pyproject.toml pins): " + "; ".join(problems)
+        )
+
+
+def defer_on(job: Job, dependency_ids: list[str], pipeline: Pipeline) -> None:
+    """Make an existing job wait again for `dependency_ids` (a fanned-out book resumed while some of its
+    parts are unfinished): rq enqueues it when the last of them finishes. No public API in rq 2.12."""
+    job._dependency_ids = list(dependency_ids)
+    job.set_status(JobStatus.DEFERRED, pipeline=pipeline)
+    job.register_dependency(pipeline=pipeline)
+
+
+def enqueue_at_front(queue: Queue, job: Job, pipeline: Pipeline) -> None:
+    """Put an existing job back at the front of its queue (no public API in rq 2.12)."""
+    queue._enqueue_job(job, pipeline=pipeline, at_front=True)
+
+
+def enqueue_existing(queue: Queue, job: Job, pipeline: Pipeline) -> None:
+    """Put an existing job (e.g. a due scheduled one) at the end of its queue."""
+    queue._enqueue_job(job, pipeline=pipeline, at_front=False)
+
+
+def parse_command(message: dict) -> dict:
+    """A worker command (stop-job, shutdown, kill-horse) as rq's pubsub delivers it."""
+    return parse_payload(message)
+
+
+def callback_names(job: Job) -> list[str]:
+    """The callbacks a job names, read before rq imports them."""
+    return [name for a in CALLBACK_ATTRIBUTES if (name := getattr(job, a, None))]
+
+
+def started_executions(registry: StartedJobRegistry, job_id: str) -> list[str]:
+    """The registry members (one per execution) of one job, without running a cleanup."""
+    r = registry.connection
+    return [
+        Execution(execution_id, jid, connection=r).composite_key
+        for jid, execution_id in registry.get_job_and_execution_ids(cleanup=False)
+        if jid == job_id
+    ]
+
+
+def started_job_ids(registry: StartedJobRegistry) -> list[str]:
+    return list(dict.fromkeys(jid for jid, _ in registry.get_job_and_execution_ids(cleanup=False)))

@@ -1,0 +1,307 @@
+"""Recurring schedules: a watched folder narrated at the times a cron expression names.
+
+Everything is JSON in Redis, so every host sees the same schedules (no pickle anywhere):
+
+- ``narrate:schedules``: hash, name -> the definition (``Schedule``);
+- ``narrate:schedule-voice:<sha256>``: the schedule's voice, normalized, content-addressed and kept as
+  long as a schedule uses it (the file it came from may move or go);
+- ``narrate:schedule:<name>:state``: what the ticks did (``last_tick``, ``runs``, ``last_run``, ``problem``);
+- ``...:docs``: hash, document file name -> what was narrated (its stat signature, sha256, job);
+- ``...:skipped``: hash, file name -> why it is skipped (with its signature: retried once it changes);
+- ``...:seen``: hash, file name -> a document still being written (signature, when first seen);
+- ``...:tick``: the lease of the tick in progress (jobs/schedules/tick.py).
+
+The logic of a tick is in jobs/schedules/tick.py, the loop that runs ticks in jobs/schedules/loop.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path, PurePosixPath
+
+import redis
+from narrate.jobs.audio.voices import Voice, read_voice, voice_samples
+from narrate.jobs.documents.languages import check_language
+from narrate.jobs.documents.lexicon import read_lexicon
+from narrate.jobs.errors import BadInput, NarrateError, printable
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.outputs.outputs import check_format, relative_output
+from narrate.jobs.schedules import cron
+from narrate.jobs.schedules.lease import holder
+from narrate.jobs.server.store import PREFIX
+from narrate.jobs.settings import SAMPLE_RATE, Settings, check_quant
+
+SCHEDULES = f"{PREFIX}schedules"
+log = logging.getLogger("narrate.scheduler")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+PROBE = "narrate-schedule-probe"  # a file name used only to check the output folder at add time
+PARTS = ("state", "docs", "skipped", "seen", "tick", "problem")  # the keys of one schedule
+JOB_SETTINGS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")  # part of each job
+
+
+class ScheduleNotFound(NarrateError):
+    """No schedule by that name."""
+
+
+def key(name: str, part: str) -> str:
+    return f"{PREFIX}schedule:{name}:{part}"
+
+
+def voice_key(sha: str) -> str:
+    return f"{PREFIX}schedule-voice:{sha}"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    name: str
+    cron: str
+    tz: str  # IANA zone the expression is read in
+    watch: str  # absolute path of the watched folder (symlinks resolved when added)
+    output_dir: str  # relative to the output root ("" is the root itself)
+    format: str  # output extension, e.g. ".mp3"
+    voice: str  # sha256 of the stored voice
+    queue: str
+    model: str | None = None
+    quant: str | None = None
+    language: str = "auto"  # `--language` for every document (auto: each one's metadata, else detected)
+    lexicon: list = field(default_factory=list)  # `--lexicon` entries, read when the schedule was added
+    job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
+    created: float = 0.0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Schedule:
+        data = json.loads(raw)
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def settings(self, base: Settings) -> Settings:
+        """The settings a tick submits with: this host's, with the job settings the schedule keeps."""
+        return replace(base, **{k: v for k, v in self.job_settings.items() if k in JOB_SETTINGS})
+
+    def output_for(self, root: Path, stem: str) -> Path:
+        return root.expanduser().resolve().joinpath(*PurePosixPath(self.output_dir).parts) / f"{stem}{self.format}"
+
+
+def check_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise BadInput(
+            f"schedule name {name!r} is not valid: use 1-64 letters, digits, '.', '_' or '-', starting with a "
+            "letter or digit"
+        )
+    return name
+
+
+def check_watch(path: Path) -> Path:
+    """The folder's real path, if it is a folder this process can list."""
+    try:
+        real = Path(os.path.realpath(Path(path).expanduser()))
+        with os.scandir(real) as it:
+            next(it, None)
+    except FileNotFoundError:
+        raise BadInput(f"watch folder {path} does not exist; create it or give another (--watch)") from None
+    except NotADirectoryError:
+        raise BadInput(f"watch folder {path} is not a folder") from None
+    except PermissionError:
+        raise BadInput(f"watch folder {path} cannot be read (permission denied)") from None
+    except OSError as e:
+        raise BadInput(f"watch folder {path} cannot be read: {e.strerror or e}") from None
+    return real
+
+
+def check_format_name(fmt: str) -> str:
+    ext = "." + fmt.lstrip(".").lower()
+    return check_format(f"x{ext}")
+
+
+def _output_dir(settings: Settings, output_dir: Path | None, ext: str) -> str:
+    """The output folder relative to the output root, checked like an output file in it (the same
+    rule as `submit -o`, see jobs/outputs/outputs.py)."""
+    root = settings.output_dir.expanduser().resolve()
+    folder = Path(output_dir).expanduser() if output_dir else root
+    try:
+        rel = relative_output(root, folder / f"{PROBE}{ext}")
+    except BadInput as e:  # said of the folder, not of the file name used to check it
+        raise BadInput(str(e).replace(f"{os.sep}{PROBE}{ext}", "").replace("output ", "output folder ", 1)) from None
+    parent = PurePosixPath(rel).parent
+    return "" if str(parent) == "." else parent.as_posix()
+
+
+def make(
+    settings: Settings,
+    name: str,
+    cron_expr: str,
+    watch: Path,
+    voice: Path,
+    output_dir: Path | None = None,
+    fmt: str = "mp3",
+    model: str | None = None,
+    quant: str | None = None,
+    tz: str | None = None,
+    language: str | None = None,
+    lexicon: Path | None = None,
+) -> tuple[Schedule, Voice]:
+    """Check everything a schedule needs (raises BadInput); touches no server. The lexicon file is
+    read now: ticks may run on another host, which need not have it."""
+    check_name(name)
+    expr = cron.check_cron(cron_expr)
+    tz = tz or cron.local_zone()
+    cron.zone(tz)
+    now = time.time()
+    if cron.next_tick(expr, tz, now) is None:
+        raise BadInput(f"cron expression {expr!r} never names a time (a day that does not exist?)")
+    check_quant(quant)
+    lang = check_language(language)
+    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
+    ext = check_format_name(fmt)
+    real = check_watch(watch)
+    rel = _output_dir(settings, output_dir, ext)
+    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
+    sched = Schedule(
+        name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=v.sha256,
+        queue=settings.queue, model=model, quant=quant, language=lang, lexicon=entries,
+        job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
+    )  # fmt: skip
+    return sched, v
+
+
+def add(r: redis.Redis, sched: Schedule, voice: Voice) -> None:
+    """Store a new schedule; its first tick is the first time after now that its expression names."""
+    state = {"last_tick": sched.created, "runs": 0}
+    with r.pipeline() as p:
+        while True:
+            try:
+                p.watch(SCHEDULES)
+                if r.hexists(SCHEDULES, sched.name):
+                    raise BadInput(
+                        f"schedule {sched.name!r} exists; remove it first (narrate schedule remove {sched.name})"
+                    )
+                p.multi()
+                p.set(voice_key(sched.voice), voice.wav)
+                p.hset(SCHEDULES, sched.name, sched.to_json())
+                for part in PARTS:
+                    p.delete(key(sched.name, part))
+                p.set(key(sched.name, "state"), json.dumps(state))
+                p.execute()
+                return
+            except redis.WatchError:
+                continue
+
+
+def get(r: redis.Redis, name: str) -> Schedule:
+    raw = r.hget(SCHEDULES, name)
+    if raw is None:
+        raise ScheduleNotFound(f"no schedule named {name!r}; see narrate schedule list")
+    return Schedule.from_json(raw)
+
+
+def all_schedules(r: redis.Redis) -> list[Schedule]:
+    """Every schedule, by name (a definition that cannot be read is logged and left out)."""
+    found = []
+    for name, raw in r.hgetall(SCHEDULES).items():
+        try:
+            found.append(Schedule.from_json(raw))
+        except (ValueError, TypeError) as e:
+            log.warning("schedule %s cannot be read (%s); remove it and add it again", printable(os.fsdecode(name)), e)
+    return sorted(found, key=lambda s: s.name)
+
+
+def remove(r: redis.Redis, name: str) -> Schedule:
+    """Delete a schedule and what it kept (its voice too, unless another schedule uses it). A tick in
+    progress loses its lease and stops; the jobs it submitted stay."""
+    with r.pipeline() as p:
+        while True:
+            try:
+                p.watch(SCHEDULES)
+                sched = get(r, name)
+                others = [s for s in all_schedules(r) if s.name != name and s.voice == sched.voice]
+                p.multi()
+                p.hdel(SCHEDULES, name)
+                p.delete(*(key(name, part) for part in PARTS))
+                if not others:
+                    p.delete(voice_key(sched.voice))
+                p.execute()
+                return sched
+            except redis.WatchError:
+                continue
+
+
+def load_voice(r: redis.Redis, sched: Schedule) -> Voice:
+    wav = r.get(voice_key(sched.voice))
+    if wav is None or hashlib.sha256(wav).hexdigest() != sched.voice:
+        raise NarrateError(
+            f"the voice of schedule {sched.name!r} is {'gone from' if wav is None else 'damaged on'} the server; "
+            "remove the schedule and add it again"
+        )
+    seconds = len(voice_samples(wav)) / SAMPLE_RATE
+    return Voice(wav=wav, sha256=sched.voice, seconds=seconds)
+
+
+def state(r: redis.Redis, name: str) -> dict:
+    raw = r.get(key(name, "state"))
+    return json.loads(raw) if raw else {"last_tick": 0.0, "runs": 0}
+
+
+def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = None) -> dict:
+    """What `narrate schedule list` shows (JSON-able): the definition, next and last run, what the last
+    run submitted and left waiting, the documents skipped and why, a tick running now, a problem."""
+    now = time.time() if now is None else now
+    st = state(r, sched.name)
+    skipped = [
+        {"document": printable(os.fsdecode(f)), "reason": rec.get("reason", ""), "since": rec.get("since")}
+        for f, rec in ((f, json.loads(v)) for f, v in sorted(r.hgetall(key(sched.name, "skipped")).items()))
+    ]
+    problem = r.get(key(sched.name, "problem"))
+    nxt = cron.next_tick(sched.cron, sched.tz, max(now, st.get("last_tick", 0.0)))
+    return {
+        "name": sched.name,
+        "cron": sched.cron,
+        "tz": sched.tz,
+        "watch": sched.watch,
+        "output_dir": str(sched.output_for(root, "x").parent),
+        "format": sched.format,
+        "voice": sched.voice,
+        "model": sched.model,
+        "quant": sched.quant,
+        "language": sched.language,
+        "lexicon_entries": len(sched.lexicon),
+        "queue": sched.queue,
+        "next_run": nxt,
+        "due_now": cron.due_tick(sched.cron, sched.tz, now, st.get("last_tick", 0.0)) is not None,
+        "last_tick": st.get("last_tick"),
+        "runs": st.get("runs", 0),
+        "last_run": st.get("last_run"),
+        "narrated": r.hlen(key(sched.name, "docs")),
+        "skipped": skipped,
+        "problem": json.loads(problem) if problem else None,
+        "running": holder(r, key(sched.name, "tick")),
+        "clock_went_back": st.get("clock_went_back"),
+    }
+
+
+def summary(r: redis.Redis) -> list[dict]:
+    """One flat row per schedule, for `narrate info`: name, cron, folder, next and last run."""
+    rows = []
+    now = time.time()
+    for sched in all_schedules(r):
+        st = state(r, sched.name)
+        last = st.get("last_run") or {}
+        nxt = cron.next_tick(sched.cron, sched.tz, max(now, st.get("last_tick", 0.0)))
+        rows.append({
+            "name": sched.name,
+            "cron": f"{sched.cron} ({sched.tz})",
+            "watch": sched.watch,
+            "next_run": cron.show(nxt, sched.tz),
+            "last_run": cron.show(last["started"], sched.tz) if last else "never",
+            "submitted": len(last.get("submitted", [])),
+            "skipped": r.hlen(key(sched.name, "skipped")),
+        })  # fmt: skip
+    return rows

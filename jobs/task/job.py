@@ -1,0 +1,249 @@
+"""The narration job function: document + voice -> one audio file, in four steps:
+plan (jobs.book.plan) -> synthesize what has no checkpoint -> stitch from the checkpoints -> result.
+
+Crash safety: every finished sentence is checkpointed (jobs.book.checkpoints) before it counts as done,
+so a retried, requeued or resubmitted job synthesizes only what is missing; the output is stitched
+from the checkpoints, encoded to a temp file and renamed. The checkpoints then stay as a cache
+(jobs.book.cache); one evicted between planning and stitching is synthesized again while stitching.
+The worker calls ``narrate_job`` with a JobContext (jobs.task.context); a stop request ends the job
+between batches and the worker requeues it; a cancel (or a deleted job record) ends it between
+batches for good, and is checked once more right before the output is put in place, so a canceled
+job writes no output.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import numpy as np
+from narrate.jobs.book import cache
+from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
+from narrate.jobs.book.plan import Plan, make_plan
+from narrate.jobs.book.result import JobResult, Timings
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.synthesis import Engine, Sentence, VoiceEmbedding
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.fanout import partaudio
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.outputs.outputs import OutputRoot, output_path
+from narrate.jobs.server import store
+from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.task.batch_log import BatchLog
+from narrate.jobs.task.context import JobContext, StopRequested
+from narrate.jobs.task.progress import Progress, save_meta
+from narrate.jobs.task.stitcher import Stitcher
+from rq.job import Job
+
+log = logging.getLogger("narrate.jobs")
+
+
+def preload() -> None:
+    """Import now what a job loads on first use (assembly and loudness filters, pydub, tagging,
+    number words), so a worker's memory is flat from its first job on and that job starts sooner.
+    Submitting clients never call this: they stay light."""
+    import mutagen.flac  # noqa: F401
+    import mutagen.id3  # noqa: F401
+    import mutagen.mp4  # noqa: F401
+    import num2words  # noqa: F401
+    from narrate.jobs.documents.normalize import en as normalize_en  # noqa: F401
+
+
+class SynthesisError(RuntimeError):
+    """The engine failed; the message names the sentences that were in flight."""
+
+
+class CheckpointVanished(RuntimeError):
+    """A sentence's checkpoint was removed again right after it was synthesized a second time."""
+
+
+def narrate_job(ctx: JobContext, spec_json: dict, fanout: dict | None = None) -> dict:
+    """The book's job. With `fanout` ({"parts": [part job ids]}: jobs.fanout.split) it runs once all its
+    parts have finished: their audio comes from Redis into this host's checkpoints first, then it
+    is the same job as on one host (what no part covered, or what did not arrive, it synthesizes)."""
+    try:
+        return _narrate(ctx, JobSpec.from_json(spec_json), fanout is not None).to_json()
+    except StopRequested:
+        raise
+    except Exception as e:
+        record_failure(ctx.job, e)
+        raise
+
+
+def record_failure(job: Job, e: Exception) -> str:
+    """The one-line error in the job's meta; a bad input is not retried. Returns the line."""
+    said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
+    job.meta["error"] = said.splitlines()[0][:500]
+    save_meta(job)
+    if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
+        job.retries_left = 0
+    return job.meta["error"]
+
+
+def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobResult:
+    job = ctx.job
+    _begin_attempt(ctx)
+    _keep_inputs(job, spec)
+    doc = store.get_document(job.connection, spec.document)
+    root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
+    final = output_path(root.path, spec.output)
+    t0 = time.monotonic()
+    engine = ctx.engine_for(spec.model, spec.quant)
+    t_loaded = time.monotonic()
+    job.meta["model"] = f"{engine.source} ({engine.quant})"
+    plan = make_plan(doc, spec, engine.model_key, engine.quant)
+    checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
+    if fanned_out:  # the parts' audio, synthesized on any host
+        partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
+    todo = plan.missing(checkpoints)
+    progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress)
+    progress.save()
+    ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
+    voice_cache, encoder_runs, first_audio = "unused", 0, None
+    voices: list[VoiceEmbedding] = []
+
+    def voice() -> VoiceEmbedding:
+        if not voices:
+            voices.append(engine.voice(job.connection, spec.voice))
+        return voices[0]
+
+    def again(s: Sentence) -> Checkpoint:
+        """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
+        progress.done -= 1  # counted at planning; counted again once synthesized
+        _synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
+        cp = checkpoints.load(plan.keys[s.index])
+        if cp is None:
+            raise CheckpointVanished(
+                f"the checkpoint of sentence {s.index} was removed again as soon as it was synthesized "
+                f"(is `narrate cache prune` running?); `narrate resume {job.id}` continues the job"
+            )
+        return cp
+
+    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo) as stitcher:
+        if todo:
+            first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, stitcher.saved)
+        book = stitcher.finish(again)
+    _settle_cache(ctx, checkpoints, plan)
+    if fanned_out:
+        partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
+    if voices:
+        voice_cache, encoder_runs = ("hit" if voices[0].cache_hit else "miss"), voices[0].encoder_runs
+    progress.save()
+    _keep_inputs(job, spec)
+    wall = time.monotonic() - t0
+    duration = book.samples / SAMPLE_RATE
+    return JobResult(
+        output=str(final),
+        output_relative=spec.output,
+        output_sha256=book.sha256,
+        duration_seconds=duration,
+        samples=book.samples,
+        sentences=len(plan.sentences),
+        paragraphs=len(doc.paragraphs),
+        chapters=book.chapters,
+        synthesized=progress.synthesized,
+        reused=len(plan.sentences) - progress.synthesized,
+        frames=book.frames,
+        runaway_sentences=book.runaways,
+        retried_sentences=book.retried,
+        model=engine.source,
+        quant=engine.quant,
+        voice_cache=voice_cache,
+        speaker_encoder_runs=encoder_runs,
+        attempts=int(job.meta["attempts"]),
+        timings=Timings(
+            wall_s=round(wall, 3),
+            model_s=round(t_loaded - t0, 3),
+            first_audio_s=round(first_audio - t0, 3) if first_audio is not None else 0.0,
+            realtime_factor=round(duration / wall, 3) if wall > 0 else None,
+            stitch_tail_s=book.tail_s,
+        ),
+        segments=book.segments,
+        segments_encoded_early=book.encoded_early,
+    )
+
+
+def _begin_attempt(ctx: JobContext) -> None:
+    """Record who runs this attempt: a new worker on this host then knows the job is abandoned,
+    and `resume` elsewhere knows how often this worker beats."""
+    job = ctx.job
+    job.meta["host"] = ctx.host_id
+    job.meta["heartbeat_s"] = ctx.settings.heartbeat_s
+    job.meta["grace_s"] = ctx.settings.abandoned_grace_s
+    job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
+    job.meta.pop("error", None)
+    save_meta(job)
+
+
+def _settle_cache(ctx: JobContext, checkpoints: CheckpointStore, plan: Plan) -> None:
+    """The output is in place: keep the checkpoints as a cache within its cap (or discard them)."""
+    try:
+        cache.after_job(checkpoints, plan.keys, cache.cap_bytes(ctx.settings.cache_max_gb))
+    except OSError as e:  # the book is written: a cache that could not be trimmed is no failure
+        log.warning("could not trim the sentence cache in %s: %s", checkpoints.root, e)
+
+
+def _keep_inputs(job: Job, spec: JobSpec) -> None:
+    """Keep the stored document and voice as long as this job's status and result are kept."""
+    keep_s = int(job.result_ttl or 0) + int(job.timeout or 0)
+    if keep_s > 0:
+        store.keep(job.connection, spec.document, spec.voice, keep_s)
+        if spec.cover:
+            job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
+
+
+def _synthesize(
+    ctx: JobContext,
+    engine: Engine,
+    voice: VoiceEmbedding,
+    plan: Plan,
+    todo: list[Sentence],
+    checkpoints: CheckpointStore,
+    progress: Progress,
+    on_saved: Callable[[int], None] | None = None,
+) -> float:
+    """Run the engine over the missing sentences, checkpointing each as it completes (then told
+    to `on_saved`). Returns the monotonic time of the first audio."""
+    job = ctx.job
+    progress.start_synthesis()
+    batch_log = BatchLog(job.id, len(todo), progress)  # one INFO line per batch in the worker log
+
+    def on_batch(indices: list[int]) -> None:
+        """Called between batches: every earlier sentence is checkpointed by now."""
+        batch_log.start(indices)  # logs the batch before
+        try:
+            ctx.check_stop(progress.done, progress.total)
+        except StopRequested:
+            progress.save()  # what is checkpointed, for `status` and `resume` (not once another worker has the job)
+            raise
+        job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
+        save_meta(job)
+        ctx.beat()
+
+    parts: dict[int, list] = {}
+    first_audio = None
+    try:
+        for chunk in engine.synthesize(todo, voice, on_batch):
+            ctx.beat()
+            if first_audio is None:
+                first_audio = time.monotonic()
+            parts.setdefault(chunk.index, []).append(chunk)
+            batch_log.chunk(chunk.frames, chunk.pcm.size)
+            if not chunk.final:
+                continue
+            done = parts.pop(chunk.index)
+            pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
+            checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
+                             runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
+            progress.sentence_done(pcm.size / SAMPLE_RATE)
+            if on_saved is not None:
+                on_saved(chunk.index)
+        batch_log.finish()
+    except StopRequested:
+        raise
+    except Exception as e:
+        texts = {s.index: s.text for s in todo}
+        names = "; ".join(f"{i} ({texts.get(i, '')[:80]!r})" for i in job.meta.get("in_flight", []))
+        raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
+    return first_audio if first_audio is not None else time.monotonic()

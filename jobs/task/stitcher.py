@@ -1,0 +1,235 @@
+"""A job's book, stitched and encoded while it is synthesized.
+
+Opened before synthesis: every checkpoint saved is reported (``saved``), the segments it completes
+(jobs/audio/segments.py) are normalized, rendered and encoded in the background (jobs/audio/segment_encoder.py).
+For mp3, ogg/opus and flac the rendered units are piped in reading order into one ffmpeg per
+output file, which encodes during synthesis too (jobs/audio/stream_encode.py). After the last sentence,
+``finish`` walks what is left (a checkpoint that vanished meanwhile is synthesized again through
+`again`), encodes the remaining segments in parallel, then muxes the book's files from the
+segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once
+(.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags and chapters and puts every file in place
+(jobs/audio/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
+stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
+written to the output directory before ``finish`` places the files."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from narrate.jobs.audio import assemble, subtitles
+from narrate.jobs.audio.segments import Heard, Segmenter, cuts_at_chapters
+from narrate.jobs.audio.stream_encode import PieceStreams, streams_for
+from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
+from narrate.jobs.book.plan import Plan
+from narrate.jobs.book.result import ChapterMark
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.documents.documents import Document
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.outputs import ownership
+from narrate.jobs.outputs.outputs import OutputRoot
+from narrate.jobs.server import store
+from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.task.context import JobContext
+from rq.job import Job
+
+if TYPE_CHECKING:
+    from narrate.jobs.audio.segment_encoder import SegmentEncoder
+    from narrate.jobs.audio.stitch import BookWriter
+
+SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream copy (jobs/audio/adts.py)
+
+
+@dataclass(frozen=True)
+class EncodePath:
+    """How a book's files are encoded; one rule for the job and the stitch benchmark.
+    ``segmented``: m4a/m4b from AAC segments joined by stream copy (not when a split or parts need a
+    cut at a chapter whose pause holds none); ``streamed``: mp3, ogg/opus and flac piped into ffmpeg
+    during synthesis; neither (``wav``): a WAV written during synthesis, encoded once at the end."""
+
+    ext: str
+    segmented: bool
+    streamed: bool
+
+    @classmethod
+    def choose(cls, final: Path, plan: Plan, spec: JobSpec) -> EncodePath:
+        ext = final.suffix.lower()
+        plain = not spec.split and spec.max_part_hours is None
+        return cls(ext, ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec)), streams_for(ext, spec.split))
+
+    @property
+    def wav(self) -> bool:
+        return not (self.segmented or self.streamed)
+
+    def open(self, book: BookWriter, ffmpeg: str, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore,
+             segmenter: Segmenter) -> Encoders:  # fmt: skip
+        """The background encoders of `book` (its scratch directory), wired to it: rendered audio goes
+        to the streamed files, to the WAV, or (segmented) nowhere but the AAC segments; ``book.mux``
+        builds its files from them."""
+        from narrate.jobs.audio.segment_encoder import SegmentEncoder
+
+        streams = None
+        if self.streamed:
+            streams = PieceStreams(ffmpeg, book.scratch, self.ext, spec.split, segmenter.chapters,
+                                   assemble.max_part_samples(spec))  # fmt: skip
+        try:
+            write = streams.write if streams else None if self.segmented else book.write_pcm
+            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write)
+        except BaseException:
+            if streams is not None:
+                streams.close()
+            raise
+        book.mux = streams.finish if streams else encoder.mux if self.segmented else None
+        return Encoders(encoder, streams)
+
+
+@dataclass(frozen=True)
+class Encoders:
+    encoder: SegmentEncoder
+    streams: PieceStreams | None
+
+    def close(self) -> None:
+        """Kill what still runs: the streams first, so a render blocked on a full pipe ends at once."""
+        try:
+            if self.streams is not None:
+                self.streams.close()
+        finally:
+            self.encoder.close()
+
+
+@dataclass(frozen=True)
+class Stitched:
+    samples: int
+    sha256: str
+    chapters: list[ChapterMark]
+    frames: list[int]
+    runaways: list[int]
+    retried: list[int]
+    segments: int
+    encoded_early: int  # segments done before the last sentence was synthesized
+    tail_s: float  # the last sentence -> every file in place
+
+
+class Stitcher:
+    def __init__(self, ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore,
+                 root: OutputRoot, final: Path, todo: list[Sentence]):  # fmt: skip
+        self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
+        self.root, self.final = root, final
+        self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
+        self.path = EncodePath.choose(final, plan, spec)
+        self.segmenter = Segmenter(plan, spec)
+        self.book: BookWriter | None = None
+        self.encoders: Encoders | None = None
+
+    @property
+    def encoder(self) -> SegmentEncoder | None:
+        return self.encoders.encoder if self.encoders else None
+
+    def __enter__(self) -> Stitcher:
+        from narrate.jobs.audio.stitch import BookWriter  # pydub: loaded on workers only
+
+        ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
+        self.book = BookWriter(self.final, ffmpeg, title=self.doc.title, root=self.root,
+                               workdir=self.ctx.settings.home / "stitch", wav=self.path.wav)  # fmt: skip
+        self.book.__enter__()
+        try:
+            self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter)
+            self._advance(self._ready)  # what earlier attempts, the cache or the parts left
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def saved(self, index: int) -> None:
+        """A sentence's checkpoint was saved (the job thread, during synthesis)."""
+        self.waiting.discard(index)
+        self._advance(self._ready)
+
+    def _ready(self, i: int) -> Heard | None:
+        return None if i in self.waiting else self._header(i)
+
+    def _header(self, i: int) -> Heard | None:
+        h = self.checkpoints.header(self.plan.keys[i])
+        return Heard(h["samples"], int(h["frames"]), bool(h["runaway"]), int(h["takes"])) if h else None
+
+    def _advance(self, lookup: Callable[[int], Heard | None]) -> None:
+        assert self.encoder is not None
+        walked, closed = self.segmenter.advance(lookup)
+        self.encoder.walked(walked, closed, self.segmenter.units)
+
+    def finish(self, again: Callable[[Sentence], Checkpoint]) -> Stitched:
+        assert self.book is not None and self.encoder is not None
+        t0 = time.monotonic()
+        ctx, plan, book, encoder = self.ctx, self.plan, self.book, self.encoder
+
+        def made(i: int) -> Heard | None:  # after synthesis: every sentence has a checkpoint, or gets one
+            got = self._header(i)
+            if got is None:
+                again(plan.sentences[i])
+                got = self._header(i)
+            return got
+
+        self._advance(made)
+        assert self.segmenter.done
+        encoder.drain(ctx.beat)
+        while encoder.missing:  # a checkpoint vanished before its segment was rendered
+            for u in {seg.unit for seg in encoder.missing}:
+                unit = self.segmenter.units[u]
+                for i in range(unit.first, unit.last + 1):
+                    if not self.checkpoints.verify(plan.keys[i]):
+                        again(plan.sentences[i])
+            encoder.redo_missing(ctx.beat)
+        seg = self.segmenter
+        book.samples, book.chapters = seg.samples, list(seg.chapters)
+        meta = assemble.book_meta(self.doc)
+        cover = store.get_cover(ctx.job.connection, self.spec.cover) if self.spec.cover else None
+        book.tags = assemble.tags_for(self.spec, self.doc.title, meta, cover)
+        book.split, book.max_part_samples = self.spec.split, assemble.max_part_samples(self.spec)
+        spans = book.chapter_spans()
+        cues = subtitles.with_chapters(seg.cues, spans)
+        for fmt in filter(None, self.spec.subtitles.split(",")):
+            text = subtitles.render(fmt, cues, SAMPLE_RATE, self.final.name, book.samples, spans)
+            book.add_text(f"{self.final.stem}.{fmt}", text)
+        n = len(plan.sentences)
+        ctx.check_canceled(n, n)  # the last moment: no output once canceled
+        book.finish(_Owned(ctx.job, self.root, self.spec))
+        heard = seg.heard
+        return Stitched(
+            samples=book.samples,
+            sha256=book.sha256.get(self.final, ""),
+            chapters=[ChapterMark(t, a / SAMPLE_RATE) for a, _, t in spans],
+            frames=[h.frames for h in heard],
+            runaways=[i for i, h in enumerate(heard) if h.runaway],
+            retried=[i for i, h in enumerate(heard) if h.takes > 1],
+            segments=len(seg.segments),
+            encoded_early=encoder.early,
+            tail_s=round(time.monotonic() - t0, 3),
+        )
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.encoders is not None:
+                self.encoders.close()
+        finally:
+            if self.book is not None:
+                self.book.__exit__()
+
+
+@dataclass(frozen=True)
+class _Owned:
+    """The ownership rules (jobs/outputs/ownership.py) for every file the job writes."""
+
+    job: Job
+    root: OutputRoot
+    spec: JobSpec
+
+    def before(self, path) -> None:
+        rel = path.relative_to(self.root.path).as_posix()
+        ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
+
+    def after(self, path, sha256: str) -> None:
+        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)

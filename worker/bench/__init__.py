@@ -1,0 +1,2 @@
+"""`narrate bench` (the plain mlx-audio loop against narrate's engine: runner, workloads, report) and
+the long-book stitch benchmark (`python -m narrate.worker.bench.stitch`)."""

@@ -1,0 +1,286 @@
+"""``narrate bench``: the plain mlx-audio loop against narrate's engine, side by side, in one process.
+
+On the same sentences (a workload: bench_workloads.py), voice and loaded checkpoint, after a
+warm-up of every variant:
+
+  plain         mlx-audio ``generate`` per sentence with ``ref_audio`` (a wav path), the way a
+                script would call it: the speaker encoder runs for every sentence
+  mlx-batch-N   mlx-audio's own ``batch_generate``: N sentences in reading order per call, one
+                shared reference audio and transcript (its voice-cloning batch mode), the call's
+                longest budget as its ``max_tokens``; frames past a row's own budget are waste
+  static-N      narrate's batched engine, static batches of N rows: a batch runs until its
+                longest row ends, finished rows are still computed (narrate before continuous
+                batching, with today's streaming codec)
+  continuous-N  narrate's job path: N slots, a finished row leaves at once and the next sentence
+                takes its slot
+
+EOS is disabled (unless --allow-eos), so every sentence generates exactly its budget and all
+variants do the same work. Reported per variant: codec frames/s, audio seconds per wall second
+(x realtime), time to first audio, idle-row waste (% of the rows a step computed that had already
+finished), speaker-encoder runs, MLX peak memory, and the frames/s ratio to plain. Compare ratios,
+not single times: shared machines are noisy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+import wave
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import mlx.core as mx
+import numpy as np
+from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.server.localstate import private_dir
+from narrate.worker.bench.workloads import Item
+from narrate.worker.engine.mlx_engine import STREAM_INTERVAL_S, MlxEngine
+from narrate.worker.engine.models import LoadedModel, SpeakerEncoderRuns, load, resolve
+
+SAMPLE_RATE = 24_000
+FRAMES_PER_SECOND = 12.5
+# batch_generate clones a voice in context: it needs the reference audio's transcript. The bench
+# voice is a synthetic tone (random weights do not care what it says); this is what it "says".
+REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."
+
+
+def synthetic_voice(seconds: float = 4.0) -> np.ndarray:
+    """A voiced harmonic signal with a wobbling pitch (no speech synthesizer needed)."""
+    t = np.arange(int(SAMPLE_RATE * seconds)) / SAMPLE_RATE
+    f0 = 120 + 15 * np.sin(2 * np.pi * 3 * t)
+    phase = 2 * np.pi * np.cumsum(f0) / SAMPLE_RATE
+    sig = sum(np.sin(k * phase) / k for k in range(1, 20))
+    sig *= 0.5 + 0.5 * np.sin(2 * np.pi * 2.5 * t) ** 2
+    return (0.3 * sig / np.abs(sig).max()).astype(np.float32)
+
+
+def _write_wav(path: Path, samples: np.ndarray) -> Path:
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SAMPLE_RATE)
+        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    return path
+
+
+def _measure(run: Callable[[], Iterator[int]]) -> dict:
+    """Time a variant; `run` yields the codec frames of each audio chunk as it arrives."""
+    mx.reset_peak_memory()
+    enc0 = SpeakerEncoderRuns.count
+    t0 = time.perf_counter()
+    first = None
+    frames = 0
+    for n in run():
+        if first is None:
+            first = time.perf_counter() - t0
+        frames += n
+    wall = time.perf_counter() - t0
+    return {
+        "frames": frames,
+        "wall_s": round(wall, 4),
+        "frames_per_s": round(frames / wall, 3),
+        "x_realtime": round(frames / FRAMES_PER_SECOND / wall, 4),
+        "first_audio_ms": round(1000 * (first or 0.0), 1),
+        "speaker_encoder_runs": SpeakerEncoderRuns.count - enc0,
+        "peak_memory_mb": round(mx.get_peak_memory() / 2**20, 1),
+    }
+
+
+class Bench:
+    def __init__(self, loaded: LoadedModel, items: list[Item], voice_path: Path):
+        self.loaded = loaded
+        self.model = loaded.model
+        self.items = items
+        self.voice_path = voice_path
+        self.embedding: mx.array | None = None
+        self.steps: list[tuple[int, int]] = []  # the last narrate run's (rows computed, of them done) per step
+        self.padding: list[int] = []  # the last narrate run's padded code-predictor rows per step
+
+    def plain(self, items: list[Item] | None = None) -> Iterator[int]:
+        for i, it in enumerate(items or self.items):
+            mx.random.seed(i)
+            for r in self.model.generate(
+                text=it.text, ref_audio=str(self.voice_path), max_tokens=it.budget, stream=True,
+                streaming_interval=STREAM_INTERVAL_S, verbose=False,
+            ):  # fmt: skip
+                yield int(r.token_count)
+
+    def mlx_batch(self, size: int, items: list[Item] | None = None) -> Iterator[int]:
+        """mlx-audio's ``batch_generate``, `size` sentences a call; yields each chunk's frames
+        within its row's budget and records the rows computed (every row runs to the call's
+        longest budget: EOS is disabled) as self.steps."""
+        items = items or self.items
+        self.steps = []
+        for start in range(0, len(items), size):
+            group = items[start : start + size]
+            budgets = [it.budget for it in group]
+            made = [0] * len(group)
+            mx.random.seed(start)
+            for r in self.model.batch_generate(
+                [it.text for it in group], ref_audio=str(self.voice_path), ref_text=REFERENCE_TRANSCRIPT,
+                max_tokens=max(budgets), stream=True, streaming_interval=STREAM_INTERVAL_S, verbose=False,
+            ):  # fmt: skip
+                i = r.sequence_idx
+                useful = max(0, min(int(r.token_count), budgets[i] - made[i]))
+                made[i] += int(r.token_count)
+                if useful:
+                    yield useful
+            self.steps.append((sum(made), sum(m - b for m, b in zip(made, budgets, strict=True))))
+
+    def _voice(self) -> mx.array:
+        if self.embedding is None:  # computed once per benchmark run, like the worker's cache
+            from narrate.jobs.audio.voices import voice_samples
+
+            audio = mx.array(voice_samples(self.voice_path.read_bytes()))
+            emb = type(self.model).extract_speaker_embedding(self.model, audio)
+            self.embedding = emb.astype(self.loaded.talker_dtype)
+            mx.eval(self.embedding)
+        return self.embedding
+
+    def narrate(self, size: int, continuous: bool, items: list[Item] | None = None) -> Iterator[int]:
+        sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(items or self.items)]
+        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0, continuous=continuous)
+        engine.warm_up()  # compiled shapes: at the first warm-up run, never while measuring
+        for c in engine.batched(sentences, self._voice(), size):
+            yield c.frames
+        self.steps = engine.last_loop.computed if engine.last_loop else []
+        self.padding = engine.last_loop.padding if engine.last_loop else []
+
+
+def default_json(home: Path) -> Path:
+    """Where the results go without --json: $NARRATE_HOME/bench/<local time>.json."""
+    return home / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
+
+
+def _complete(checkpoint: Path) -> bool:
+    return all((checkpoint / name).is_file() for name in ("model.safetensors", "speech_tokenizer/model.safetensors"))
+
+
+def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print) -> Path:
+    """A random-weight checkpoint of `size` under `home`, written once and reused. It is written
+    into a hidden temp folder and renamed into place: an interrupted run leaves no half checkpoint."""
+    from narrate.worker.testkit.random_checkpoint import write_checkpoint
+
+    path = home / f"bench-checkpoint-{size}"
+    if _complete(path):
+        return path
+    private_dir(home, "NARRATE_HOME")
+    shutil.rmtree(path, ignore_errors=True)  # what an interrupted older version left
+    log(f"writing a random-weight {size} checkpoint to {path}")
+    tmp = home / f".bench-checkpoint-{size}.{os.getpid()}"  # named, so `finally` finds it even if interrupted early
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(mode=0o700)
+        write_checkpoint(tmp, size=size)
+        try:
+            tmp.rename(path)
+        except OSError:
+            if not _complete(path):  # not a concurrent bench that got there first
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return path
+
+
+def run_bench(
+    checkpoint: Path,
+    items: list[Item],
+    workload_name: str,
+    batch_sizes: tuple[int, ...] = (4, 8, 16),
+    warmup_frames: int = 4,
+    allow_eos: bool = False,
+    out_json: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> dict:
+    t0 = time.perf_counter()
+    loaded = load(resolve(str(checkpoint), None))
+    load_s = time.perf_counter() - t0
+    if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
+        tc = loaded.model.config.talker_config
+        tc.codec_eos_token_id = tc.vocab_size
+    cfg = loaded.model.config.talker_config
+    budgets = [it.budget for it in items]
+    report: dict = {
+        "checkpoint": checkpoint.name,
+        "talker": {"hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers},
+        "device": str(mx.default_device()),
+        "platform": platform.platform(),
+        "mlx": mx.__version__,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "workload": workload_name,
+        "sentences": len(items),
+        "budgets": {"total": sum(budgets), "min": min(budgets), "max": max(budgets), "each": budgets},
+        "eos": "allowed" if allow_eos else "disabled (every sentence generates exactly its budget)",
+        "load_s": round(load_s, 2),
+        "variants": {},
+    }
+    if out_json:
+        out_json.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
+        bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
+        log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
+        _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log)
+    report["wall_s"] = round(time.perf_counter() - t0, 1)
+    if out_json:
+        out_json.write_text(json.dumps(report, indent=2))
+    return report
+
+
+def _variants(bench: Bench, batch_sizes: tuple[int, ...]) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
+    """(name, rows, run) for plain, mlx-batch-N, static-N and continuous-N."""
+    out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
+    for n in batch_sizes:
+        out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
+    for n in batch_sizes:
+        out.append((f"static-{n}", n, lambda items=None, n=n: bench.narrate(n, False, items)))
+        out.append((f"continuous-{n}", n, lambda items=None, n=n: bench.narrate(n, True, items)))
+    return out
+
+
+def _run_variants(
+    bench: Bench,
+    report: dict,
+    batch_sizes: tuple[int, ...],
+    warmup_frames: int,
+    out_json: Path | None,
+    log: Callable[[str], None],
+) -> None:
+    """Warm every variant up, then measure each in turn into report["variants"]."""
+    variants = _variants(bench, batch_sizes)
+    enc_total0 = SpeakerEncoderRuns.count
+    bench._voice()  # narrate's one speaker-encoder run for this voice, for every narrate variant
+    narrate_runs = SpeakerEncoderRuns.count - enc_total0
+    for _, rows, fn in variants:  # warm-up: compile kernels for the shapes the variants use
+        for _ in fn(items=[Item(it.text, warmup_frames) for it in bench.items[:rows]]):
+            pass
+    for name, _, fn in variants:
+        bench.steps, bench.padding = [], []
+        res = _measure(fn)
+        computed = sum(r for r, _ in bench.steps)
+        res["rows_computed"] = computed if name != "plain" else res["frames"]  # mlx-batch: row-frames
+        res["idle_row_waste_pct"] = round(100 * sum(d for _, d in bench.steps) / computed, 2) if computed else 0.0
+        padded = sum(bench.padding)
+        res["bucket_padding_pct"] = round(100 * padded / (computed + padded), 2) if computed else 0.0
+        report["variants"][name] = res
+        log(f"  {name:<14} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
+        if out_json:  # write as results come: long GPU runs keep what they measured
+            out_json.write_text(json.dumps(report, indent=2))
+    base = report["variants"]["plain"]["frames_per_s"]
+    for res in report["variants"].values():
+        res["ratio_to_plain"] = round(res["frames_per_s"] / base, 3) if base else None
+    narrate_runs += sum(
+        v["speaker_encoder_runs"] for k, v in report["variants"].items() if k.startswith(("static-", "continuous-"))
+    )
+    report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: must be 1
+    report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
+    best = max(
+        (k for k in report["variants"] if k.startswith("continuous-")),
+        key=lambda k: report["variants"][k]["frames_per_s"],
+        default=None,
+    )
+    if best:
+        report["best_continuous"] = {"variant": best, "ratio_to_plain": report["variants"][best]["ratio_to_plain"]}

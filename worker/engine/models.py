@@ -1,0 +1,224 @@
+"""Model resolution (Hugging Face ids and local checkpoints), quantization at load, and the
+warm model cache keyed by (model, quantization).
+
+Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the device default
+(6bit with Apple Metal; bf16 on CPU and CUDA, where quantized matmuls are 4-5x slower):
+
+    Qwen/NAME                      -> mlx-community/NAME-Q
+    mlx-community/NAME             -> mlx-community/NAME-Q
+    mlx-community/NAME-8bit        -> unchanged without --quant; mlx-community/NAME-Q with it
+    other-org/NAME                 -> unchanged; quantized at load to Q if Q is 4/6/8bit
+    /a/local/checkpoint            -> loaded as is (bf16); quantized at load to Q if Q is 4/6/8bit
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlx.core as mx
+import mlx.nn as nn
+from narrate.jobs.api.model_choice import RANDOM_WEIGHTS
+from narrate.jobs.errors import BadInput
+from narrate.worker.engine.model_key import HashMemo, model_key
+
+log = logging.getLogger("narrate.worker")
+
+QUANT_SUFFIX = re.compile(r"-(bf16|4bit|6bit|8bit)$")
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+BITS = {"4bit": 4, "6bit": 6, "8bit": 8}
+GROUP_SIZE = 64
+
+
+def is_metal() -> bool:
+    return mx.default_device().type == mx.gpu and mx.metal.is_available()
+
+
+def default_quant(metal: bool) -> str:
+    return "6bit" if metal else "bf16"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    source: str  # a hub id or an absolute local path
+    quant: str  # bf16 | 4bit | 6bit | 8bit: what the loaded model will be
+    quantize_bits: int | None  # quantize at load with this width (None: load as is)
+    local: bool
+
+
+def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolved:
+    """Apply the id-rewriting table in this module's docstring."""
+    if metal is None:
+        metal = is_metal()
+    path = Path(model).expanduser()
+    if path.is_dir():
+        q = quant or "bf16"
+        return Resolved(str(path.resolve()), q, BITS.get(q), local=True)
+    if model.startswith((".", "/", "~")) or not HUB_ID.match(model):
+        raise BadInput(f"model {model!r} is neither a local checkpoint directory nor a Hugging Face id (org/name)")
+    org, name = model.split("/", 1)
+    if org in ("Qwen", "mlx-community"):
+        m = QUANT_SUFFIX.search(name)
+        if m and quant is None:
+            return Resolved(f"mlx-community/{name}", m.group(1), None, local=False)
+        base = QUANT_SUFFIX.sub("", name)
+        q = quant or default_quant(metal)
+        return Resolved(f"mlx-community/{base}-{q}", q, None, local=False)
+    q = quant or "bf16"
+    return Resolved(model, q, BITS.get(q), local=False)
+
+
+@dataclass
+class LoadedModel:
+    model: nn.Module
+    resolved: Resolved
+    key: str  # identity of the weights (see model_key.py): keys voice embeddings and checkpoints
+
+    @property
+    def talker_dtype(self) -> mx.Dtype:
+        return self.model.talker.get_input_embeddings().weight.dtype
+
+
+class SpeakerEncoderRuns:
+    """Counts real forward passes of the speaker encoder in this process."""
+
+    count = 0
+
+
+def _count_speaker_encoder(model: nn.Module) -> None:
+    cls = type(model.speaker_encoder)
+    if getattr(cls, "_narrate_counted", False):
+        return
+    forward = cls.__call__
+
+    def counted(self, *args, **kwargs):
+        SpeakerEncoderRuns.count += 1
+        return forward(self, *args, **kwargs)
+
+    cls.__call__ = counted
+    cls._narrate_counted = True
+
+
+def quantize(model: nn.Module, bits: int) -> int:
+    """Quantize talker/code-predictor linears in place with the model's own predicate
+    (speaker encoder, embeddings and codec stay floating point). Returns the layer count.
+
+    Only the talker subtree is walked: the codec decoder is an mx.compile'd function that
+    nn.quantize cannot traverse, and the predicate excludes it anyway."""
+    count = 0
+
+    def predicate(path: str, module: nn.Module) -> bool:
+        nonlocal count
+        ok = (
+            hasattr(module, "to_quantized")
+            and getattr(module, "weight", None) is not None
+            and module.weight.shape[-1] % GROUP_SIZE == 0
+            and model.model_quant_predicate(f"talker.{path}", module)
+        )
+        count += bool(ok)
+        return ok
+
+    nn.quantize(model.talker, group_size=GROUP_SIZE, bits=bits, class_predicate=predicate)
+    return count
+
+
+@contextlib.contextmanager
+def _quiet_loader():
+    """mlx-audio prints loader chatter and transformers warns about the config class: hide both."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+class ModelUnavailable(BadInput):
+    """The hub model cannot be had (no network and not in the hub cache, or no such model):
+    retrying the job at once cannot help, so it fails on its first attempt."""
+
+
+@contextlib.contextmanager
+def _hub_errors(resolved: Resolved):
+    """huggingface_hub's errors as one line saying which download failed and what to do."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        yield
+    except (LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError) as e:
+        if resolved.local:
+            raise
+        what = f"cannot download {resolved.source} from the Hugging Face hub ({constants.ENDPOINT})"
+        if isinstance(e, LocalEntryNotFoundError):
+            why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else str(e).splitlines()[0].removeprefix("Got: ")
+            why += f", and it is not in the hub cache ({constants.HF_HUB_CACHE})"
+            do = f"use a local checkpoint (--model DIR), {RANDOM_WEIGHTS}, or run the same command again once "
+            do += "the network is back"
+        else:
+            why = "no such model, or it is private or gated (log in with `hf auth login`)"
+            do = f"check the name, use a local checkpoint (--model DIR) or {RANDOM_WEIGHTS}"
+        raise ModelUnavailable(f"{what}: {why}; {do}") from e
+
+
+def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
+    """Load (and quantize) a resolved model; `hashes` remembers a local checkpoint's file hashes."""
+    from mlx_audio.tts.utils import load_model
+
+    if resolved.local and not (Path(resolved.source) / "config.json").exists():
+        raise BadInput(f"model directory {resolved.source} has no config.json: not a checkpoint")
+    log.info("loading %s (%s)", resolved.source, resolved.quant)
+    with _quiet_loader(), _hub_errors(resolved):
+        model = load_model(resolved.source)
+    if getattr(model.config, "tts_model_type", None) != "base" or model.speaker_encoder is None:
+        raise BadInput(f"{resolved.source} is not a Qwen3-TTS Base model (voice cloning needs Base)")
+    if resolved.quantize_bits:
+        if not is_metal():
+            log.warning(
+                "quantizing to %s on %s: quantized matmuls are 4-5x slower than bf16 here "
+                "(they are faster only with Apple Metal); consider --quant bf16",
+                resolved.quant,
+                mx.default_device(),
+            )
+        n = quantize(model, resolved.quantize_bits)
+        log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
+    mx.eval(model.parameters())
+    _count_speaker_encoder(model)
+    return LoadedModel(model=model, resolved=resolved, key=model_key(resolved, hashes))
+
+
+class ModelCache:
+    """Loaded models stay warm across jobs, keyed by (source, quant); the oldest is dropped. A
+    warm local checkpoint whose files changed on disk since it was loaded is loaded again.
+    `hashes`: the JSON file that remembers local checkpoints' file hashes across processes."""
+
+    def __init__(self, capacity: int = 2, hashes: Path | None = None):
+        self.capacity = capacity
+        self.hashes = HashMemo(hashes)
+        self._models: OrderedDict[tuple[str, str], LoadedModel] = OrderedDict()
+
+    def get(self, model: str, quant: str | None) -> LoadedModel:
+        resolved = resolve(model, quant)
+        key = (resolved.source, resolved.quant)
+        warm = self._models.get(key)
+        if warm is not None and (not resolved.local or warm.key == model_key(resolved, self.hashes)):
+            self._models.move_to_end(key)
+            return warm
+        self._models.pop(key, None)
+        loaded = load(resolved, self.hashes)
+        self._models[key] = loaded
+        while len(self._models) > self.capacity:
+            self._models.popitem(last=False)
+            mx.clear_cache()
+        return loaded
+
+    def __len__(self) -> int:
+        return len(self._models)

@@ -1,0 +1,62 @@
+"""Voice embeddings: computed once per (voice sha256, model weights), cast to the talker's
+embedding dtype, persisted in Redis (shared by hosts, survives restarts), injected on every
+sentence. On a hit the speaker encoder does not run.
+
+The cast is narrate's own: a float32 x-vector concatenated into a bf16 prefill promotes the
+prefill and the whole KV cache to float32 (~2.4x slower). mlx-audio >= 0.4.8 casts too, but
+every prefill narrate builds itself relies on this one.
+"""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import numpy as np
+import redis
+from narrate.jobs.audio.voices import voice_samples
+from narrate.jobs.server import store
+from narrate.worker.engine.models import LoadedModel
+
+EMBEDDING_KEEP_S = 90 * 24 * 3600  # an embedding unused this long expires (a few KB each; recomputed on demand)
+
+
+def cast_to_talker(embedding: mx.array, loaded: LoadedModel) -> mx.array:
+    return embedding.astype(loaded.talker_dtype)
+
+
+def encode(embedding: mx.array) -> dict[str, bytes | str]:
+    dtype = str(embedding.dtype).removeprefix("mlx.core.")
+    if embedding.dtype == mx.bfloat16:  # numpy has no bfloat16: store the bits
+        data = np.array(mx.view(embedding, mx.uint16)).tobytes()
+    else:
+        data = np.array(embedding).tobytes()
+    return {"data": data, "dtype": dtype, "shape": ",".join(map(str, embedding.shape))}
+
+
+def decode(fields: dict[bytes, bytes]) -> mx.array:
+    dtype = fields[b"dtype"].decode()
+    shape = tuple(int(x) for x in fields[b"shape"].decode().split(","))
+    raw = fields[b"data"]
+    if dtype == "bfloat16":
+        return mx.view(mx.array(np.frombuffer(raw, np.uint16).reshape(shape)), mx.bfloat16)
+    return mx.array(np.frombuffer(raw, dtype=np.dtype(dtype)).reshape(shape))
+
+
+def voice_embedding(r: redis.Redis, loaded: LoadedModel, voice_sha: str) -> tuple[mx.array, bool]:
+    """(embedding in the talker's dtype, cache hit?)"""
+    key = store.embedding_key(voice_sha, loaded.key)
+    fields = r.hgetall(key)
+    if fields:
+        emb = decode(fields)
+        if emb.dtype == loaded.talker_dtype:
+            r.expire(key, EMBEDDING_KEEP_S)  # kept while the voice is in use
+            return emb, True
+    samples = mx.array(voice_samples(store.get_voice(r, voice_sha)))
+    model = loaded.model
+    # The class method: the instance attribute may be narrate's injection of another voice.
+    emb = cast_to_talker(type(model).extract_speaker_embedding(model, samples), loaded)
+    mx.eval(emb)
+    with r.pipeline() as p:
+        p.hset(key, mapping=encode(emb))
+        p.expire(key, EMBEDDING_KEEP_S)
+        p.execute()
+    return emb, False
