@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 import redis
 from narrate.jobs.api import submit as api
+from narrate.jobs.api.request import Options
+from narrate.jobs.audio.bookmeta import SPLITS
 from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
-from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings
+from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings, default
 
 quant_option = click.option(
     "--quant",
@@ -33,7 +39,7 @@ max_frames_option = click.option(
     "--max-frames",
     type=click.IntRange(min=1),
     default=None,
-    help="Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default 2048).",
+    help=f"Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default {default('max_frames')}).",
 )
 overwrite_option = click.option(
     "--overwrite", is_flag=True, help="Replace a file at the output path that narrate did not write."
@@ -71,6 +77,47 @@ def reading_options(f):
     return f
 
 
+priority_option = click.option(
+    "--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority."
+)
+fan_out_option = click.option(
+    "--fan-out", "fan_out", default=None, metavar="chapters|N|none",
+    help="Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
+    "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
+)  # fmt: skip
+
+
+def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Every option of a request (narrate.jobs.api.request.Options) and the job's settings (seed,
+    frame cap, pauses), the same for `submit`, `run` and `schedule add`; `queued`: also --priority and
+    --fan-out (`run` has its own private queue and one host). Read them with ``options_from``."""
+
+    def deco(f: Callable[..., Any]) -> Callable[..., Any]:
+        opts = [model_option, quant_option, seed_option, max_frames_option]
+        opts += [priority_option, fan_out_option] if queued else []
+        opts += [overwrite_option, language_option, lexicon_option]
+        f = reading_options(book_options(f))
+        for opt in reversed(opts):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+REQUEST_OPTION_NAMES = ("model", "quant", "overwrite", "language", "lexicon", "input_format", "include_front_matter")
+
+
+def options_from(kw: dict) -> tuple[Options, dict]:
+    """Pop the options of ``request_options`` out of a command's keyword arguments: (the request's
+    Options, checked by Options.make; the settings overrides for seed, frame cap and pauses). Raises
+    BadInput naming the first bad option."""
+    book, pauses = split_book_options(kw)
+    overrides = {"seed": kw.pop("seed"), "max_frames": kw.pop("max_frames"), **pauses}
+    named = {k: kw.pop(k) for k in REQUEST_OPTION_NAMES}
+    queued = {k: kw.pop(k) for k in ("priority", "fan_out") if k in kw}
+    return Options.make(**named, **queued, book=book), overrides
+
+
 def reading_from(input_format: str | None, include_front_matter: bool) -> ReadOptions:
     return ReadOptions(input_format.lower() if input_format else None, include_front_matter)
 
@@ -80,6 +127,20 @@ def settings_from_env(**overrides: object) -> Settings:
         return Settings.from_env(**overrides)
     except (NarrateError, redis.RedisError) as e:
         raise click.ClickException(str(e)) from None
+
+
+def one_line_errors(f: Callable[..., Any]) -> Callable[..., Any]:
+    """A command's NarrateError (bad input, a job not found, ...) or refused Redis command ends it
+    with one line on stderr and exit status 1 (click's ClickException), never a traceback."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return f(*args, **kwargs)
+        except (NarrateError, redis.RedisError) as e:
+            raise fail(e) from None
+
+    return wrapper
 
 
 def fail(e: Exception) -> click.ClickException:
@@ -123,15 +184,19 @@ def finish(st: dict, as_json: bool) -> None:
         raise click.ClickException(f"job {st['id']} {st['status']}: {st.get('error', '')}")
 
 
+def _pause_help(what: str, name: str) -> str:
+    return f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)})."
+
+
 def book_options(f):
     """Output options shared by submit and run: pauses, loudness, subtitles, tags, cover, split."""
     opts = [
         click.option("--sentence-pause", type=click.IntRange(min=0), default=None, metavar="MS",
-                     help="Silence between sentences in ms (NARRATE_SENTENCE_PAUSE_MS, default 250)."),
+                     help=_pause_help("between sentences", "sentence_pause_ms")),
         click.option("--paragraph-pause", type=click.IntRange(min=0), default=None, metavar="MS",
-                     help="Silence between paragraphs in ms (NARRATE_PARAGRAPH_PAUSE_MS, default 750)."),
+                     help=_pause_help("between paragraphs", "paragraph_pause_ms")),
         click.option("--chapter-pause", type=click.IntRange(min=0), default=None, metavar="MS",
-                     help="Silence before a chapter in ms (NARRATE_CHAPTER_PAUSE_MS, default 2000)."),
+                     help=_pause_help("before a chapter", "chapter_pause_ms")),
         click.option("--loudness", default=None, metavar="LUFS|off",
                      help="Integrated loudness target (default -19; -16 for a louder book), or off."),
         click.option("--subtitles", default=None, metavar="srt,vtt,json",
@@ -140,7 +205,7 @@ def book_options(f):
         click.option("--author", default=None, help="Author tag (default: the document's, if it has one)."),
         click.option("--year", default=None, help="Year tag."),
         click.option("--cover", type=click.Path(path_type=Path), default=None, help="Cover art (JPEG or PNG)."),
-        click.option("--split", type=click.Choice(["chapters", "chapters+book"]), default=None,
+        click.option("--split", type=click.Choice(SPLITS), default=None,
                      help="One file per chapter (in a folder named after the output), instead of or with the book."),
         click.option("--max-part-hours", type=float, default=None, metavar="H",
                      help="Write the book file in parts of at most H hours, cut at chapter boundaries."),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 import redis
-from narrate.cli.common import fail, settings_from_env
+from narrate.cli.common import fail, one_line_errors, settings_from_env
 from narrate.jobs.api import info as about
 from narrate.jobs.api import listing
 from narrate.jobs.api import submit as api
@@ -60,14 +60,12 @@ def progress_line(st: dict) -> str:
 @click.option("--status", "state", type=click.Choice(listing.STATES), default=None, help="Only jobs in this state.")
 @click.option("--queue", "queue_name", default=None, help="Queue to list (NARRATE_QUEUE), all three priorities.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
+@one_line_errors
 def list_jobs(state, queue_name, as_json) -> None:
     """List jobs, newest first: id, document, status, progress, ETA, output."""
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            rows = listing.list_jobs(conn.redis, queue_name or settings.queue, settings.output_dir, state)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        rows = listing.list_jobs(conn.redis, queue_name or settings.queue, settings.output_dir, state)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -88,20 +86,18 @@ def list_jobs(state, queue_name, as_json) -> None:
 
 @click.command()
 @click.argument("job_ids", nargs=-1, required=True)
+@one_line_errors
 def cancel(job_ids) -> None:
     """Cancel jobs: a queued or scheduled one is removed; a running one stops after its batch in
     flight and keeps its checkpoints (`narrate resume JOB` continues it)."""
     settings = settings_from_env()
     errors = []
-    try:
-        with Connection(settings) as conn:
-            for job_id in job_ids:
-                try:
-                    click.echo(f"{job_id}: {canceling.cancel(conn.redis, job_id)}")
-                except NarrateError as e:
-                    errors.append(str(e))
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        for job_id in job_ids:
+            try:
+                click.echo(f"{job_id}: {canceling.cancel(conn.redis, job_id)}")
+            except NarrateError as e:
+                errors.append(str(e))
     for message in errors[:-1]:
         click.echo(f"Error: {message}", err=True)
     if errors:
@@ -156,14 +152,12 @@ def watch(job_id) -> None:
 @click.command()
 @click.option("--queue", "queue_name", default=None, help="Queue to describe (NARRATE_QUEUE).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@one_line_errors
 def info(queue_name, as_json) -> None:
     """Show the server, the queues with their jobs per state, the workers and the schedules."""
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            facts = about.info(conn, queue_name or settings.queue)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        facts = about.info(conn, queue_name or settings.queue)
     if as_json:
         click.echo(json.dumps(facts))
         return
@@ -191,6 +185,7 @@ def info(queue_name, as_json) -> None:
 @click.argument("job_id")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.option("--follow", is_flag=True, help="Redraw its progress until it ends (as `narrate watch`).")
+@one_line_errors
 def status(job_id, as_json, follow) -> None:
     """Show a job's status, progress, output path or error."""
     if follow:
@@ -199,11 +194,8 @@ def status(job_id, as_json, follow) -> None:
         follow_job(job_id)
         return
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            st = api.status(conn.redis, job_id)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        st = api.status(conn.redis, job_id)
     if as_json:
         click.echo(json.dumps(st))
         return
@@ -248,15 +240,13 @@ def fetch(job_id, dest, via_redis) -> None:
 @click.command()
 @click.argument("job_ids", nargs=-1)
 @click.option("--queue", "queue_name", default=None, help="Queue to look in (NARRATE_QUEUE).")
+@one_line_errors
 def resume(job_ids, queue_name) -> None:
     """Requeue failed or abandoned jobs (all of the queue's, or JOB_IDS); they resume from their
     checkpoints."""
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
     for job_id, what in done:
         click.echo(f"{job_id}: {what}")
     if not done:

@@ -10,17 +10,13 @@ import time
 from pathlib import Path
 
 import click
-import redis
 from narrate.cli.common import (
-    fail,
-    language_option,
-    lexicon_option,
-    model_option,
-    quant_option,
+    one_line_errors,
+    options_from,
+    request_options,
     settings_from_env,
     voice_option,
 )
-from narrate.jobs.errors import NarrateError
 from narrate.jobs.schedules import cron, tick
 from narrate.jobs.schedules import definitions as schedules
 from narrate.jobs.schedules import loop as scheduler_loop
@@ -48,40 +44,35 @@ def schedule() -> None:
 @voice_option
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=None,
               help="Folder for the outputs, named after each document (default: the output root).")  # fmt: skip
-@model_option
-@quant_option
 @click.option("--format", "fmt", default="mp3", show_default=True, help="Output format (extension): mp3, m4b, ...")
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
-@language_option
-@lexicon_option
-def add(name, cron_expr, watch, voice, output_dir, model, quant, fmt, tz, language, lexicon) -> None:
-    """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed.
+@request_options()
+@one_line_errors
+def add(name, cron_expr, watch, voice, output_dir, fmt, tz, **kw) -> None:
+    """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed,
+    with the options `narrate submit` takes.
 
-    The voice and the lexicon are read now and kept with the schedule (add it again to change them)."""
-    settings = settings_from_env()
-    try:
-        sched, v = schedules.make(settings, name, cron_expr, watch, voice, output_dir, fmt, model, quant, tz,
-                                  language=language, lexicon=lexicon)  # fmt: skip
-        with Connection(settings) as conn:
-            schedules.add(conn.redis, sched, v)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    The voice, the lexicon and the cover are read now and kept with the schedule (add it again to
+    change them)."""
+    options, overrides = options_from(kw)
+    settings = settings_from_env(**overrides)
+    sched, v = schedules.make(settings, name, cron_expr, watch, voice, output_dir, fmt, tz, options)
+    with Connection(settings) as conn:
+        schedules.add(conn.redis, sched, v)
     nxt = cron.next_tick(sched.cron, sched.tz, time.time())
     click.echo(f"schedule {name} added: next run {cron.show(nxt, sched.tz)}")
 
 
 @schedule.command(name="list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (one object per schedule, all documents).")
+@one_line_errors
 def list_(as_json) -> None:
     """Show each schedule: cron, next and last run, what it submitted, documents skipped and why."""
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            r = conn.redis
-            views = [schedules.describe(r, s, settings.output_dir) for s in schedules.all_schedules(r)]
-            live = scheduler_loop.running(r)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        r = conn.redis
+        views = [schedules.describe(r, s, settings.output_dir) for s in schedules.all_schedules(r)]
+        live = scheduler_loop.running(r)
     if as_json:
         click.echo(json.dumps({"schedules": views, "schedulers": [list(x) for x in live]}))
         return
@@ -102,6 +93,9 @@ def _print_view(v: dict) -> None:
     click.echo(f"{v['name']}: {v['cron']} ({v['tz']}), {v['watch']} -> {v['output_dir']}/*{v['format']}")
     if v["language"] != "auto" or v["lexicon_entries"]:
         click.echo(f"  language: {v['language']}, lexicon: {v['lexicon_entries']} entries")
+    shown = _options_line(v)
+    if shown:
+        click.echo(f"  options: {shown}")
     nxt = cron.show(v["next_run"], v["tz"]) + (" (due now)" if v["due_now"] else "")
     click.echo(f"  next run: {nxt}")
     last = v["last_run"]
@@ -124,6 +118,15 @@ def _print_view(v: dict) -> None:
         click.echo(f"  problem: {p['reason']} (host {p['host']}, since {_when(p['since'])})")
 
 
+def _options_line(v: dict) -> str:
+    """The options that differ from submit's defaults: "priority high, subtitles srt, split chapters"."""
+    opts = dict(v.get("options") or {})
+    items = {**({"priority": v["priority"]} if v.get("priority", "normal") != "normal" else {}), **opts.pop("book", {})}
+    items |= {k: x for k, x in opts.items() if k != "reading"}
+    items |= {k: x for k, x in (opts.get("reading") or {}).items() if k != "language"}
+    return ", ".join(f"{k.replace('_', ' ')} {x}" for k, x in items.items() if x not in (None, "", False))
+
+
 def _print_docs(label: str, lines: list[str]) -> None:
     for line in lines[:SHOWN_DOCUMENTS]:
         click.echo(f"    {label}: {line}")
@@ -133,29 +136,25 @@ def _print_docs(label: str, lines: list[str]) -> None:
 
 @schedule.command()
 @click.argument("name")
+@one_line_errors
 def remove(name) -> None:
     """Remove schedule NAME (the jobs it submitted stay)."""
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            schedules.remove(conn.redis, name)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        schedules.remove(conn.redis, name)
     click.echo(f"schedule {name} removed")
 
 
 @schedule.command()
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print the tick's report as JSON.")
+@one_line_errors
 def run(name, as_json) -> None:
     """Run a tick of schedule NAME now (the cron ticks stay as they are)."""
     logging.getLogger("narrate.scheduler").addHandler(logging.NullHandler())  # printed below instead
     settings = settings_from_env()
-    try:
-        with Connection(settings) as conn:
-            report = tick.run_now(settings, conn.redis, name)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    with Connection(settings) as conn:
+        report = tick.run_now(settings, conn.redis, name)
     if as_json:
         click.echo(json.dumps(report))
         return
@@ -171,6 +170,7 @@ def run(name, as_json) -> None:
 @click.command()
 @click.option("--queue", "queue_name", default=None, help="Queue whose --at/--in jobs it moves (NARRATE_QUEUE).")
 @click.option("--quiet", is_flag=True, help="Log warnings only.")
+@one_line_errors
 def scheduler(queue_name, quiet) -> None:
     """Run the scheduler alone (`narrate worker` runs one too): due --at/--in jobs and schedule ticks."""
     logging.basicConfig(level="WARNING" if quiet else "INFO", format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -178,7 +178,4 @@ def scheduler(queue_name, quiet) -> None:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    try:
-        scheduler_loop.serve(settings, stop, queue_name)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    scheduler_loop.serve(settings, stop, queue_name)

@@ -6,8 +6,7 @@ import sys
 from pathlib import Path
 
 import click
-import redis
-from narrate.cli.common import fail, settings_from_env
+from narrate.cli.common import fail, one_line_errors, settings_from_env
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.server.connection import Connection
 
@@ -29,6 +28,7 @@ def worker(burst, queue_name, quiet) -> None:
 @click.command()
 @click.option("--bind", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=9181, show_default=True, help="Port to listen on.")
+@one_line_errors
 def dashboard(bind, port) -> None:
     """Serve rq-dashboard for narrate's queues (JSON jobs, basic auth off loopback), with narrate's
     progress page at /narrate (progress, realtime factor, ETA, due times)."""
@@ -39,17 +39,14 @@ def dashboard(bind, port) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
     settings = settings_from_env()
     user, password = settings.dashboard_username, settings.dashboard_password
-    try:
-        check_exposure(bind, user, password)
-        hosts = served_hosts(bind, port, settings.dashboard_hosts)
-        with Connection(settings) as conn:  # keeps the embedded server up while serving
-            app = make_app(settings.redis_url or conn.url, user, password, hosts)
-            click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url}); job progress: /narrate", err=True)
-            if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
-                click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
-            app.run(host=bind, port=port)
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    check_exposure(bind, user, password)
+    hosts = served_hosts(bind, port, settings.dashboard_hosts)
+    with Connection(settings) as conn:  # keeps the embedded server up while serving
+        app = make_app(settings.redis_url or conn.url, user, password, hosts)
+        click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url}); job progress: /narrate", err=True)
+        if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
+            click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
+        app.run(host=bind, port=port)
 
 
 @click.command()

@@ -4,35 +4,24 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
 import redis
 from narrate.cli.common import (
-    book_options,
     fail,
     finish,
-    language_option,
-    lexicon_option,
-    max_frames_option,
-    model_option,
-    overwrite_option,
-    quant_option,
-    reading_from,
-    reading_options,
-    seed_option,
+    one_line_errors,
+    options_from,
+    request_options,
     settings_from_env,
-    split_book_options,
     voice_option,
     wait_for,
 )
 from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as api
-from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.outputs.outputs import FORMATS
-from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
@@ -40,10 +29,6 @@ from narrate.jobs.settings import Settings
 @click.command()
 @click.argument("documents", nargs=-1, required=True, type=click.Path(path_type=Path))
 @voice_option
-@model_option
-@quant_option
-@seed_option
-@max_frames_option
 @click.option(
     "-o",
     "--output",
@@ -61,48 +46,26 @@ from narrate.jobs.settings import Settings
 )
 @click.option("--at", "at", default=None, metavar="TIME", help="Run at TIME: 2026-12-01T02:00 (local) or with +01:00.")
 @click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")
-@click.option("--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority.")
-@click.option(
-    "--fan-out", "fan_out", default=None, metavar="chapters|N|none",
-    help="Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
-    "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
-)  # fmt: skip
-@overwrite_option
-@language_option
-@lexicon_option
-@book_options
+@request_options()
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
-@reading_options
-def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, delay, priority, fan_out, overwrite,
-           language, lexicon, wait, as_json, input_format, include_front_matter, **kw) -> None:  # fmt: skip
+@one_line_errors
+def submit(documents, voice, output, fmt, at, delay, wait, as_json, **kw) -> None:
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
     and nothing is."""
-    book_kw, pauses = split_book_options(kw)
-    settings = settings_from_env(seed=seed, max_frames=max_frames, **pauses)
-    try:
-        due = when.due(at, delay)
-        from narrate.jobs.fanout.split import check_fan_out  # here: `narrate worker` starts without it
-
-        fan_out = check_fan_out(fan_out)
-        book = BookOptions.make(**book_kw)
-        reading = reading_from(input_format, include_front_matter)
-        reqs = batch.prepare_batch(
-            settings, list(documents), voice, output, fmt, model, quant, overwrite, reading,
-            language=language, lexicon=lexicon,
-        )  # fmt: skip
-        reqs = [replace(req, book=book, fan_out=fan_out) for req in reqs]
-        with Connection(settings) as conn:
-            subs = api.submit_many(settings, conn.redis, reqs, priority=priority, at=due)
-            for sub, req in zip(subs, reqs, strict=True):
-                _report(sub, req, settings, priority, as_json)
-            if not wait:
-                return
-            finals = [wait_for(conn, sub.job.id, quiet=as_json) for sub in subs]
-    except (NarrateError, redis.RedisError) as e:
-        raise fail(e) from None
+    options, overrides = options_from(kw)
+    settings = settings_from_env(**overrides)
+    due = when.due(at, delay)
+    reqs = batch.prepare_batch(settings, list(documents), voice, output, fmt, options)
+    with Connection(settings) as conn:
+        subs = api.submit_many(settings, conn.redis, reqs, at=due)
+        for sub, req in zip(subs, reqs, strict=True):
+            _report(sub, req, settings, as_json)
+        if not wait:
+            return
+        finals = [wait_for(conn, sub.job.id, quiet=as_json) for sub in subs]
     if len(finals) == 1:
         finish(finals[0], as_json)
         return
@@ -118,7 +81,7 @@ def submit(documents, voice, model, quant, seed, max_frames, output, fmt, at, de
         raise click.ClickException(f"{len(bad)} of {len(finals)} jobs did not finish")
 
 
-def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: str, as_json: bool) -> None:
+def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: bool) -> None:
     job_id = sub.job.id
     if sub.note:
         click.echo(f"note: {sub.note}", err=True)
@@ -139,7 +102,7 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
         "document": req.source,
         "sentences": len(req.document.sentences),
         "output": str(settings.output_dir.expanduser().resolve() / req.output),
-        "priority": priority,
+        "priority": req.priority,
         "scheduled_for": sub.due.isoformat() if sub.due else None,
     }
     click.echo(json.dumps(info))
@@ -148,10 +111,6 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
 @click.command()
 @click.argument("document", type=click.Path(path_type=Path))
 @voice_option
-@model_option
-@quant_option
-@seed_option
-@max_frames_option
 @click.option(
     "-o",
     "--output",
@@ -159,14 +118,9 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, priority: 
     help="Output file, written where it points (relative: from the current directory; default: "
     "DOCUMENT-NAME.mp3 here). Its directory is run's output root; NARRATE_OUTPUT_DIR does not apply.",
 )
-@overwrite_option
-@language_option
-@lexicon_option
-@book_options
+@request_options(queued=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-@reading_options
-def run(document, voice, model, quant, seed, max_frames, output, overwrite, language, lexicon, as_json, input_format,
-        include_front_matter, **kw) -> None:  # fmt: skip
+def run(document, voice, output, as_json, **kw) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
 
@@ -175,14 +129,10 @@ def run(document, voice, model, quant, seed, max_frames, output, overwrite, lang
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (private queue, unfinished job) like Ctrl-C
     out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
     out = out.expanduser().absolute()
-    book_kw, pauses = split_book_options(kw)
-    settings = settings_from_env(output_dir=out.parent, seed=seed, max_frames=max_frames, **pauses)
     try:
-        reading = reading_from(input_format, include_front_matter)
-        req = api.prepare(
-            settings, document, voice, out, model, quant, overwrite, reading, language=language, lexicon=lexicon
-        )
-        req = replace(req, book=BookOptions.make(**book_kw))
+        options, overrides = options_from(kw)
+        settings = settings_from_env(output_dir=out.parent, **overrides)
+        req = api.prepare(settings, document, voice, out, options)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

@@ -32,6 +32,8 @@ MAX_VOICE_BYTES = 50 * 1024 * 1024
 MIN_VOICE_SECONDS = 1.0
 MAX_VOICE_SECONDS = 60.0
 
+DAY_S = 24 * 3600
+
 CLIENT, WORKER, BOTH = "client", "worker", "both"
 
 
@@ -277,6 +279,13 @@ class Settings:
         values.update({k: v for k, v in overrides.items() if v is not None})
         check_quant(values.get("quant"))  # type: ignore[arg-type]
         return cls(**values)  # type: ignore[arg-type]
+
+
+def default(name: str) -> Any:
+    """A setting's default (for code that needs it without a Settings, e.g. a job recorded before the
+    setting existed, and for help texts): written once, in the field above."""
+    f = Settings.__dataclass_fields__[name]
+    return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
 
 
 def settings_table() -> list[dict[str, str]]:

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from narrate.jobs.api import submit as api
-from narrate.jobs.documents.readers import DEFAULT_READING, ReadOptions
+from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import FORMATS, check_format
 from narrate.jobs.settings import Settings
@@ -67,17 +67,8 @@ def prepare_batch(
     voice: Path,
     output: str | Path | None = None,
     fmt: str | None = None,
-    model: str | None = None,
-    quant: str | None = None,
-    overwrite: bool = False,
-    reading: ReadOptions = DEFAULT_READING,
-    *,
-    language: str | None = None,
-    lexicon: Path | None = None,
+    options: Options = DEFAULTS,
 ) -> list[api.Request]:
     """Check every document, output and the voice (raises BadInput naming the first bad one)."""
-    outs = output_paths([Path(d) for d in documents], output, fmt, settings.output_dir)
     paths = [Path(d) for d in documents]
-    return api.prepare_many(
-        settings, paths, voice, outs, model, quant, overwrite, reading, language=language, lexicon=lexicon
-    )
+    return api.prepare_many(settings, paths, voice, output_paths(paths, output, fmt, settings.output_dir), options)

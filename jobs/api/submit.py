@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
-from narrate.jobs.api.model_choice import check_model
+from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.api.status import due_time, status
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.audio.voices import Voice, read_voice
@@ -19,9 +18,7 @@ from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import JobSpec, job_timeout
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.documents.documents import Document
-from narrate.jobs.documents.languages import check_language
-from narrate.jobs.documents.lexicon import read_lexicon
-from narrate.jobs.documents.readers import DEFAULT_READING, ReadOptions, read_any
+from narrate.jobs.documents.readers import read_any
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.fanout import split as fanout
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -33,56 +30,64 @@ from narrate.jobs.queue.queues import queue_for
 from narrate.jobs.queue.resume import resume as resume_jobs
 from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
-from narrate.jobs.settings import Settings, check_quant
+from narrate.jobs.settings import DAY_S, Settings
 from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
 
 JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
-DAY_S = 24 * 3600
 __all__ = [
-    "JOB_FUNCTION", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
-    "resume", "status", "submit", "submit_many",
+    "JOB_FUNCTION", "Options", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
+    "prepare_read", "resume", "status", "submit", "submit_many", "submit_unacknowledged", "unattended_queue",
 ]  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Request:
-    """A validated narration request; building one touches no server."""
+    """A validated narration request: a document, a voice, an output and the options (checked once,
+    by ``Options.make``). Building one touches no server."""
 
     document: Document
     voice: Voice
     output: str  # relative to the output root
-    model: str | None
-    quant: str | None
-    overwrite: bool = False  # replace a file at the output path that narrate did not write
+    options: Options = DEFAULTS
     source: str = ""  # the document's file name as given (shown by `narrate list`)
-    lexicon: list[list[str]] = field(default_factory=list)  # `--lexicon` entries (jobs.documents.lexicon)
-    book: BookOptions = BookOptions()  # output options: subtitles, loudness, tags, cover, split
-    fan_out: str | None = (
-        None  # `--fan-out`: chapters, none, minutes a part; None: the default rule (jobs.fanout.split)
-    )
+
+    @property
+    def model(self) -> str | None:
+        return self.options.model
+
+    @property
+    def quant(self) -> str | None:
+        return self.options.quant
+
+    @property
+    def overwrite(self) -> bool:
+        return self.options.overwrite
+
+    @property
+    def lexicon(self) -> list[list[str]]:
+        return self.options.lexicon
+
+    @property
+    def book(self) -> BookOptions:
+        return self.options.book
+
+    @property
+    def fan_out(self) -> str | None:
+        return self.options.fan_out
+
+    @property
+    def priority(self) -> str:
+        return self.options.priority
 
 
 def prepare(
-    settings: Settings,
-    document: Path,
-    voice: Path,
-    output: str | Path | None = None,
-    model: str | None = None,
-    quant: str | None = None,
-    overwrite: bool = False,
-    reading: ReadOptions = DEFAULT_READING,
-    *,
-    language: str | None = None,
-    lexicon: Path | None = None,
+    settings: Settings, document: Path, voice: Path, output: str | Path | None = None, options: Options = DEFAULTS
 ) -> Request:
-    """Validate every input before anything is stored or enqueued (raises BadInput).
-    `language`: a `--language` value (None or "auto": the book's metadata, else detected); `lexicon`:
-    a `--lexicon` file."""
-    return prepare_many(
-        settings, [document], voice, [output], model, quant, overwrite, reading, language=language, lexicon=lexicon
-    )[0]
+    """Read and check one document, the voice and the output path before anything is stored or
+    enqueued (raises BadInput). `options`: validated by ``Options.make``."""
+    return prepare_many(settings, [document], voice, [output], options)[0]
 
 
 def prepare_many(
@@ -90,31 +95,18 @@ def prepare_many(
     documents: list[Path],
     voice: Path,
     outputs: Sequence[str | Path | None],
-    model: str | None = None,
-    quant: str | None = None,
-    overwrite: bool = False,
-    reading: ReadOptions = DEFAULT_READING,
-    *,
-    language: str | None = None,
-    lexicon: Path | None = None,
+    options: Options = DEFAULTS,
 ) -> list[Request]:
     """`prepare` for several documents with one voice (read once): each document and output is
-    checked before any request is made, so one bad file refuses them all, naming it. `reading`:
-    the input format (else each file's extension) and EPUB front matter."""
-    check_quant(quant)
-    model = check_model(model)
-    check_language(language)
-    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
-    reading = dataclasses.replace(reading, language=language)
-    docs = [read_any(Path(d), reading) for d in documents]
+    checked before any request is made, so one bad file refuses them all, naming it."""
+    docs = [read_any(Path(d), options.reading) for d in documents]
     rels = [  # a relative output (and the default <document stem>.mp3) is taken from the output root
         relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)
     ]
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     return [
-        Request(doc, v, rel, model, quant, overwrite, source=Path(d).name, lexicon=entries)
-        for d, doc, rel in zip(documents, docs, rels, strict=True)
+        Request(doc, v, rel, options, source=Path(d).name) for d, doc, rel in zip(documents, docs, rels, strict=True)
     ]
 
 
@@ -184,7 +176,6 @@ def _submit(
     r: redis.Redis,
     req: Request,
     queue_name: str | None = None,
-    priority: str = "normal",
     at: datetime | None = None,
 ) -> Submitted:
     """Enqueue one job (or schedule it for `at`), or find the identical one submitted before
@@ -197,7 +188,7 @@ def _submit(
     store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
     if req.book.cover:
         store.put_cover(r, req.book.cover, p.keep_s)
-    q = queue(r, queue_for(queue_name or settings.queue, priority))
+    q = queue(r, queue_for(queue_name or settings.queue, req.priority))
     earlier = _finished(r, p.job_id)
     if earlier is not None:
         if _own_output_in_place(r, earlier, p.final):
@@ -239,20 +230,18 @@ def submit(
     r: redis.Redis,
     req: Request,
     queue_name: str | None = None,
-    priority: str = "normal",
     at: datetime | None = None,
 ) -> Submitted:
     """_submit, acknowledged only once the job is on the server's disk (raises NotDurable if it
-    cannot persist: a full disk), see durability.py."""
+    cannot persist: a full disk), see durability.py. The priority is the request's."""
     with durable_writes(r):
-        return _submit(settings, r, req, queue_name, priority, at)
+        return _submit(settings, r, req, queue_name, at)
 
 
 def submit_many(
     settings: Settings,
     r: redis.Redis,
     requests: list[Request],
-    priority: str = "normal",
     at: datetime | None = None,
 ) -> list[Submitted]:
     """Submit every request, acknowledged once all are on the server's disk. Every output path is
@@ -264,7 +253,7 @@ def submit_many(
     with durable_writes(r):
         for req in requests:
             try:
-                done.append(_submit(settings, r, req, None, priority, at))
+                done.append(_submit(settings, r, req, None, at))
             except NarrateError as e:  # another submit took an output since the check: say what went in
                 if not done:
                     raise
@@ -355,22 +344,12 @@ def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
 
 
 def prepare_read(
-    settings: Settings,
-    document: Document,
-    voice: Voice,
-    output: str | Path,
-    model: str | None = None,
-    quant: str | None = None,
-    overwrite: bool = False,
-    source: str = "",
+    settings: Settings, document: Document, voice: Voice, output: str | Path, options: Options, source: str = ""
 ) -> Request:
     """`prepare` for a document and voice already read and checked (a schedule tick reads each file
-    once, so what it hashed is what is narrated): the same checks of the options and the output."""
-    check_quant(quant)
-    rel = relative_output(settings.output_dir, output)
-    return Request(
-        document=document, voice=voice, output=rel, model=model, quant=quant, overwrite=overwrite, source=source
-    )
+    once, so what it hashed is what is narrated); the options were checked by ``Options.make``, the
+    output is checked here."""
+    return Request(document, voice, relative_output(settings.output_dir, output), options, source=source)
 
 
 def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:

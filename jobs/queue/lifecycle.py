@@ -18,6 +18,7 @@ import redis
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.queue.rq_compat import enqueue_at_front, started_executions, started_job_ids
 from narrate.jobs.server import store
+from narrate.jobs.settings import DAY_S, default
 from redis.client import Pipeline
 from rq import Queue
 from rq.exceptions import NoSuchJobError
@@ -36,10 +37,8 @@ from rq.worker import Worker
 log = logging.getLogger("narrate.jobs")
 
 ABANDONED_AFTER_BEATS = 3  # a started job whose worker missed this many heartbeats is abandoned
-ABANDONED_GRACE_S = 30  # plus this, for a slow Redis or a busy machine
 EXTERNAL_KILL_WEIGHT = 0.1  # a SIGKILL from outside says little about the job: a tenth of a crash
 CANCEL_FIELD = "narrate_cancel"  # job hash field: who asked a running job to stop for good
-DAY_S = 24 * 3600
 
 
 class Progress(TypedDict, total=False):
@@ -229,7 +228,7 @@ def mark_canceled(r: redis.Redis, job: Job, pipeline: Pipeline) -> None:
     leave_registries(r, job, pipeline)
     pipeline.lrem(q.key, 0, job.id)
     pipeline.zrem(ScheduledJobRegistry(queue=q).key, job.id)
-    keep_s = int(job.failure_ttl or 30 * DAY_S)
+    keep_s = int(job.failure_ttl or default("keep_days") * DAY_S)
     canceled = CanceledJobRegistry(queue=q)
     job.set_status(JobStatus.CANCELED, pipeline=pipeline)
     pipeline.hset(job.key, "ended_at", utcformat(now()))
@@ -269,7 +268,10 @@ def kept_canceled(r: redis.Redis, job: Job) -> bool:
 def abandoned(r: redis.Redis, job: Job) -> tuple[bool, str]:
     """Is this started job's worker gone? (True, "") or (False, why it is left alone). A worker beats
     every ``meta.heartbeat_s`` seconds (its own setting, recorded in the job) while it runs a job."""
-    beat_s, grace_s = int(job.meta.get("heartbeat_s", 10)), int(job.meta.get("grace_s", ABANDONED_GRACE_S))
+    beat_s, grace_s = (
+        int(job.meta.get("heartbeat_s", default("heartbeat_s"))),
+        int(job.meta.get("grace_s", default("abandoned_grace_s"))),
+    )
     limit = ABANDONED_AFTER_BEATS * beat_s + grace_s
     worker = (
         Worker.find_by_key(Worker.redis_worker_namespace_prefix + job.worker_name, connection=r)

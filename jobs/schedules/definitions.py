@@ -26,16 +26,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import redis
+from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.audio.voices import Voice, read_voice, voice_samples
-from narrate.jobs.documents.languages import check_language
-from narrate.jobs.documents.lexicon import read_lexicon
+from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.errors import BadInput, NarrateError, printable
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import check_format, relative_output
 from narrate.jobs.schedules import cron
 from narrate.jobs.schedules.lease import holder
 from narrate.jobs.server.store import PREFIX
-from narrate.jobs.settings import SAMPLE_RATE, Settings, check_quant
+from narrate.jobs.settings import SAMPLE_RATE, Settings
 
 SCHEDULES = f"{PREFIX}schedules"
 log = logging.getLogger("narrate.scheduler")
@@ -67,10 +67,7 @@ class Schedule:
     format: str  # output extension, e.g. ".mp3"
     voice: str  # sha256 of the stored voice
     queue: str
-    model: str | None = None
-    quant: str | None = None
-    language: str = "auto"  # `--language` for every document (auto: each one's metadata, else detected)
-    lexicon: list = field(default_factory=list)  # `--lexicon` entries, read when the schedule was added
+    options: dict = field(default_factory=dict)  # the request's options (api.request.Options.to_json), checked
     job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
     created: float = 0.0
 
@@ -80,8 +77,18 @@ class Schedule:
     @classmethod
     def from_json(cls, raw: str | bytes) -> Schedule:
         data = json.loads(raw)
+        if "options" not in data:  # a schedule added before its options were one object
+            data["options"] = Options(
+                model=data.get("model"), quant=data.get("quant"), lexicon=data.get("lexicon") or [],
+                reading=ReadOptions(language=data.get("language", "auto")),
+            ).to_json()  # fmt: skip
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def opts(self) -> Options:
+        """The options every document of the folder is submitted with."""
+        return Options.from_json(self.options)
 
     def settings(self, base: Settings) -> Settings:
         """The settings a tick submits with: this host's, with the job settings the schedule keeps."""
@@ -143,14 +150,12 @@ def make(
     voice: Path,
     output_dir: Path | None = None,
     fmt: str = "mp3",
-    model: str | None = None,
-    quant: str | None = None,
     tz: str | None = None,
-    language: str | None = None,
-    lexicon: Path | None = None,
+    options: Options = DEFAULTS,
 ) -> tuple[Schedule, Voice]:
-    """Check everything a schedule needs (raises BadInput); touches no server. The lexicon file is
-    read now: ticks may run on another host, which need not have it."""
+    """Check everything a schedule needs (raises BadInput); touches no server. `options` were checked
+    by ``Options.make`` (the lexicon and cover files read then: ticks may run on another host, which
+    need not have them; a model path made absolute)."""
     check_name(name)
     expr = cron.check_cron(cron_expr)
     tz = tz or cron.local_zone()
@@ -158,16 +163,13 @@ def make(
     now = time.time()
     if cron.next_tick(expr, tz, now) is None:
         raise BadInput(f"cron expression {expr!r} never names a time (a day that does not exist?)")
-    check_quant(quant)
-    lang = check_language(language)
-    entries = read_lexicon(Path(lexicon)) if lexicon is not None else []
     ext = check_format_name(fmt)
     real = check_watch(watch)
     rel = _output_dir(settings, output_dir, ext)
     v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
     sched = Schedule(
         name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=v.sha256,
-        queue=settings.queue, model=model, quant=quant, language=lang, lexicon=entries,
+        queue=settings.queue, options=options.to_json(),
         job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
     )  # fmt: skip
     return sched, v
@@ -261,6 +263,7 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
     ]
     problem = r.get(key(sched.name, "problem"))
     nxt = cron.next_tick(sched.cron, sched.tz, max(now, st.get("last_tick", 0.0)))
+    opts = sched.opts
     return {
         "name": sched.name,
         "cron": sched.cron,
@@ -269,10 +272,12 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
         "output_dir": str(sched.output_for(root, "x").parent),
         "format": sched.format,
         "voice": sched.voice,
-        "model": sched.model,
-        "quant": sched.quant,
-        "language": sched.language,
-        "lexicon_entries": len(sched.lexicon),
+        "model": opts.model,
+        "quant": opts.quant,
+        "language": opts.language,
+        "lexicon_entries": len(opts.lexicon),
+        "priority": opts.priority,
+        "options": _shown_options(opts),
         "queue": sched.queue,
         "next_run": nxt,
         "due_now": cron.due_tick(sched.cron, sched.tz, now, st.get("last_tick", 0.0)) is not None,
@@ -285,6 +290,22 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
         "running": holder(r, key(sched.name, "tick")),
         "clock_went_back": st.get("clock_went_back"),
     }
+
+
+def _shown_options(opts: Options) -> dict:
+    """The options that differ from the defaults, JSON-able (the cover as its size)."""
+    shown = {}
+    for k, v in opts.to_json().items():
+        if k == "book":
+            base = DEFAULTS.to_json()["book"]
+            book = {b: x for b, x in v.items() if x != base[b]}
+            if book.get("cover"):
+                book["cover"] = f"{len(opts.book.cover or b'')} bytes"
+            if book:
+                shown["book"] = book
+        elif k not in ("model", "quant", "lexicon", "priority") and v != DEFAULTS.to_json()[k]:
+            shown[k] = v
+    return shown
 
 
 def summary(r: redis.Redis) -> list[dict]:

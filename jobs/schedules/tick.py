@@ -23,7 +23,6 @@ What a document gets, in this order:
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -36,7 +35,7 @@ from pathlib import Path
 import redis
 from narrate.jobs.api import submit as api
 from narrate.jobs.documents.documents import title_from_name
-from narrate.jobs.documents.readers import ReadOptions, format_of, parse_bytes
+from narrate.jobs.documents.readers import format_of, parse_bytes
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.outputs import ownership
 from narrate.jobs.schedules import cron
@@ -274,11 +273,10 @@ class _Tick:
     def _submit(self, entry: Entry, raw: bytes, sha: str, done: dict | None) -> None:
         s, sched = self.settings, self.sched
         try:
-            reading = ReadOptions(language=sched.language)
-            doc = parse_bytes(raw, format_of(Path(entry.name)), title_from_name(Path(entry.name)), entry.shown, reading)
-            req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), sched.model,
-                                   sched.quant, source=entry.name)  # fmt: skip
-            req = dataclasses.replace(req, lexicon=sched.lexicon)
+            opts = sched.opts
+            fmt = format_of(Path(entry.name), opts.reading.input_format)
+            doc = parse_bytes(raw, fmt, title_from_name(Path(entry.name)), entry.shown, opts.reading)
+            req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), opts, entry.name)
         except BadInput as e:
             self._skip(entry, str(e))
             return

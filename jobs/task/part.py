@@ -19,11 +19,10 @@ from narrate.jobs.fanout.split import Part
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.queue.books import fail_book
 from narrate.jobs.server import store
+from narrate.jobs.settings import DAY_S
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, _keep_inputs, _settle_cache, _synthesize, record_failure
 from narrate.jobs.task.progress import Progress
-
-DAY_S = 24 * 3600
 
 
 class UploadingStore(CheckpointStore):

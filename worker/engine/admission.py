@@ -10,13 +10,16 @@ raises (a stop or cancel request), nothing more is admitted, the rows in flight 
 audio comes out, then the exception goes on. A runaway (budget used without EOS) is held back
 and, once its group has ended, synthesized again with a new seed as a group of its own, up to
 `retries` times.
+
+The state lives in `Admission` (one per synthesis); its clock is the decode loop's step counter
+(`DecodeLoop.steps`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
@@ -36,6 +39,138 @@ class _Group:
     runaways: list[Sentence] = field(default_factory=list)
 
 
+class Admission:
+    """One synthesis's scheduler: groups of sentences into `loop`'s free slots, chunks out.
+
+    State: `queue` the groups not started yet (a group's runaways go back to its front),
+    `waiting` the sentences of started groups not admitted yet, `owner` the group of each
+    sentence in the loop, `held` the chunks of each sentence kept until it is known not to be a
+    runaway, `stop` what `on_batch` raised, `first_out` whether the first rows' first chunk is out.
+    """
+
+    def __init__(
+        self,
+        loop: DecodeLoop,
+        groups: Sequence[Sequence[Sentence]],
+        size: int,
+        retries: int,
+        seed_for: SeedFor,
+        on_batch: OnBatch | None = None,
+    ):
+        self.loop = loop
+        self.size = size  # the most rows at once
+        self.retries = retries
+        self.seed_for = seed_for
+        self.on_batch = on_batch
+        self.queue: deque[_Group] = deque(_Group(list(g), 0) for g in groups)
+        self.waiting: deque[tuple[Sentence, _Group]] = deque()
+        self.owner: dict[int, _Group] = {}
+        self.held: dict[int, list[Chunk]] = {}
+        self.stop: Exception | None = None
+        self.first_out = False
+
+    def run(self) -> Iterator[Chunk]:
+        """Every sentence's chunks; the loop closed at the end; then what `on_batch` raised, if anything."""
+        try:
+            yield from self._drive()
+        finally:
+            self.loop.close()
+        if self.stop is not None:
+            raise self.stop
+
+    def _drive(self) -> Iterator[Chunk]:
+        loop = self.loop
+        while True:
+            if self._first_chunk_due():
+                yield from self._out(loop.ready(wait=True))  # the first chunk out before the batch fills up
+                self.first_out = True
+            self.admit()
+            if loop.busy:
+                yield from self._out(loop.step())
+                continue
+            # Nothing running: the codec's last chunks (a group's end may queue its runaways).
+            last = list(loop.ready(wait=True))
+            yield from self._out(last)
+            if not last:
+                return
+
+    def _first_chunk_due(self) -> bool:
+        return self.loop.continuous and not self.first_out and self.loop.steps >= FIRST_CHUNK
+
+    def free_slots(self) -> int:
+        """Rows that may join now: continuous, up to the size (FIRST_ROWS while the first rows' first
+        chunk is not out yet); static, the whole size once the batch is empty."""
+        loop = self.loop
+        if not loop.continuous:
+            return 0 if loop.busy else self.size
+        warming = loop.steps < FIRST_CHUNK
+        return (min(self.size, FIRST_ROWS) if warming else self.size) - loop.running
+
+    def admit(self) -> None:
+        """Waiting sentences into the free slots, starting the next groups as needed."""
+        free = self.free_slots()
+        while free > 0 and self.stop is None:
+            if not self.waiting and not self.start_group():
+                return
+            take = [self.waiting.popleft() for _ in range(min(free, len(self.waiting)))]
+            self.add_rows(take)
+            free -= len(take)
+
+    def start_group(self) -> bool:
+        """The next group's sentences to `waiting` (`on_batch` told first); False: none may start."""
+        if not self.queue or (not self.loop.continuous and self.loop.busy):
+            return False
+        g = self.queue.popleft()
+        try:
+            if self.on_batch is not None:
+                self.on_batch([s.index for s in g.sentences])
+        except Exception as e:  # noqa: BLE001 - re-raised once the rows in flight are out
+            self.stop = e
+            return False
+        g.left = len(g.sentences)
+        self.waiting.extend((s, g) for s in g.sentences)
+        return True
+
+    def add_rows(self, take: Sequence[tuple[Sentence, _Group]]) -> None:
+        """Sentences into the loop, each seeded for its group's attempt."""
+        for s, g in take:
+            self.owner[s.index] = g
+        self.loop.add([Row(s.index, self.seed_for(s.seed, g.attempt), s.budget, s.text, s.language) for s, g in take])
+
+    def _out(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
+        for c in chunks:
+            yield from self.emit(c)
+
+    def emit(self, c: Chunk) -> Iterator[Chunk]:
+        """A chunk from the loop, out now (last take), or held until its sentence ends without runaway."""
+        g = self.owner[c.index]
+        chunk = dataclasses.replace(c, takes=g.attempt + 1)
+        if g.attempt >= self.retries:
+            yield chunk
+        else:
+            yield from self.hold(g, chunk)
+        if c.final:
+            self.retire(g, c.index)
+
+    def hold(self, g: _Group, chunk: Chunk) -> Iterator[Chunk]:
+        """Hold a sentence's chunks until its last: then all of them out, or the sentence a runaway of `g`."""
+        self.held.setdefault(chunk.index, []).append(chunk)
+        if not chunk.final:
+            return
+        parts = self.held.pop(chunk.index)
+        if chunk.runaway:
+            g.runaways.append(next(s for s in g.sentences if s.index == chunk.index))
+        else:
+            yield from parts
+
+    def retire(self, g: _Group, index: int) -> None:
+        """A sentence of `g` has ended; the group's end queues its runaways to go next."""
+        del self.owner[index]
+        g.left -= 1
+        if g.left == 0 and g.runaways:
+            self.queue.appendleft(_Group(sorted(g.runaways, key=lambda s: s.index), g.attempt + 1))
+
+
 def run(
     loop: DecodeLoop,
     groups: Sequence[Sequence[Sentence]],
@@ -45,76 +180,4 @@ def run(
     on_batch: OnBatch | None = None,
 ) -> Iterator[Chunk]:
     """All sentences of `groups` through `loop`, at most `size` rows at a time; chunks out."""
-    queue: deque[_Group] = deque(_Group(list(g), 0) for g in groups)
-    waiting: deque[tuple[Sentence, _Group]] = deque()
-    owner: dict[int, _Group] = {}
-    held: dict[int, list[Chunk]] = {}
-    stop: Exception | None = None
-
-    def admit() -> None:
-        nonlocal stop
-        if loop.continuous:
-            warming = len(loop.computed) < FIRST_CHUNK  # the first rows' first chunk is not out yet
-            free = (min(size, FIRST_ROWS) if warming else size) - loop.running
-        else:
-            free = size if not loop.busy else 0
-        while free > 0 and stop is None:
-            if not waiting:
-                if not queue or (not loop.continuous and loop.busy):
-                    return
-                g = queue.popleft()
-                try:
-                    if on_batch is not None:
-                        on_batch([s.index for s in g.sentences])
-                except Exception as e:  # noqa: BLE001 - re-raised once the rows in flight are out
-                    stop = e
-                    return
-                g.left = len(g.sentences)
-                waiting.extend((s, g) for s in g.sentences)
-            take = [waiting.popleft() for _ in range(min(free, len(waiting)))]
-            for s, g in take:
-                owner[s.index] = g
-            loop.add([Row(s.index, seed_for(s.seed, g.attempt), s.budget, s.text, s.language) for s, g in take])
-            free -= len(take)
-
-    def out(c: Chunk) -> Iterator[Chunk]:
-        g = owner[c.index]
-        chunk = dataclasses.replace(c, takes=g.attempt + 1)
-        if g.attempt >= retries:
-            yield chunk
-        else:
-            held.setdefault(c.index, []).append(chunk)  # hold a sentence until it is known good
-            if c.final:
-                parts = held.pop(c.index)
-                if c.runaway:
-                    g.runaways.append(next(s for s in g.sentences if s.index == c.index))
-                else:
-                    yield from parts
-        if c.final:
-            del owner[c.index]
-            g.left -= 1
-            if g.left == 0 and g.runaways:
-                queue.appendleft(_Group(sorted(g.runaways, key=lambda s: s.index), g.attempt + 1))
-
-    first_out = False
-    try:
-        while True:
-            if loop.continuous and not first_out and len(loop.computed) >= FIRST_CHUNK:
-                for c in loop.ready(wait=True):  # the first chunk out before the batch fills up
-                    yield from out(c)
-                first_out = True
-            admit()
-            if loop.busy:
-                for c in loop.step():
-                    yield from out(c)
-                continue
-            # Nothing running: the codec's last chunks (a group's end may queue its runaways).
-            last = list(loop.ready(wait=True))
-            for c in last:
-                yield from out(c)
-            if not last:
-                break
-    finally:
-        loop.close()
-    if stop is not None:
-        raise stop
+    yield from Admission(loop, groups, size, retries, seed_for, on_batch).run()

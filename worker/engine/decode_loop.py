@@ -86,6 +86,7 @@ class DecodeLoop:
         self.pad_embed: mx.array | None = None
         self.pending: list[Row] = []  # prefilled at the next step
         self.outbox: deque[tuple[Row, Future, int, bool]] = deque()
+        self.steps = 0  # steps taken (admission's clock)
         self.computed: list[tuple[int, int]] = []  # per step: (rows computed, of them already done)
         self.padding: list[int] = []  # per step: rows the code predictor's bucket added (computed, dropped)
 
@@ -117,6 +118,7 @@ class DecodeLoop:
             logits.append(lg)
             hidden.append(hd)
             self.rows.extend(group)
+        self.steps += 1
         self.computed.append((len(self.rows), sum(r.done for r in self.rows)))
         self._advance(mx.concatenate(logits, axis=0), mx.concatenate(hidden, axis=0))
         yield from self.ready()

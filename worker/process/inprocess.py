@@ -43,7 +43,9 @@ def run_in_process(
         q = queue(r, f"narrate-run-{uuid.uuid4().hex[:12]}")
         job_id = None
         try:
-            job_id = api.submit(settings, r, replace(req, fan_out="none"), queue_name=q.name).job.id
+            job_id = api.submit(
+                settings, r, replace(req, options=replace(req.options, fan_out="none")), queue_name=q.name
+            ).job.id
             with host_lock(settings.lock_path, "narrate run", waiting=waiting):
                 worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
                 worker.log_failures = False  # said once, by the caller, from the status
