@@ -8,8 +8,9 @@ from pathlib import Path
 import click
 from narrate.cli.common import fail, reading_from, reading_options
 from narrate.jobs.documents.readers import read_any
-from narrate.jobs.documents.readers.summary import clock, summarize
+from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.humanize import clock
 
 
 @click.command()
@@ -27,7 +28,11 @@ def chapters(document, input_format, include_front_matter, as_json) -> None:
     total = sum(c.seconds for c in items)
     if as_json:
         meta = doc.meta
-        book = {"title": doc.title, "author": meta.author if meta else "", "language": meta.language if meta else ""}
+        book: dict[str, object] = {
+            "title": doc.title,
+            "author": meta.author if meta else "",
+            "language": meta.language if meta else "",
+        }
         book |= {"sentences": len(doc.sentences), "seconds": round(total, 1), "has_cover": bool(meta and meta.cover)}
         click.echo(json.dumps(book | {"chapters": [c.to_json() for c in items]}, ensure_ascii=False))
         return

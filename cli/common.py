@@ -18,7 +18,7 @@ from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
-from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, Settings, default
+from narrate.jobs.settings import DEFAULT_MODEL, MAX_FRAMES_CAP, MAX_PAUSE_MS, QUANTS, Settings, default
 
 quant_option = click.option(
     "--quant",
@@ -37,7 +37,7 @@ seed_option = click.option(
 )
 max_frames_option = click.option(
     "--max-frames",
-    type=click.IntRange(min=1),
+    type=click.IntRange(min=1, max=MAX_FRAMES_CAP),
     default=None,
     help=f"Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default {default('max_frames')}).",
 )
@@ -191,11 +191,11 @@ def _pause_help(what: str, name: str) -> str:
 def book_options(f):
     """Output options shared by submit and run: pauses, loudness, subtitles, tags, cover, split."""
     opts = [
-        click.option("--sentence-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+        click.option("--sentence-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
                      help=_pause_help("between sentences", "sentence_pause_ms")),
-        click.option("--paragraph-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+        click.option("--paragraph-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
                      help=_pause_help("between paragraphs", "paragraph_pause_ms")),
-        click.option("--chapter-pause", type=click.IntRange(min=0), default=None, metavar="MS",
+        click.option("--chapter-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
                      help=_pause_help("before a chapter", "chapter_pause_ms")),
         click.option("--loudness", default=None, metavar="LUFS|off",
                      help="Integrated loudness target (default -19; -16 for a louder book), or off."),

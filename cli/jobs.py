@@ -7,7 +7,6 @@ import json
 import sys
 import time
 from datetime import datetime
-from pathlib import Path
 
 import click
 import redis
@@ -16,22 +15,12 @@ from narrate.jobs.api import info as about
 from narrate.jobs.api import listing
 from narrate.jobs.api import submit as api
 from narrate.jobs.errors import JobNotFound, NarrateError
+from narrate.jobs.humanize import duration
 from narrate.jobs.queue import cancel as canceling
+from narrate.jobs.schedules.definitions import summary as schedule_rows
 from narrate.jobs.server.connection import Connection
 
 ENDED = ("finished", "failed", "canceled", "stopped")
-
-
-def duration(seconds: float | None) -> str:
-    """42s, 3m05s, 2h07m; "-" when unknown."""
-    if seconds is None:
-        return "-"
-    s = max(0, int(round(seconds)))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 def local_time(iso: str | None) -> str:
@@ -104,7 +93,7 @@ def cancel(job_ids) -> None:
         raise click.ClickException(errors[-1])
 
 
-def follow(job_id: str, poll_s: float = 0.5) -> None:
+def follow_job(job_id: str, poll_s: float = 0.5) -> None:
     """Redraw the job's progress line until it ends; exit 0 only when it finished."""
     settings = settings_from_env()
     live = sys.stdout.isatty()
@@ -146,7 +135,7 @@ def follow(job_id: str, poll_s: float = 0.5) -> None:
 def watch(job_id) -> None:
     """Follow a job's progress (sentences, audio, realtime factor, ETA) until it ends; exit 0 only
     when it finished. The same as `narrate status JOB --follow`."""
-    follow(job_id)
+    follow_job(job_id)
 
 
 @click.command()
@@ -158,6 +147,7 @@ def info(queue_name, as_json) -> None:
     settings = settings_from_env()
     with Connection(settings) as conn:
         facts = about.info(conn, queue_name or settings.queue)
+        facts["schedules"] = schedule_rows(conn.redis)
     if as_json:
         click.echo(json.dumps(facts))
         return
@@ -173,9 +163,6 @@ def info(queue_name, as_json) -> None:
         job = f"job {w['current_job']} ({w['current_document']})" if w["current_job"] else "idle"
         click.echo(f"  {w['name']} on {w['host']} (pid {w['pid']}): {job}; model {w['model'] or '-'}")
     schedules = facts["schedules"]
-    if schedules is None:
-        click.echo("schedules: (not available in this version)")
-        return
     click.echo("schedules:" if schedules else "schedules: none")
     for sched in schedules:
         click.echo("  " + ", ".join(f"{k} {v}" for k, v in sched.items()))
@@ -189,8 +176,6 @@ def info(queue_name, as_json) -> None:
 def status(job_id, as_json, follow) -> None:
     """Show a job's status, progress, output path or error."""
     if follow:
-        from narrate.cli.jobs import follow as follow_job
-
         follow_job(job_id)
         return
     settings = settings_from_env()
@@ -202,8 +187,6 @@ def status(job_id, as_json, follow) -> None:
     p = st["progress"]
     click.echo(f"{st['id']}: {st['status']} ({p.get('done', 0)}/{p.get('total', 0)} sentences)")
     if st["status"] in ("started", "scheduled"):
-        from narrate.cli.jobs import progress_line
-
         click.echo(f"progress: {progress_line(st)}")
     if st.get("output"):
         click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
@@ -222,19 +205,20 @@ def status(job_id, as_json, follow) -> None:
 
 @click.command()
 @click.argument("job_id")
-@click.option("-o", "--output", "dest", required=True, type=click.Path(path_type=Path), help="Where to write it here.")
+@click.option("-o", "--output", "dest", required=True, help="Where to write it here: a file, or a folder to put it in.")
 @click.option("--via-redis", is_flag=True, help="Through Redis even when the output's path is visible here.")
-def fetch(job_id, dest, via_redis) -> None:
+@click.option("--overwrite", is_flag=True, help="Replace the file at -o if there is one.")
+def fetch(job_id, dest, via_redis, overwrite) -> None:
     """Copy a finished job's output here (through Redis when another host wrote it)."""
     from narrate.jobs.fanout.fetch import fetch as fetch_output
 
     settings = settings_from_env()
     try:
         with Connection(settings) as conn:
-            how = fetch_output(settings, conn.redis, job_id, dest, via_redis)
+            path, how = fetch_output(settings, conn.redis, job_id, dest, via_redis, overwrite)
     except (NarrateError, redis.RedisError, OSError) as e:
         raise fail(e) from None
-    click.echo(f"{dest} ({'copied from this host' if how == 'local' else 'through Redis from its host'})")
+    click.echo(f"{path} ({'copied from this host' if how == 'local' else 'through Redis from its host'})")
 
 
 @click.command()

@@ -34,7 +34,7 @@ def dashboard(bind, port) -> None:
     progress page at /narrate (progress, realtime factor, ETA, due times)."""
     import signal
 
-    from narrate.jobs.dashboard.app import check_exposure, make_app, served_hosts
+    from narrate.jobs.dashboard.app import check_exposure, make_app, serve, served_hosts
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # leave cleanly: release the server
     settings = settings_from_env()
@@ -46,7 +46,7 @@ def dashboard(bind, port) -> None:
         click.echo(f"narrate dashboard on http://{bind}:{port} ({conn.url}); job progress: /narrate", err=True)
         if bind in ("0.0.0.0", "::") and not settings.dashboard_hosts:
             click.echo("Set NARRATE_DASHBOARD_HOSTS to the names you reach it by (others get 400).", err=True)
-        app.run(host=bind, port=port)
+        serve(app, bind, port)
 
 
 @click.command()
@@ -96,6 +96,11 @@ def dashboard(bind, port) -> None:
     default=None,
     help="Also draw x realtime and first audio per variant into this PNG (needs matplotlib).",
 )
+@click.option(
+    "--variants", default="plain,mlx-batch,static,continuous", show_default=True, metavar="LIST",
+    help="Which to run besides the plain loop: mlx-batch (mlx-audio's batch_generate: many minutes at 16 rows on "
+    "a CPU), static, continuous.",
+)  # fmt: skip
 def bench(
     checkpoint,
     size,
@@ -108,12 +113,13 @@ def bench(
     allow_eos,
     out_json,
     plot_path,
+    variants,
 ) -> None:
     """Benchmark the plain mlx-audio loop against narrate's static and continuous batches."""
     import signal
 
     from narrate.worker.bench.report import format_table, plot, pyplot
-    from narrate.worker.bench.runner import default_json, random_checkpoint, run_bench
+    from narrate.worker.bench.runner import default_json, parse_families, random_checkpoint, run_bench
     from narrate.worker.bench.workloads import workload as make_workload
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
@@ -126,6 +132,7 @@ def bench(
             sizes = ()
         if not sizes or min(sizes) < 1:
             raise click.BadParameter(f"{batch_sizes!r}: give positive sizes, e.g. 4,8,16", param_hint="--batch-sizes")
+        families = parse_families(variants)
         items = make_workload(workload, sentences, frames, budget_scale)
         if plot_path is not None:
             pyplot()  # fails now, not after minutes of measuring
@@ -140,6 +147,7 @@ def bench(
             allow_eos,
             out_json,
             log=lambda m: click.echo(m, err=True),
+            families=families,
         )
         click.echo(format_table(report))
         if plot_path is not None:

@@ -6,6 +6,7 @@ import re
 import signal
 import subprocess
 from pathlib import Path
+from typing import cast
 
 from narrate.jobs.errors import NarrateError
 
@@ -32,7 +33,7 @@ def ffmpeg_exe(configured: str | None = None) -> str:
         return configured
     import imageio_ffmpeg
 
-    return imageio_ffmpeg.get_ffmpeg_exe()
+    return cast(str, imageio_ffmpeg.get_ffmpeg_exe())  # imageio_ffmpeg is untyped
 
 
 def run_ffmpeg(

@@ -31,6 +31,8 @@ MAX_SENTENCE_CHARS = 400
 MAX_VOICE_BYTES = 50 * 1024 * 1024
 MIN_VOICE_SECONDS = 1.0
 MAX_VOICE_SECONDS = 60.0
+MAX_PAUSE_MS = 60_000  # a pause of a minute at most (sentence, paragraph, chapter)
+MAX_FRAMES_CAP = 65_536  # codec frames per sentence: 87 minutes
 
 DAY_S = 24 * 3600
 
@@ -43,7 +45,7 @@ def check_quant(quant: str | None) -> str | None:
     return quant
 
 
-def _int(minimum: int) -> Callable[[str, str], int]:
+def _int(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:
     def parse(name: str, raw: str) -> int:
         try:
             value = int(raw)
@@ -51,6 +53,8 @@ def _int(minimum: int) -> Callable[[str, str], int]:
             raise BadInput(f"{name}={raw!r} is not a whole number") from None
         if value < minimum:
             raise BadInput(f"{name}={raw!r} must be at least {minimum}")
+        if maximum is not None and value > maximum:
+            raise BadInput(f"{name}={raw!r} must be at most {maximum}")
         return value
 
     return parse
@@ -142,7 +146,7 @@ class Settings:
         doc="`bf16`, `4bit`, `6bit` or `8bit` for jobs submitted without `--quant`; see Models.",
     )  # fmt: skip
     max_frames: int = setting(
-        "NARRATE_MAX_FRAMES", 2048, reads=CLIENT, parse=_int(1),
+        "NARRATE_MAX_FRAMES", 2048, reads=CLIENT, parse=_int(1, MAX_FRAMES_CAP),
         doc="Cap on codec frames per sentence (12.5 frames = 1 s); part of the job (`--max-frames`). Each "
         "sentence's budget is 2 s + 2.5x its estimated speaking time (by script: ~4.5 CJK characters, ~7 kana, "
         "~6.5 Hangul syllables or ~15 Latin letters a second; digits and symbols read as words; pauses at "
@@ -153,15 +157,15 @@ class Settings:
         doc="Sampling seed of the job (`--seed`); each sentence's seed derives from it and the text.",
     )  # fmt: skip
     sentence_pause_ms: int = setting(
-        "NARRATE_SENTENCE_PAUSE_MS", 250, reads=CLIENT, parse=_int(0),
+        "NARRATE_SENTENCE_PAUSE_MS", 250, reads=CLIENT, parse=_int(0, MAX_PAUSE_MS),
         doc="Silence between sentences; part of the job.",
     )  # fmt: skip
     paragraph_pause_ms: int = setting(
-        "NARRATE_PARAGRAPH_PAUSE_MS", 750, reads=CLIENT, parse=_int(0),
+        "NARRATE_PARAGRAPH_PAUSE_MS", 750, reads=CLIENT, parse=_int(0, MAX_PAUSE_MS),
         doc="Silence between paragraphs; part of the job.",
     )  # fmt: skip
     chapter_pause_ms: int = setting(
-        "NARRATE_CHAPTER_PAUSE_MS", 2000, reads=CLIENT, parse=_int(0),
+        "NARRATE_CHAPTER_PAUSE_MS", 2000, reads=CLIENT, parse=_int(0, MAX_PAUSE_MS),
         doc="Silence before a chapter; part of the job.",
     )  # fmt: skip
     batch_size: int | None = setting(
@@ -276,7 +280,13 @@ class Settings:
             raw = os.environ.get(f.metadata["env"])
             if raw not in (None, ""):
                 values[f.name] = f.metadata["parse"](f.metadata["env"], raw)
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        for k, v in overrides.items():  # flags: checked as the variable would be (whole numbers: bounds)
+            if v is None:
+                continue
+            f = cls.__dataclass_fields__[k]
+            if isinstance(v, int) and not isinstance(v, bool) and f.metadata["parse"] is not _str:
+                v = f.metadata["parse"]("--" + k.replace("_ms", "").replace("_", "-"), str(v))
+            values[k] = v
         check_quant(values.get("quant"))  # type: ignore[arg-type]
         return cls(**values)  # type: ignore[arg-type]
 
@@ -285,7 +295,10 @@ def default(name: str) -> Any:
     """A setting's default (for code that needs it without a Settings, e.g. a job recorded before the
     setting existed, and for help texts): written once, in the field above."""
     f = Settings.__dataclass_fields__[name]
-    return f.default_factory() if f.default is MISSING else f.default  # type: ignore[misc]
+    if f.default is not MISSING:
+        return f.default
+    assert f.default_factory is not MISSING, f"setting {name} has no default"  # every field has one
+    return f.default_factory()
 
 
 def settings_table() -> list[dict[str, str]]:

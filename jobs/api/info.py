@@ -1,15 +1,14 @@
 """``narrate info``: the server, each narrate queue with its jobs per state, the workers (host,
-current job, model) and the recurring schedules. Read-only; a handful of round trips."""
+current job, model); the CLI adds the recurring schedules (jobs.schedules.definitions.summary).
+Read-only; a handful of round trips."""
 
 from __future__ import annotations
 
-import importlib
-
 import redis
 from narrate.jobs.api.listing import REGISTRIES
-from narrate.jobs.queue.lifecycle import queue
 from narrate.jobs.queue.queues import priority_of, queue_names
 from narrate.jobs.server.connection import Connection
+from narrate.jobs.server.records import queue
 from rq.job import Job
 from rq.serializers import JSONSerializer
 from rq.worker import Worker
@@ -22,7 +21,6 @@ def info(conn: Connection, base_queue: str) -> dict:
         "server": server(conn),
         "queues": queue_counts(r, base_queue),
         "workers": workers(r, base_queue),
-        "schedules": schedules(r),
     }
 
 
@@ -88,14 +86,3 @@ def workers(r: redis.Redis, base_queue: str) -> list[dict]:
         }
         for w, (job_id, default_model), meta in zip(found, current, metas, strict=True)
     ]
-
-
-def schedules(r: redis.Redis) -> list[dict] | None:
-    """Hook for recurring schedules: the rows of ``narrate.jobs.schedules.definitions.summary(r)`` once that
-    module exists (None until then: `info` says so)."""
-    try:
-        module = importlib.import_module("narrate.jobs.schedules.definitions")
-    except ImportError:
-        return None
-    summary = getattr(module, "summary", None)
-    return list(summary(r)) if callable(summary) else None

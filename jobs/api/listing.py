@@ -9,8 +9,8 @@ from pathlib import Path
 
 import redis
 from narrate.jobs.queue.books import book_state
-from narrate.jobs.queue.lifecycle import queue
 from narrate.jobs.queue.queues import priority_of, queue_names
+from narrate.jobs.server.records import queue
 from rq.job import Job
 from rq.registry import (
     BaseRegistry,
@@ -74,7 +74,7 @@ def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | 
 
 def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[list, list]:
     """Every queue list and registry of the wanted states, in one pipeline."""
-    sources = []
+    sources: list[tuple[str, BaseRegistry | None]] = []
     with r.pipeline(transaction=False) as p:
         for name in queue_names(base_queue):
             q = queue(r, name)

@@ -5,13 +5,14 @@ a part that failed."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TypedDict
 
 import redis
 from narrate.jobs.outputs import ownership
 from narrate.jobs.queue import lifecycle
 from narrate.jobs.queue.books import book_state
-from narrate.jobs.queue.lifecycle import fetch
 from narrate.jobs.queue.queues import priority_of
+from narrate.jobs.server.records import fetch
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
 from rq.serializers import JSONSerializer
@@ -43,7 +44,7 @@ def status(r: redis.Redis, job_id: str) -> dict:
         due = due_time(r, job)
         out["scheduled_for"] = due.isoformat() if due else None
     if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
-        out["cancel_requested"] = True  # it stops after its batch in flight
+        out["cancel_requested"] = True  # it stops within a second
     if state is not None and state.value == "finished":
         result = job.return_value(refresh=True) or {}
         out.update(
@@ -61,10 +62,23 @@ def status(r: redis.Redis, job_id: str) -> dict:
     return out
 
 
+class _PartRow(TypedDict):
+    """One part of a book, as `_fold_parts` reads it."""
+
+    id: str
+    part: int | None  # None only if its record lost it
+    status: str
+    done: int
+    total: int
+    host: str | None
+    error: str | None
+    started_at: datetime | None
+
+
 def _fold_parts(r: redis.Redis, book: Job, out: dict) -> None:
     """A book waiting for its parts: its status, progress, hosts and ETA are its parts'."""
     parts = [p for p in Job.fetch_many(book.meta["parts"], connection=r, serializer=JSONSerializer) if p]
-    rows = []
+    rows: list[_PartRow] = []
     for p in parts:
         st = p.get_status(refresh=False)
         pm = p.meta or {}

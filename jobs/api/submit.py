@@ -25,11 +25,12 @@ from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import relative_output
 from narrate.jobs.queue import books, lifecycle
-from narrate.jobs.queue.lifecycle import fetch, queue, requeue_front
+from narrate.jobs.queue.lifecycle import requeue_front
 from narrate.jobs.queue.queues import queue_for
 from narrate.jobs.queue.resume import resume as resume_jobs
 from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
+from narrate.jobs.server.records import check_key_types, fetch, queue
 from narrate.jobs.settings import DAY_S, Settings
 from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
@@ -184,11 +185,12 @@ def _submit(
     (or scheduled again for `at`; it resumes from its checkpoints). The output path is claimed
     first (jobs.outputs.ownership): another pending job's path, or a file narrate did not write, is refused."""
     p = plan(settings, req, queue_name, at)
+    q = queue(r, queue_for(queue_name or settings.queue, req.priority))
+    _check_queue_keys(r, q)
     store.put_document(r, req.document, p.keep_s)
     store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
     if req.book.cover:
         store.put_cover(r, req.book.cover, p.keep_s)
-    q = queue(r, queue_for(queue_name or settings.queue, req.priority))
     earlier = _finished(r, p.job_id)
     if earlier is not None:
         if _own_output_in_place(r, earlier, p.final):
@@ -196,7 +198,7 @@ def _submit(
         earlier.delete()  # its output is gone or is not its own any more: narrate it again
     _check_beside(r, p, req)
     ranges, warning = _fan_out(settings, r, req, p, at)
-    note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite)
+    note = ownership.claim(r, p.spec.output, p.job_id, p.final, req.overwrite, p.keep_s)
     note = "; ".join(filter(None, [note, warning])) or None
     try:
         return Submitted(_enqueue(q, p, req, settings, at, ranges), note=note, due=at)
@@ -214,6 +216,16 @@ def _submit(
     if state == JobStatus.SCHEDULED:
         return Submitted(job, "scheduled", note, due_time(r, job))
     return Submitted(job, "queued", note)
+
+
+def _check_queue_keys(r: redis.Redis, q: Queue) -> None:
+    """The keys an enqueue writes are of rq's types (else it would fail halfway, see records)."""
+    from rq.registry import DeferredJobRegistry, ScheduledJobRegistry
+
+    check_key_types(r, {
+        q.key: "list", "rq:queues": "set", ScheduledJobRegistry(queue=q).key: "zset",
+        DeferredJobRegistry(queue=q).key: "zset",
+    })  # fmt: skip
 
 
 def _check_beside(r: redis.Redis, p: Planned, req: Request) -> None:
@@ -272,7 +284,7 @@ def _finished(r: redis.Redis, job_id: str) -> Job | None:
 def _own_output_in_place(r: redis.Redis, job: Job, final: Path) -> bool:
     """The finished job's output is there and is what the job wrote (not replaced or edited)."""
     result = job.return_value(refresh=True) or {}
-    want = result.get("output_sha256")
+    want: str | None = result.get("output_sha256")
     if not want or not final.is_file() or ownership.replaced_by(r, result.get("output_relative", ""), job.id):
         return False
     return ownership.sha256_file(final) == want
@@ -292,7 +304,8 @@ def _fan_out(settings: Settings, r: redis.Redis, req: Request, p: Planned, at: d
     return (ranges if ranges else []), warning or ""
 
 
-def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None, ranges=()) -> Job:
+def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None,
+             ranges: Sequence[tuple[int, int]] = ()) -> Job:  # fmt: skip
     """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists); with
     `ranges`, its part jobs first, and the job waits for them (it stitches the book)."""
     n = len(req.document.sentences)
@@ -303,7 +316,7 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
     job = q.create_job(
         JOB_FUNCTION,
         args=(p.spec.to_json(), {"parts": parts}) if parts else (p.spec.to_json(),),
-        depends_on=parts or None,
+        depends_on=parts or None,  # type: ignore[arg-type]  # rq's list[Dependency | Job | str] is invariant; it only reads
         job_id=p.job_id,
         timeout=p.timeout,
         result_ttl=settings.keep_days * DAY_S,

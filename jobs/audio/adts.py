@@ -9,7 +9,7 @@ frame plus exactly the book's samples (the last frame padded with up to 1023 sam
 Dropping a priming frame leaves the next frame without its overlap partner; that is silent because
 every cut has CUT_SILENCE samples of silence after it (jobs/audio/segments.py), so a join decodes like
 the same place of a single encode (measured: the largest sample near a join is the codec's own
-noise floor there, ~0.002; tests/test_segmented_encode.py checks it).
+noise floor there, ~0.002; tests/system/test_segmented_encode.py checks it).
 
 The mux copies the frames into MP4: a stream starting with the priming frame gets an edit list that
 skips it (its timestamps start 1024 samples early: ``-itsoffset``); a piece that starts at a later

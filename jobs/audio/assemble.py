@@ -16,9 +16,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from narrate.jobs.audio.bookmeta import Tags
+from narrate.jobs.audio.bookmeta import MAX_COVER_BYTES, Tags, clean_tag, image_kind
 from narrate.jobs.audio.loudness import LoudnessMeter, gain_for
 from narrate.jobs.audio.segments import Segment
 from narrate.jobs.audio.subtitles import Cue
@@ -28,6 +29,9 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.settings import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from narrate.jobs.audio.stitch import BookWriter
 
 FADE_SAMPLES = SAMPLE_RATE * 5 // 1000  # 5 ms at each end of every sentence
 TRUE_PEAK_CEILING_DB = -3.5  # under the -3 dBTP target, with room for the codec's overshoot
@@ -130,11 +134,11 @@ def render_segment(seg: Segment, stream: Sentences, gains: dict[int, float] | No
 
 
 def to_int16(x: np.ndarray) -> np.ndarray:
-    return np.round(np.clip(x, -1.0, 1.0) * SCALE).astype("<i2")
+    return cast(np.ndarray, np.round(np.clip(x, -1.0, 1.0) * SCALE).astype("<i2"))
 
 
 def write_book(
-    book, stream: Sentences, gains: dict[int, float] | None, on_sentence: Callable[[int], None]
+    book: BookWriter, stream: Sentences, gains: dict[int, float] | None, on_sentence: Callable[[int], None]
 ) -> list[Cue]:
     """Write the stream into a BookWriter, marking chapters; returns one cue per sentence (chapter
     left None: see subtitles.with_chapters)."""
@@ -145,7 +149,7 @@ def write_book(
             book.mark_chapter(plan.chapter_at[index])
         start = book.samples
         book.write_pcm(to_int16(x * gains[index]) if gains is not None else to_int16(x))
-        cues.append(Cue(index, start, book.samples, None, plan.sentences[index].text))
+        cues.append(Cue(index, start, book.samples, None, plan.originals[index]))  # as the document writes it
         if pause:
             book.write_pcm(np.zeros(pause, dtype="<i2"))
         on_sentence(index)
@@ -158,9 +162,12 @@ def book_meta(doc: Document) -> BookMeta:
 
 
 def tags_for(spec: JobSpec, doc_title: str | None, meta: BookMeta, cover: bytes | None) -> Tags:
+    """The file's tags: the spec's (checked at submit), else the document's own (an EPUB's cover only
+    if it is a JPEG or PNG of at most MAX_COVER_BYTES: the package can hold any bytes)."""
     title = meta.title or doc_title
-    return Tags(title=title, album=title, author=spec.author or meta.author, narrator=spec.narrator,
-                year=spec.year, cover=cover or meta.cover or None)  # fmt: skip
+    own = meta.cover if meta.cover and len(meta.cover) <= MAX_COVER_BYTES and image_kind(meta.cover) else None
+    return Tags(title=clean_tag(title), album=clean_tag(title), author=clean_tag(spec.author or meta.author),
+                narrator=clean_tag(spec.narrator), year=spec.year, cover=cover or own)  # fmt: skip
 
 
 def max_part_samples(spec: JobSpec) -> int | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +32,40 @@ def read_cover(path: Path) -> bytes:
     if image_kind(data) is None:
         raise BadInput(f"cover {path} is not a JPEG or PNG image; give a .jpg or .png file")
     return data
+
+
+MAX_TAG_CHARS = 200
+_YEAR = re.compile(r"\d{4}(-\d{2}(-\d{2})?)?")  # what every tag format takes as a date: 2026, 2026-12, 2026-12-01
+
+
+def clean_tag(text: str | None) -> str | None:
+    """A tag's text on one line without control characters (a document's own metadata may hold
+    any), at most MAX_TAG_CHARS; None when nothing is left."""
+    if not text:
+        return None
+    one = " ".join("".join(ch for ch in text if unicodedata.category(ch) != "Cc" or ch.isspace()).split())
+    return one[:MAX_TAG_CHARS] or None
+
+
+def check_tag(option: str, value: str | None) -> str | None:
+    """A tag given on the command line: refused (not silently changed) when it holds a control
+    character or a line break, or is too long."""
+    if not value:
+        return None
+    if any(unicodedata.category(ch) == "Cc" for ch in value):
+        raise BadInput(f"{option} {value!r}: holds a control character or line break; give one line of text")
+    if len(value) > MAX_TAG_CHARS:
+        raise BadInput(f"{option}: {len(value)} characters; at most {MAX_TAG_CHARS}")
+    return value.strip() or None
+
+
+def check_year(value: str | None) -> str | None:
+    """`--year`: 2026, 2026-12 or 2026-12-01 (mp3's date frame drops anything else without a word)."""
+    if not value:
+        return None
+    if not _YEAR.fullmatch(value.strip()):
+        raise BadInput(f"--year {value!r}: give a year such as 2026 (or a date such as 2026-12-01)")
+    return value.strip()
 
 
 def parse_loudness(value: str | float | None) -> float | None:
@@ -83,9 +119,9 @@ class BookOptions:
         return cls(
             subtitles=subs,
             loudness=parse_loudness(loudness),
-            narrator=narrator or None,
-            author=author or None,
-            year=year or None,
+            narrator=check_tag("--narrator", narrator),
+            author=check_tag("--author", author),
+            year=check_year(year),
             cover=read_cover(cover) if cover is not None else None,
             split=split or "",
             max_part_hours=max_part_hours,

@@ -10,6 +10,7 @@ chunk by 4x oversampling (BS.1770 annex 2)."""
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 import scipy.signal
@@ -109,4 +110,4 @@ def gain_for(measured_lufs: float, target_lufs: float) -> float:
     """The linear gain that brings `measured` to `target` (1.0 for silence)."""
     if not math.isfinite(measured_lufs):
         return 1.0
-    return 10.0 ** ((target_lufs - measured_lufs) / 20.0)
+    return cast(float, 10.0 ** ((target_lufs - measured_lufs) / 20.0))  # typeshed: float ** float may be complex

@@ -261,14 +261,25 @@ class SegmentEncoder:
         if spans:
             spans[-1] = (spans[-1][0], end - start, spans[-1][2])
         brand = ["-brand", "M4B "] if ext == ".m4b" else []
-        if spans:
-            meta = out.with_suffix(".ffmeta")
-            meta.write_text(ffmetadata(title, spans), encoding="utf-8")
-            extra = ["-i", meta.name, "-map", "0:a", "-map_metadata", "1", "-map_chapters", "1"]
-        else:
-            extra = ["-metadata", f"title={title}"] if title else []
-        run_ffmpeg(self.ffmpeg, ["-y", *adts.mux_args(names, primed=segs[0].index == 0), *extra, "-c:a", "copy",
-                                 *brand, "-f", "ipod", out.name], cwd=self.scratch)  # fmt: skip
+        joined = ["-y", *adts.mux_args(names, primed=segs[0].index == 0)]
+        if not spans:
+            tags = ["-metadata", f"title={title}"] if title else []
+            run_ffmpeg(self.ffmpeg, [*joined, *tags, "-c:a", "copy", *brand, "-f", "ipod", out.name], cwd=self.scratch)
+            return
+        # Chapters in a second stream copy, from an MP4 of the joined audio: muxed straight from the
+        # ADTS stream (whose length ffmpeg can only estimate), a book longer than about 90 s got
+        # only Nero's chapter list and a reference to a QuickTime chapter track that was never
+        # written, and Apple's players read the QuickTime track.
+        audio = out.with_name(f".{out.stem}.audio.m4a")
+        meta = out.with_suffix(".ffmeta")
+        meta.write_text(ffmetadata(title, spans), encoding="utf-8")
+        try:
+            run_ffmpeg(self.ffmpeg, [*joined, "-c:a", "copy", "-f", "ipod", audio.name], cwd=self.scratch)
+            run_ffmpeg(self.ffmpeg, ["-y", "-i", audio.name, "-i", meta.name, "-map", "0:a", "-map_metadata", "1",
+                                     "-map_chapters", "1", "-c:a", "copy", *brand, "-f", "ipod", out.name],
+                       cwd=self.scratch)  # fmt: skip
+        finally:
+            audio.unlink(missing_ok=True)
 
     def _cut(self, sample: int) -> int:
         """The cut before the chapter that starts at `sample` (the start of its segment), or the end."""

@@ -102,6 +102,8 @@ class BookWriter:
         self.mux: Callable[[layout.Piece, Path, str | None, str], None] | None = None
         self._dir: int | None = None  # the output directory, reached from the root without following links
         self._tmp: str | None = None  # our temp file in it
+        self._staged: list[tuple[int, str]] = []  # (directory, temp file) copied, not yet renamed
+        self._dirs: dict[tuple[str, ...], int] = {}  # output folders open (each reached without following links)
         self.tags: Tags | None = None  # embedded after the encode (jobs/audio/tagging.py)
         self.split = ""  # "", "chapters", "chapters+book" (jobs/audio/layout.py)
         self.max_part_samples: int | None = None
@@ -195,8 +197,19 @@ class BookWriter:
         if guard is not None:
             for path in finals:
                 guard.before(path)
-        for (src, folder, name), path in zip(todo, finals, strict=True):
-            self.sha256[path] = self._place(src, (*self.parts, *folder), name)
+        for (src, folder, _name), path in zip(todo, finals, strict=True):  # every copy first: a folder
+            self.sha256[path] = self._stage(src, (*self.parts, *folder))  # that fails leaves nothing placed
+        placed: list[Path] = []
+        for (_src, folder, name), path, (fd, tmp) in zip(todo, finals, list(self._staged), strict=True):
+            try:
+                confined.rename_into_place(fd, tmp, name, self.root, (*self.parts, *folder))
+            except BadInput as e:
+                if placed:  # said as it is: some files are in place already
+                    shown = ", ".join(str(p) for p in placed)
+                    raise BadInput(str(e).replace("nothing was written", f"only {shown} was written")) from None
+                raise
+            self._staged.remove((fd, tmp))
+            placed.append(path)
             if guard is not None:
                 guard.after(path, self.sha256[path])
         self.written = finals
@@ -219,11 +232,13 @@ class BookWriter:
             tags = ["-metadata", f"title={title}"] if title else []
             run_ffmpeg(self.ffmpeg, ["-y", "-i", str(wav), *cut, *codec, *tags, "-f", muxer, str(encoded)])
 
-    def _place(self, encoded: Path, parts: tuple[str, ...], name: str) -> str:
+    def _stage(self, encoded: Path, parts: tuple[str, ...]) -> str:
         """Copy into a new temp file in the output directory (reached from the root without
-        following links), then rename it over the target if the directory is still the same.
-        Returns the sha256 of what was written."""
-        self._dir = confined.open_dir(self.root, parts, create=True)
+        following links), kept open in ``_staged`` until ``finish`` renames it over its target if
+        the directory is still the same. Returns the sha256 of what was copied."""
+        if parts not in self._dirs:  # one descriptor a folder (a book split in 1,000 chapters: one folder)
+            self._dirs[parts] = confined.open_dir(self.root, parts, create=True)
+        self._dir = self._dirs[parts]
         while self._tmp is None:
             tmp = confined.temp_name()
             self._scratch.record(self.root, list(parts), tmp)  # so a sweeper can remove it if we die
@@ -237,10 +252,8 @@ class BookWriter:
             shutil.copyfileobj(src, hashing, COPY_BUFFER)
             dst.flush()
             os.fsync(dst.fileno())
-        confined.rename_into_place(self._dir, self._tmp, name, self.root, parts)
-        self._tmp = None
-        os.close(self._dir)
-        self._dir = None
+        self._staged.append((self._dir, self._tmp))
+        self._dir = self._tmp = None
         return hashing.digest.hexdigest()
 
     def chapter_spans(self) -> list[tuple[int, int, str]]:
@@ -260,13 +273,16 @@ class BookWriter:
                 with contextlib.suppress(Exception):
                     f.close()
         self._wav = self._wav_file = None
-        if self._dir is not None:
-            if self._tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(self._tmp, dir_fd=self._dir)
-                self._tmp = None
-            os.close(self._dir)
-            self._dir = None
+        if self._dir is not None and self._tmp is not None:
+            self._staged.append((self._dir, self._tmp))
+        self._dir = self._tmp = None
+        for fd, tmp in self._staged:  # copies never renamed into place: removed
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=fd)
+        self._staged = []
+        for fd in self._dirs.values():
+            os.close(fd)
+        self._dirs = {}
         self._scratch.close()
 
 

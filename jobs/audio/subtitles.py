@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 
@@ -45,7 +46,17 @@ def _clock(samples: int, rate: int, sep: str) -> str:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split()).replace("-->", "->")
+    """The cue's text on one line, with no control characters, and never the cue-timing arrow: a
+    "-->" inside it would end the cue (the replacement repeats: "--->" is "->", not "-->")."""
+    text = " ".join("".join(ch for ch in text if unicodedata.category(ch) != "Cc" or ch.isspace()).split())
+    while "-->" in text:
+        text = text.replace("-->", "->")
+    return text
+
+
+def _vtt_text(text: str) -> str:
+    """WebVTT cue text: "&", "<" and ">" escaped (a "<" would open a tag)."""
+    return _one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def srt(cues: list[Cue], rate: int) -> str:
@@ -57,7 +68,7 @@ def srt(cues: list[Cue], rate: int) -> str:
 
 
 def vtt(cues: list[Cue], rate: int) -> str:
-    blocks = [f"{_clock(c.start, rate, '.')} --> {_clock(c.end, rate, '.')}\n{_one_line(c.text)}\n" for c in cues]
+    blocks = [f"{_clock(c.start, rate, '.')} --> {_clock(c.end, rate, '.')}\n{_vtt_text(c.text)}\n" for c in cues]
     return "WEBVTT\n\n" + "\n".join(blocks)
 
 

@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from narrate.jobs.audio.bookmeta import Tags, image_kind
 from narrate.jobs.settings import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from mutagen.id3._util import ID3SaveConfig
 
 Span = tuple[int, int, str]  # (start, end, title) in samples
 MAX_VORBIS_CHAPTERS = 999
@@ -123,11 +127,11 @@ def _chapters_in_order(id3: type) -> type:
     from mutagen.id3._tags import save_frame
 
     class ChaptersInOrder(id3):
-        def _write(self, config):
+        def _write(self, config: ID3SaveConfig) -> bytes:
             chapters = sorted(self.getall("CHAP"), key=lambda f: f.start_time)
             self.delall("CHAP")
             try:
-                head = super()._write(config)
+                head: bytes = super()._write(config)  # mutagen's own is untyped
             finally:
                 for frame in chapters:
                     self.add(frame)

@@ -72,7 +72,7 @@ def parse_size(raw: str) -> int:
 
 def entries(root: Path) -> list[Entry]:
     """Every checkpoint in the cache (temp files of writers are not), oldest use first."""
-    found = []
+    found: list[Entry] = []
     if not root.is_dir():
         return found
     for shard in os.scandir(root):

@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,11 +53,27 @@ def _header(head: bytes) -> dict | None:
     return meta
 
 
+KEY = re.compile(r"[0-9a-f]{64}")  # what checkpoint_key makes: a sha256, hex
+
+
+class BadKey(ValueError):
+    """A checkpoint key that checkpoint_key cannot have made (it came from outside: Redis, a file)."""
+
+
+def check_key(key: object) -> str:
+    """The key, if it is one checkpoint_key makes; a key is joined to a path, so anything else (a
+    `/`, `..`, another length) is refused here, where it becomes one."""
+    if not isinstance(key, str) or not KEY.fullmatch(key):
+        raise BadKey(f"not a checkpoint key: {key!r:.80}")
+    return key
+
+
 class CheckpointStore:
     def __init__(self, root: Path):
         self.root = Path(root)
 
     def path(self, key: str) -> Path:
+        check_key(key)
         return self.root / key[:2] / f"{key}.seg"
 
     def has(self, key: str) -> bool:

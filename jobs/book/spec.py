@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from math import ceil
+
+from narrate.jobs.settings import MAX_FRAMES_CAP, MAX_PAUSE_MS, default
+
+SUBTITLE_FORMATS = ("srt", "vtt", "json")
+SPLITS = ("", "chapters", "chapters+book")
+
+
+class BadSpec(ValueError):
+    """A job spec no submit makes (it was written to Redis by something else, or damaged)."""
 
 
 @dataclass(frozen=True)
@@ -13,14 +23,14 @@ class JobSpec:
     output: str  # path relative to the worker's output root
     model: str | None = None  # None: the worker's NARRATE_MODEL
     quant: str | None = None  # None: the model's default (see narrate.worker.engine.models)
-    seed: int = 0
-    max_frames: int = 2048
-    sentence_pause_ms: int = 250
-    paragraph_pause_ms: int = 750
+    seed: int = default("seed")
+    max_frames: int = default("max_frames")
+    sentence_pause_ms: int = default("sentence_pause_ms")
+    paragraph_pause_ms: int = default("paragraph_pause_ms")
     overwrite: bool = False  # may replace a file at the output path that narrate did not write
     lexicon: list[list[str]] = field(default_factory=list)  # [[word, spoken form], ...] (jobs.documents.lexicon)
     # How the book is put together and what is written beside it (jobs/audio/assemble.py):
-    chapter_pause_ms: int = 2000  # silence before a chapter
+    chapter_pause_ms: int = default("chapter_pause_ms")  # silence before a chapter
     loudness: float | None = -19.0  # integrated loudness target (LUFS); None: samples as synthesized
     subtitles: str = ""  # "srt,vtt,json": files beside the audio with its stem
     narrator: str | None = None
@@ -41,8 +51,47 @@ class JobSpec:
         fields = set(cls.__dataclass_fields__)
         unknown = set(data) - fields
         if unknown:
-            raise ValueError(f"unknown job spec fields: {sorted(unknown)}")
-        return cls(**data)
+            raise BadSpec(f"unknown job spec fields: {sorted(unknown)}")
+        try:
+            spec = cls(**data)
+        except TypeError as e:
+            raise BadSpec(f"job spec: {e}") from None
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Every value within what a submit can make (the worker reads the spec from Redis, which
+        anyone with access to the server can write): raises BadSpec naming the field."""
+
+        def whole(name: str, low: int, high: int) -> None:
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
+                raise BadSpec(f"job spec: {name} {v!r} is not a whole number from {low} to {high}")
+
+        for name in ("document", "voice", "output"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise BadSpec(f"job spec: {name} {getattr(self, name)!r} is not a name")
+        whole("seed", 0, 2**63 - 1)
+        whole("max_frames", 1, MAX_FRAMES_CAP)
+        for name in ("sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms"):
+            whole(name, 0, MAX_PAUSE_MS)
+        if self.loudness is not None and not (
+            isinstance(self.loudness, int | float) and math.isfinite(self.loudness) and -40 <= self.loudness <= -5
+        ):
+            raise BadSpec(f"job spec: loudness {self.loudness!r} is not a LUFS target from -40 to -5")
+        if not isinstance(self.subtitles, str) or not set(filter(None, self.subtitles.split(","))) <= set(
+            SUBTITLE_FORMATS
+        ):
+            raise BadSpec(f"job spec: subtitles {self.subtitles!r} (srt, vtt, json)")
+        if self.split not in SPLITS:
+            raise BadSpec(f"job spec: split {self.split!r}")
+        hours = self.max_part_hours
+        if hours is not None and not (isinstance(hours, int | float) and math.isfinite(hours) and hours > 0):
+            raise BadSpec(f"job spec: max_part_hours {hours!r}")
+        if not isinstance(self.lexicon, list) or not all(
+            isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in self.lexicon
+        ):
+            raise BadSpec("job spec: lexicon is not a list of [word, spoken form] pairs")
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:

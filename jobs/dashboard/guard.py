@@ -25,9 +25,13 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from narrate.jobs.errors import BadInput
+
+if TYPE_CHECKING:  # imported where used at run time (flask comes with the dashboard extra)
+    from flask import Flask, Response
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -91,18 +95,18 @@ def _origin_host(url: str) -> str | None:
         return None
 
 
-def _refuse(status: int, reason: str, **headers: str):
+def _refuse(status: int, reason: str, **headers: str) -> Response:
     from flask import Response
 
     return Response(reason + "\n", status, {**headers, **_HEADERS}, mimetype="text/plain")
 
 
-def install(app, hosts: frozenset[str], username: str | None = None, password: str | None = None) -> None:
+def install(app: Flask, hosts: frozenset[str], username: str | None = None, password: str | None = None) -> None:
     """Add the checks and headers to `app` (run before rq-dashboard's own hooks and views)."""
     from flask import request
 
     @app.before_request
-    def check_host():
+    def check_host() -> Response | None:
         host = request.headers.get("Host", "").strip().lower()
         if host not in hosts:
             return _refuse(400, f"Host {host!r} is not served by this dashboard (see NARRATE_DASHBOARD_HOSTS).")
@@ -111,7 +115,7 @@ def install(app, hosts: frozenset[str], username: str | None = None, password: s
     if username:
 
         @app.before_request
-        def check_auth():
+        def check_auth() -> Response | None:
             auth = request.authorization
             given = (auth.username or "", auth.password or "") if auth and auth.type == "basic" else ("", "")
             same_user = hmac.compare_digest(given[0].encode(), username.encode())
@@ -120,7 +124,7 @@ def install(app, hosts: frozenset[str], username: str | None = None, password: s
             return None
 
     @app.before_request
-    def check_same_origin():
+    def check_same_origin() -> Response | None:
         origin = request.headers.get("Origin")
         fetch_site = request.headers.get("Sec-Fetch-Site")
         if request.method in SAFE_METHODS:
@@ -147,7 +151,7 @@ def install(app, hosts: frozenset[str], username: str | None = None, password: s
         return None
 
     @app.after_request
-    def security_headers(response):
+    def security_headers(response: Response) -> Response:
         for k, v in _HEADERS.items():
             response.headers.setdefault(k, v)
         for k in [k for k in response.headers.keys() if k.lower().startswith("access-control-")]:

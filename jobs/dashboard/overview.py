@@ -13,14 +13,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import redis
-from narrate.jobs.queue.lifecycle import queue
 from narrate.jobs.queue.rq_compat import started_job_ids
+from narrate.jobs.server.records import queue
 from rq import Queue
 from rq.job import Job
-from rq.registry import FailedJobRegistry, FinishedJobRegistry, ScheduledJobRegistry, StartedJobRegistry
+from rq.registry import (
+    CanceledJobRegistry,
+    FailedJobRegistry,
+    FinishedJobRegistry,
+    ScheduledJobRegistry,
+    StartedJobRegistry,
+)
 from rq.serializers import JSONSerializer
 
-STATES = ("started", "scheduled", "queued", "failed", "finished")
+STATES = ("started", "scheduled", "queued", "failed", "canceled", "finished")
 
 
 @dataclass(frozen=True)
@@ -76,7 +82,7 @@ def figures(meta: dict, started_at: datetime | None, now: datetime, running: boo
     """Percentage, realtime factor and ETA from job meta. The worker's own `realtime_factor` and
     `eta_seconds` (in `progress`) win; without them they are estimated from the time since the job
     started: audio seconds per wall second, and the remaining sentences at the rate so far."""
-    progress = meta.get("progress") if isinstance(meta.get("progress"), dict) else {}
+    progress = given if isinstance(given := meta.get("progress"), dict) else {}
     done = int(_number(progress.get("done")) or 0)
     total = int(_number(progress.get("total")) or 0)
     audio = _number(progress.get("audio_seconds")) or 0.0
@@ -160,17 +166,19 @@ def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20, now:
     now = now or datetime.now(UTC)
     scheduled, started = ScheduledJobRegistry(queue=q), StartedJobRegistry(queue=q)
     finished, failed = FinishedJobRegistry(queue=q), FailedJobRegistry(queue=q)
+    canceled = CanceledJobRegistry(queue=q)
     with r.pipeline() as p:
         p.llen(q.key)
-        for registry in (scheduled, started, failed, finished):
+        for registry in (scheduled, started, failed, canceled, finished):
             p.zcard(registry.key)
         p.lrange(q.key, 0, limit - 1)
         p.zrange(scheduled.key, 0, limit - 1, withscores=True)
-        p.zrevrange(failed.key, 0, recent - 1)
-        p.zrevrange(finished.key, 0, recent - 1)
-        n_queued, n_scheduled, n_started, n_failed, n_finished, queued_ids, due, failed_ids, finished_ids = p.execute()
+        for registry in (failed, canceled, finished):
+            p.zrevrange(registry.key, 0, recent - 1)
+        (n_queued, n_scheduled, n_started, n_failed, n_canceled, n_finished, queued_ids, due, failed_ids,
+         canceled_ids, finished_ids) = p.execute()  # fmt: skip
     view = QueueView(q.name, dict(queued=n_queued, scheduled=n_scheduled, started=n_started,
-                                  failed=n_failed, finished=n_finished))  # fmt: skip
+                                  failed=n_failed, canceled=n_canceled, finished=n_finished))  # fmt: skip
     if view.empty:
         return view
     ids = {
@@ -178,6 +186,7 @@ def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20, now:
         "scheduled": [i.decode() for i, _ in due],
         "started": started_job_ids(started)[:limit],
         "failed": [i.decode() for i in failed_ids],
+        "canceled": [i.decode() for i in canceled_ids],
         "finished": [i.decode() for i in finished_ids],
     }
     due_at = {i.decode(): datetime.fromtimestamp(score, UTC) for i, score in due}

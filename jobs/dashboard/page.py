@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 
 import redis
 from flask import Blueprint, Response, current_app, render_template_string
-from narrate.jobs.dashboard.overview import overview
+from narrate.jobs import humanize
+from narrate.jobs.dashboard.overview import STATES, overview
 
 REFRESH_S = 5
 PATH = "/narrate"
@@ -75,7 +76,8 @@ progress { width: 10rem; } .desc { max-width: 40rem; overflow-wrap: anywhere; } 
 </tr>
 {% endfor %}</tbody></table>
 {% if q.counts[state] > q.rows[state]|length %}<p class="muted">{{ q.counts[state] - q.rows[state]|length }}
- more not shown ({{ "newest" if state in ("finished", "failed") else "first" }} {{ q.rows[state]|length }} listed).</p>
+ more not shown ({{ "newest" if state in ("finished", "failed", "canceled") else "first" }}
+ {{ q.rows[state]|length }} listed).</p>
 {% endif %}
 {% endfor %}
 </section>
@@ -91,20 +93,14 @@ TITLES = {
     "scheduled": "Scheduled",
     "queued": "Queued",
     "failed": "Failed (newest first)",
+    "canceled": "Canceled (newest first)",
     "finished": "Finished (newest first)",
 }
 
 
 def duration(seconds: float | None) -> str:
     """42 s, 12 min 05 s, 3 h 07 min."""
-    if seconds is None:
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return humanize.duration(seconds, spelled=True)
 
 
 def percent(value: float | None) -> str:
@@ -129,14 +125,14 @@ def make_blueprint() -> Blueprint:
     page.add_app_template_filter(when, "when")
 
     @page.route(PATH)
-    def progress():
+    def progress() -> Response | str:
         now = datetime.now(UTC)
         try:
-            queues = overview(current_app.redis_conn, now=now)
+            queues = overview(current_app.redis_conn, now=now)  # type: ignore[attr-defined]  # rq-dashboard sets it; Flask's types lack it
         except redis.RedisError as e:
             return Response(f"The Redis server did not answer: {type(e).__name__}.\n", 503, mimetype="text/plain")
         return render_template_string(_TEMPLATE, queues=queues, now=now, refresh=REFRESH_S,
-                                      states=("started", "scheduled", "queued", "failed", "finished"),
+                                      states=STATES,
                                       titles=TITLES)  # fmt: skip
 
     return page

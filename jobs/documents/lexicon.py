@@ -1,5 +1,6 @@
 """Pronunciation lexicons (`--lexicon FILE`): one entry a line, `word = spoken form` or
-`word<TAB>spoken form`; `#` starts a comment, blank lines are skipped. A word may be several
+`word<TAB>spoken form`; `#` at the start of a line or after a space starts a comment (`C# = C sharp`
+is an entry), blank lines are skipped. A word may be several
 words ("New York"). Entries match whole words, case-sensitively ("Nguyen" is not "nguyen"), the
 longest entry first, before the built-in normalization (jobs.documents.normalize)."""
 
@@ -14,6 +15,7 @@ from narrate.jobs.inputs import read_input
 MAX_LEXICON_BYTES = 256 * 1024
 MAX_ENTRY_CHARS = 200
 
+_COMMENT = re.compile(r"(^|\s)#.*$")  # a line starting with '#', or ' # ...' after an entry: "C# = C sharp" is an entry
 Lexicon = list[list[str]]  # [[word, spoken], ...]: plain JSON in the job spec
 
 
@@ -31,7 +33,7 @@ def read_lexicon(path: Path) -> Lexicon:
 def parse_lexicon(text: str, label: str = "lexicon") -> Lexicon:
     entries: dict[str, str] = {}
     for number, line in enumerate(text.splitlines(), start=1):
-        line = line.split("#", 1)[0].strip()
+        line = _COMMENT.sub("", line).strip()
         if not line:
             continue
         if "\t" in line:

@@ -19,12 +19,13 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import redis
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.outputs import confined
-from narrate.jobs.queue.lifecycle import fetch as fetch_job
+from narrate.jobs.server.records import fetch as fetch_job
 from narrate.jobs.settings import Settings
 from rq.job import JobStatus
 
@@ -43,18 +44,41 @@ def requests_key(host: str) -> str:
     return f"narrate:fetch-requests:{host}"
 
 
-def fetch(settings: Settings, r: redis.Redis, job_id: str, dest: Path, via_redis: bool = False) -> str:
-    """Copy job `job_id`'s output to `dest`; returns how ("local" or "redis"). `via_redis`: even when
-    the file is visible here (a shared output directory, or a check of the Redis path)."""
+def destination(dest: str | Path, name: str, overwrite: bool = False) -> Path:
+    """Where the copy goes, checked before anything is asked of another host: a file in a folder
+    that exists (a folder given: the output's own name in it); an existing file only with
+    `overwrite`. Raises BadInput saying what to give instead."""
+    if not str(dest).strip():
+        raise BadInput("-o is empty: give the file (or folder) to write the output to")
+    path = Path(dest).expanduser().absolute()
+    if path.is_dir():
+        path = path / name
+    if not path.parent.is_dir():
+        raise BadInput(f"-o {dest}: folder {path.parent} does not exist; create it or give another")
+    if not os.access(path.parent, os.W_OK | os.X_OK):
+        raise BadInput(f"-o {dest}: folder {path.parent} cannot be written to")
+    if path.is_dir() or (os.path.lexists(path) and not overwrite):
+        what = "a folder" if path.is_dir() else "a file"
+        raise BadInput(f"-o {dest}: {path} is {what} already; give another name, or pass --overwrite to replace it")
+    return path
+
+
+def fetch(
+    settings: Settings, r: redis.Redis, job_id: str, dest: str | Path, via_redis: bool = False, overwrite: bool = False
+) -> tuple[Path, str]:
+    """Copy job `job_id`'s output to `dest` (see ``destination``); returns where it went and how:
+    "local" (from this host's disk) or "redis". `via_redis`: even when the file is visible here (a
+    shared output directory, or a check of the Redis path)."""
     job = fetch_job(r, job_id)
     if job.get_status(refresh=False) != JobStatus.FINISHED:
         raise BadInput(f"job {job_id} has not finished: there is no output to fetch yet (narrate status {job_id})")
     result = job.return_value(refresh=True) or {}
     path, want = Path(result.get("output", "")), result.get("output_sha256", "")
+    dest = destination(dest, path.name or f"{job_id}.audio", overwrite)
     if not via_redis and want and path.is_file():  # visible here: copied (and checked) from the disk
         with contextlib.suppress(OSError, ChecksumDiffers):  # else (not what the job wrote) from its host
             _write(dest, _file_chunks(path), want)
-            return "local"
+            return dest, "local"
     host = (job.meta or {}).get("host")
     if not host:
         raise NarrateError(f"job {job_id} does not say which host wrote its output")
@@ -73,11 +97,12 @@ def fetch(settings: Settings, r: redis.Redis, job_id: str, dest: Path, via_redis
     if "error" in head:
         raise NarrateError(head["error"])
 
-    def chunks():
+    def chunks() -> Iterator[bytes]:
         while True:
             got = r.blpop([reply], timeout=ANSWER_WAIT_S)
             if got is None:
                 raise NarrateError(f"the copy of {path.name} stopped coming (its host went away?); try again")
+            assert isinstance(got[1], bytes)  # narrate's clients return bytes (decode_responses off)
             if got[1] == b"":
                 return
             yield got[1]
@@ -86,10 +111,10 @@ def fetch(settings: Settings, r: redis.Redis, job_id: str, dest: Path, via_redis
         _write(dest, chunks(), want)
     finally:
         r.delete(reply)
-    return "redis"
+    return dest, "redis"
 
 
-def _write(dest: Path, chunks, want: str) -> None:
+def _write(dest: Path, chunks: Iterable[bytes], want: str) -> None:
     dest = Path(dest).expanduser().absolute()
     fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
     digest = hashlib.sha256()
@@ -109,7 +134,7 @@ def _write(dest: Path, chunks, want: str) -> None:
         raise
 
 
-def _file_chunks(path: Path):
+def _file_chunks(path: Path) -> Iterator[bytes]:
     with open(path, "rb") as f:
         while chunk := f.read(CHUNK):
             yield chunk

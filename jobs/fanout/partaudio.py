@@ -16,10 +16,12 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import redis
-from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
+from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore, check_key
+from narrate.jobs.errors import NarrateError
 from narrate.jobs.ffmpeg import run_ffmpeg
 from narrate.jobs.settings import SAMPLE_RATE
 
@@ -46,7 +48,8 @@ def decode(exe: str, flac: bytes) -> np.ndarray:
 
 def uploaded(r: redis.Redis, book_id: str) -> set[int]:
     """Indices of the sentences whose audio is in Redis (one HKEYS; no audio is read)."""
-    return {int(i) for f in r.hkeys(audio_key(book_id)) for i in f.decode().split(",") if i}
+    fields = cast("list[bytes]", r.hkeys(audio_key(book_id)))  # narrate's clients return bytes (decode_responses off)
+    return {int(i) for f in fields for i in f.decode().split(",") if i}
 
 
 def stored_bytes(r: redis.Redis, book_id: str) -> int:
@@ -56,6 +59,10 @@ def stored_bytes(r: redis.Redis, book_id: str) -> int:
         for f in fields:
             p.hstrlen(key, f)
         return sum(p.execute())
+
+
+class ServerFull(NarrateError):
+    """The server refuses writes: its memory is full (maxmemory with the noeviction policy)."""
 
 
 @dataclass
@@ -93,10 +100,20 @@ class Uploader:
         flac = encode(self.ffmpeg, np.concatenate([cp.pcm for _, _, cp in self.pending]))
         blob = json.dumps({"sentences": head}).encode() + b"\n" + flac
         name = ",".join(str(i) for i, _, _ in self.pending)
-        with self.r.pipeline() as p:
-            p.hset(audio_key(self.book_id), name, blob)
-            p.expire(audio_key(self.book_id), self.keep_s)
-            p.execute()
+        try:
+            with self.r.pipeline() as p:
+                p.hset(audio_key(self.book_id), name, blob)
+                p.expire(audio_key(self.book_id), self.keep_s)
+                p.execute()
+        except redis.ResponseError as e:
+            if not str(e).startswith("OOM"):
+                raise
+            log.error("book %s: the Redis server is full: %s", self.book_id, e)
+            raise ServerFull(
+                f"the Redis server is full (its maxmemory is reached and it evicts nothing), so this part's audio "
+                f"({len(blob) / 1e6:.1f} MB) could not be stored for the stitch: free memory on the server or raise "
+                "its maxmemory (or lower NARRATE_FANOUT_MAX_MB for later books), then `narrate resume` the book"
+            ) from None
         self.sent_bytes += len(blob)
         self.sent_sentences += len(self.pending)
         self.pending = []
@@ -115,16 +132,32 @@ def download(r: redis.Redis, book_id: str, checkpoints: CheckpointStore, ffmpeg:
         except (ValueError, KeyError, RuntimeError) as e:
             log.warning("part audio chunk %s of book %s unreadable (%s): synthesized again", name, book_id, e)
             continue
-        at = 0
-        for _index, key, size, frames, runaway, takes, sha in head:
-            ints = samples[at : at + size]
-            at += size
-            if ints.size != size or hashlib.sha256(ints.tobytes()).hexdigest() != sha:
-                log.warning("sentence %s of book %s damaged in transit: synthesized again", _index, book_id)
-                continue
-            if not checkpoints.has(key):
-                checkpoints.save_samples(key, ints, frames, runaway, takes)
-            n += 1
+        n += _save_chunk(checkpoints, book_id, name, head, samples)
+    return n
+
+
+def _save_chunk(checkpoints: CheckpointStore, book_id: str, name: bytes, head: list, samples: np.ndarray) -> int:
+    """Save one chunk's sentences; a sentence whose entry is malformed (a key checkpoint_key cannot
+    have made, sizes that are not counts) or whose samples do not match their checksum is skipped:
+    the stitch job synthesizes it itself. Returns the sentences saved."""
+    n = at = 0
+    for entry in head:
+        try:
+            index, key, size, frames, runaway, takes, sha = entry
+            check_key(key)
+            if not all(isinstance(v, int) and v >= 0 for v in (size, frames, takes)):
+                raise ValueError(f"sizes {size!r}, {frames!r}, {takes!r}")
+        except (TypeError, ValueError) as e:  # BadKey is a ValueError
+            log.warning("part audio chunk %s of book %s: a malformed entry (%s): skipped", name, book_id, e)
+            return n  # the offsets of the rest are unknown
+        ints = samples[at : at + size]
+        at += size
+        if ints.size != size or hashlib.sha256(ints.tobytes()).hexdigest() != sha:
+            log.warning("sentence %s of book %s damaged in transit: synthesized again", index, book_id)
+            continue
+        if not checkpoints.has(key):
+            checkpoints.save_samples(key, ints, frames, bool(runaway), takes)
+        n += 1
     return n
 
 

@@ -15,6 +15,7 @@ that fit are fanned out; the book job synthesizes the rest itself, on its host (
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import redis
@@ -99,7 +100,9 @@ def cut(doc: Document, how: str, lexicon: list[list[str]] | None = None) -> list
     return [(a, b) for a, b in zip(edges, edges[1:], strict=False) if b > a]
 
 
-def within_cap(doc: Document, ranges: list[tuple[int, int]], cap_mb: float, lexicon=None) -> tuple[list, str | None]:
+def within_cap(
+    doc: Document, ranges: list[tuple[int, int]], cap_mb: float, lexicon: list[list[str]] | None = None
+) -> tuple[list, str | None]:
     """The first ranges whose estimated audio fits in `cap_mb` of Redis, and a warning when not all do."""
     spoken = [s for para in spoken_paragraphs(doc, lexicon) for s in para]
     kept, used = [], 0.0
@@ -123,7 +126,7 @@ def _estimate_mb(spoken: list[str]) -> float:
     return sum(map(speaking_seconds, spoken)) * SAMPLE_RATE * 2 / 1e6
 
 
-def enqueue_parts(q: Queue, book_id: str, spec: JobSpec, doc: Document, ranges: list[tuple[int, int]],
+def enqueue_parts(q: Queue, book_id: str, spec: JobSpec, doc: Document, ranges: Sequence[tuple[int, int]],
                   settings: Settings, keep_s: int, document: str) -> list[str]:  # fmt: skip
     """Enqueue the part jobs of a book about to be enqueued; returns their ids (raises
     DuplicateJobError when the book job exists, or another submit is making it right now)."""

@@ -16,12 +16,11 @@ import logging
 
 import redis
 from narrate.jobs.queue.books import part_of
-from narrate.jobs.queue.lifecycle import abandoned, kept_canceled, queue, take_back
+from narrate.jobs.queue.lifecycle import abandoned, kept_canceled, take_back
 from narrate.jobs.queue.rq_compat import started_job_ids
-from rq.exceptions import NoSuchJobError
-from rq.job import Job, JobStatus
+from narrate.jobs.server.records import find, queue
+from rq.job import JobStatus
 from rq.registry import StartedJobRegistry
-from rq.serializers import JSONSerializer
 
 log = logging.getLogger("narrate.jobs")
 
@@ -31,11 +30,8 @@ def take_over_parts(r: redis.Redis, queue_names: list[str]) -> list[str]:
     taken = []
     for name in queue_names:
         for job_id in started_job_ids(StartedJobRegistry(queue=queue(r, name))):
-            try:
-                job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-            except NoSuchJobError:
-                continue
-            if part_of(job) is None or job.get_status(refresh=False) != JobStatus.STARTED:
+            job = find(r, job_id)
+            if job is None or part_of(job) is None or job.get_status(refresh=False) != JobStatus.STARTED:
                 continue
             gone, _ = abandoned(r, job)
             if not gone:

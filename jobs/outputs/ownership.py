@@ -14,12 +14,13 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import redis
 from narrate.jobs.errors import BadInput
+from narrate.jobs.server.records import find
 from narrate.jobs.server.store import PREFIX
-from rq.job import Job, JobStatus
-from rq.serializers import JSONSerializer
+from rq.job import JobStatus
 
 PENDING_STATES = (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.DEFERRED, JobStatus.SCHEDULED)
 CHUNK = 1 << 20
@@ -27,6 +28,12 @@ CHUNK = 1 << 20
 
 def key(rel: str) -> str:
     return f"{PREFIX}output:{rel}"
+
+
+def folded_key(rel: str) -> str:
+    """The path with its case folded: macOS's and Windows' file systems take BOOK.mp3 and book.mp3
+    for one file, so one pending job may hold either ({pending job, its path as given})."""
+    return f"{PREFIX}output-folded:{rel.casefold()}"
 
 
 def sha256_file(path: Path) -> str:
@@ -45,17 +52,16 @@ class Record:
 
 
 def record(r: redis.Redis, rel: str) -> Record:
-    raw = {k.decode(): v.decode() for k, v in r.hgetall(key(rel)).items()}
+    fields = cast("dict[bytes, bytes]", r.hgetall(key(rel)))  # narrate's clients return bytes (decode_responses off)
+    raw = {k.decode(): v.decode() for k, v in fields.items()}
     return Record(raw.get("pending"), raw.get("job"), raw.get("sha256"))
 
 
 def _pending(r: redis.Redis, job_id: str | None) -> bool:
     if not job_id:
         return False
-    try:
-        return Job.fetch(job_id, connection=r, serializer=JSONSerializer).get_status(refresh=False) in PENDING_STATES
-    except Exception:  # noqa: BLE001 - gone or unreadable: not pending
-        return False
+    job = find(r, job_id)  # gone or unreadable: not pending
+    return job is not None and job.get_status(refresh=False) in PENDING_STATES
 
 
 def written_by_narrate(path: Path, rec: Record) -> bool:
@@ -63,18 +69,20 @@ def written_by_narrate(path: Path, rec: Record) -> bool:
     return rec.sha256 is not None and sha256_file(path) == rec.sha256
 
 
-def claim(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -> str | None:
+def claim(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool, keep_s: int = 30 * 86400) -> str | None:
     """Client side, before enqueueing `job_id` to write `rel` (seen locally at `final`): refuse if
     another pending job will write it, or if a file is there that narrate did not write and
     `overwrite` is off. Returns a note for the user ("replaces ... written by job X") or None."""
-    k = key(rel)
+    k, folded = key(rel), folded_key(rel)
     with r.pipeline() as p:
         while True:
             try:
-                p.watch(k)
+                p.watch(k, folded)
                 note = check(r, rel, job_id, final, overwrite)
                 p.multi()
                 p.hset(k, "pending", job_id)
+                p.hset(folded, mapping={"pending": job_id, "path": rel})
+                p.expire(folded, keep_s)  # kept as long as the job's record at most
                 p.execute()
                 return note
             except redis.WatchError:
@@ -94,7 +102,19 @@ def check(r: redis.Redis, rel: str, job_id: str, final: Path, overwrite: bool) -
             f"output {final} is already the target of pending job {rec.pending}; choose another "
             f"output (-o), or wait for that job (narrate status {rec.pending})"
         )
+    _refuse_case_twin(r, rel, job_id, final)
     return _existing(final, rec, job_id, overwrite)
+
+
+def _refuse_case_twin(r: redis.Redis, rel: str, job_id: str, final: Path) -> None:
+    """Another pending job writes the same path but for its case: one file on macOS and Windows."""
+    raw = {k.decode(): v.decode() for k, v in cast("dict[bytes, bytes]", r.hgetall(folded_key(rel))).items()}
+    other, path = raw.get("pending"), raw.get("path", "")
+    if other and other != job_id and path != rel and _pending(r, other):
+        raise BadInput(
+            f"output {final} differs only in case from {path}, the target of pending job {other}: one file on "
+            "macOS and Windows file systems; choose another name, or wait for that job"
+        )
 
 
 def _existing(final: Path, rec: Record, job_id: str, overwrite: bool) -> str | None:
@@ -126,6 +146,7 @@ def record_written(r: redis.Redis, rel: str, job_id: str, sha256: str) -> None:
     with r.pipeline() as p:
         p.hset(k, mapping={"job": job_id, "sha256": sha256})
         p.hdel(k, "pending")
+        p.delete(folded_key(rel))
         p.execute()
 
 

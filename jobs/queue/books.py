@@ -10,13 +10,13 @@ from narrate.jobs.queue.lifecycle import (
     CANCEL_FIELD,
     abandoned,
     fail_for_good,
-    fetch,
     fresh_start,
     leave_registries,
     requeue_front,
     take_back,
 )
 from narrate.jobs.queue.rq_compat import defer_on
+from narrate.jobs.server.records import fetch
 from rq.job import Job, JobStatus
 
 
@@ -36,7 +36,7 @@ def fail_book(r: redis.Redis, book_id: str, error: str) -> None:
         fail_for_good(r, book, error)
 
 
-def book_state(own: str, parts: list[tuple[str, str | None, int]]) -> tuple[str, str | None]:
+def book_state(own: str, parts: list[tuple[str, str | None, int | None]]) -> tuple[str, str | None]:
     """A book's status (and error) from its own and its parts' (status, error, number): while it waits
     for its parts (deferred) it is failed if a part failed, canceled if a part was, started once a
     part started, else queued; otherwise its own job's status."""
@@ -56,9 +56,10 @@ def resume_book(r: redis.Redis, book: Job) -> str:
     """`resume` of a book: its failed, canceled or abandoned parts are requeued (the finished ones
     stay), and the book waits for its unfinished parts again (or is requeued at once when none is)."""
     ids = book.meta["parts"]
-    parts = Job.fetch_many(ids, connection=r, serializer=book.serializer)
-    if any(p is None for p in parts):
+    fetched = Job.fetch_many(ids, connection=r, serializer=book.serializer)
+    if any(p is None for p in fetched):
         raise BadInput(f"parts of book {book.id} expired; submit the book again")
+    parts = [p for p in fetched if p is not None]  # all of them
     again = []
     for p in parts:
         state = p.get_status(refresh=False)

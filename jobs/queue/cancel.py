@@ -1,5 +1,6 @@
 """``narrate cancel``: a queued or scheduled job is taken out of its queue (recorded as canceled); a
-running one is asked to stop for good, which it does after its batch in flight (its checkpoints
+running one is asked to stop for good, which it does within a second, dropping the sentences it has
+not finished (its checkpoints
 stay: ``narrate resume JOB`` continues it). The ask is the job hash field ``narrate_cancel``, which
 the job reads between batches (jobs.task.context), next to rq's own cancel and a deleted record."""
 
@@ -7,12 +8,17 @@ from __future__ import annotations
 
 import redis
 from narrate.jobs.errors import BadInput, JobNotFound
-from narrate.jobs.queue.lifecycle import CANCEL_FIELD, abandoned, fetch, mark_canceled
+from narrate.jobs.queue.lifecycle import CANCEL_FIELD, abandoned, mark_canceled
 from narrate.jobs.server.durability import durable_writes
+from narrate.jobs.server.records import fetch
 from rq.job import Job, JobStatus
 
 # What `cancel` did: the first two end the job now, the others are already so or will be soon.
-CANCELED, CANCELED_GONE, STOPPING = "canceled", "canceled (its worker was gone)", "stopping after its batch in flight"
+CANCELED, CANCELED_GONE, STOPPING = (
+    "canceled",
+    "canceled (its worker was gone)",
+    "stopping (within a second: its unfinished sentences are dropped, its checkpoints kept)",
+)
 ALREADY_CANCELED, ALREADY_STOPPING = "already canceled", "already stopping (canceled)"
 
 

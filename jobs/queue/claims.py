@@ -18,28 +18,15 @@ from __future__ import annotations
 import logging
 
 import redis
-from narrate.jobs.queue.lifecycle import queue, requeue_front
+from narrate.jobs.queue.lifecycle import requeue_front
+from narrate.jobs.scripts import load_script
+from narrate.jobs.server.records import find, queue
 from narrate.jobs.server.store import PREFIX
-from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
-from rq.serializers import JSONSerializer
 
 log = logging.getLogger("narrate.claims")
 
-# KEYS: the queue keys in priority order, then the claim list. Returns {queue key, job id} or nil.
-# A job already on the claim list comes first ({"", job id}): a live worker has none there unless
-# the reply to an earlier claim was lost (the connection broke and the client retried), which
-# would otherwise strand that job until the host's next worker start.
-_CLAIM = """
-local claims = KEYS[#KEYS]
-local held = redis.call('LINDEX', claims, 0)
-if held then return {'', held} end
-for i = 1, #KEYS - 1 do
-  local id = redis.call('LMOVE', KEYS[i], claims, 'LEFT', 'RIGHT')
-  if id then return {KEYS[i], id} end
-end
-return nil
-"""
+_CLAIM = load_script("claim")
 
 
 def claim_key(host_id: str) -> str:
@@ -80,10 +67,10 @@ def recover_claims(r: redis.Redis, host_id: str) -> list[str]:
     key = claim_key(host_id)
     back = []
     for raw in r.lrange(key, 0, -1):
+        assert isinstance(raw, bytes)  # narrate's clients return bytes (decode_responses off)
         job_id = raw.decode()
-        try:
-            job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-        except NoSuchJobError:
+        job = find(r, job_id)
+        if job is None:
             release(r, host_id, job_id)
             continue
         ours = job.meta.get("host") in (None, host_id)  # another host's since (a part taken over): not ours

@@ -6,11 +6,10 @@ atomic), so it is enqueued exactly once."""
 from __future__ import annotations
 
 import redis
-from narrate.jobs.queue.lifecycle import queue
 from narrate.jobs.queue.rq_compat import enqueue_existing
-from rq.job import Job, JobStatus
+from narrate.jobs.server.records import find, queue
+from rq.job import JobStatus
 from rq.registry import ScheduledJobRegistry
-from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp
 
 
@@ -23,11 +22,8 @@ def enqueue_due(r: redis.Redis, queue_names: list[str]) -> list[str]:
         for job_id in registry.get_jobs_to_schedule(current_timestamp()):
             if not r.zrem(registry.key, job_id):
                 continue  # another process took it
-            try:
-                job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-            except Exception:  # noqa: BLE001 - deleted meanwhile: nothing to run
-                continue
-            if job.get_status(refresh=False) != JobStatus.SCHEDULED:
+            job = find(r, job_id)
+            if job is None or job.get_status(refresh=False) != JobStatus.SCHEDULED:
                 continue  # canceled or deleted meanwhile
             with r.pipeline() as p:
                 enqueue_existing(q, job, p)

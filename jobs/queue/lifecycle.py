@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, cast
 
 import redis
-from narrate.jobs.errors import JobNotFound
 from narrate.jobs.queue.rq_compat import enqueue_at_front, started_executions, started_job_ids
+from narrate.jobs.scripts import load_script
 from narrate.jobs.server import store
+from narrate.jobs.server.records import find, queue
 from narrate.jobs.settings import DAY_S, default
 from redis.client import Pipeline
 from rq import Queue
-from rq.exceptions import NoSuchJobError
 from rq.job import Job, JobStatus
 from rq.registry import (
     CanceledJobRegistry,
@@ -30,7 +30,6 @@ from rq.registry import (
     ScheduledJobRegistry,
     StartedJobRegistry,
 )
-from rq.serializers import JSONSerializer
 from rq.utils import current_timestamp, now, utcformat
 from rq.worker import Worker
 
@@ -63,23 +62,11 @@ class JobMeta(TypedDict, total=False):
     parts: list[str]  # [submit] a fanned-out book's part job ids (the book waits for them, then stitches)
     in_flight: list[int]  # [job] sentence indices of the batch being synthesized
     crashes: float  # [recovery] crashes in a row on the same batch (external SIGKILLs: 0.1)
-    crash_in_flight: list[int]  # [recovery] the batch those crashes happened on
+    crash_in_flight: list[int] | None  # [recovery] the batch those crashes happened on
     error: str  # [job, recovery] one-line reason of the last failure
     document: str  # [submit] the document's file name, as submitted
     output: str  # [submit] the output path relative to the output root
     model: str  # [job] the model the running (or last) attempt loaded, and its quantization
-
-
-def fetch(r: redis.Redis, job_id: str) -> Job:
-    try:
-        return Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-    except NoSuchJobError:
-        raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)") from None
-
-
-def queue(r: redis.Redis, name: str) -> Queue:
-    """Every narrate queue uses the JSON serializer (pickle would let any Redis writer run code)."""
-    return Queue(name, connection=r, serializer=JSONSerializer)
 
 
 Why = Literal["resume", "warm_stop", "crash", "claimed"]
@@ -132,7 +119,8 @@ def take_back(r: redis.Redis, job: Job, why: Why) -> bool:
     with r.pipeline() as p:
         try:
             p.watch(job.key)
-            status, worker = (v.decode() if v else "" for v in p.hmget(job.key, ["status", "worker_name"]))
+            replies = cast("list[bytes | None]", p.hmget(job.key, ["status", "worker_name"]))
+            status, worker = (v.decode() if v else "" for v in replies)  # bytes: decode_responses is off
             if status != JobStatus.STARTED.value or worker != seen:
                 return False
             p.multi()
@@ -150,6 +138,7 @@ def fresh_start(job: Job) -> None:
     meta.pop("crashes", None)
     meta.pop("crash_in_flight", None)
     job.retries_left = int(meta.get("max_retries", 0))
+    job.ended_at = None  # it runs again: an end before its next start would read as a negative run time
 
 
 def leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
@@ -171,22 +160,7 @@ def leave_registries(r: redis.Redis, job: Job, p: Pipeline) -> None:
 # `cancel_reason` ("taken") and for `save_meta_if_its_workers`.
 KEPT_WHILE_AWAY = (JobStatus.FAILED.value, JobStatus.STOPPED.value, JobStatus.CANCELED.value)
 
-# KEYS[1]: the job's hash; ARGV: the worker's name, the serialized meta, then KEPT_WHILE_AWAY.
-_SAVE_META_IF_ITS_WORKERS = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return 0 end
-if status == 'started' then
-  if redis.call('HGET', KEYS[1], 'worker_name') ~= ARGV[1] then return 0 end
-else
-  local kept = false
-  for i = 3, #ARGV do
-    if status == ARGV[i] then kept = true end
-  end
-  if not kept then return 0 end
-end
-redis.call('HSET', KEYS[1], 'meta', ARGV[2])
-return 1
-"""
+_SAVE_META_IF_ITS_WORKERS = load_script("save_meta_if_its_workers")
 
 
 def _its_workers(state: str, worker: str, worker_name: str) -> bool:
@@ -198,6 +172,7 @@ def save_meta_if_its_workers(r: redis.Redis, job: Job) -> bool:
     still that worker's (and not deleted): a worker back from sleep must not overwrite the record of
     the worker that took the job meanwhile. Returns whether it wrote."""
     meta = job.serializer.dumps(job.meta)
+    assert job.worker_name is not None, "only for a job run by a worker"  # as its caller (task.progress) checks
     return bool(r.eval(_SAVE_META_IF_ITS_WORKERS, 1, job.key, job.worker_name, meta, *KEPT_WHILE_AWAY))
 
 
@@ -208,7 +183,8 @@ def cancel_reason(r: redis.Redis, job_id: str, worker_name: str | None = None) -
     worker was asleep or cut off, and requeued, or started or finished by another worker since), or
     None. One round trip; a Redis error counts as no (the next batch asks again)."""
     try:
-        status, asked, worker = r.hmget(Job.key_for(job_id), ["status", CANCEL_FIELD, "worker_name"])
+        replies = cast("list[bytes | None]", r.hmget(Job.key_for(job_id), ["status", CANCEL_FIELD, "worker_name"]))
+        status, asked, worker = replies  # narrate's clients return bytes (decode_responses off)
     except redis.RedisError as e:
         log.warning("could not check whether job %s was canceled: %s", job_id, e)
         return None
@@ -306,9 +282,8 @@ def recover_abandoned(
     registry = StartedJobRegistry(queue=q)
     recovered, failed = [], []
     for job_id in started_job_ids(registry):
-        try:
-            job = Job.fetch(job_id, connection=r, serializer=JSONSerializer)
-        except NoSuchJobError:
+        job = find(r, job_id)
+        if job is None:
             continue  # gone: rq's own cleanup drops the entry
         meta: JobMeta = job.meta  # type: ignore[assignment]
         if meta.get("host") != host_id or job.get_status(refresh=False) != JobStatus.STARTED:
@@ -319,7 +294,7 @@ def recover_abandoned(
         same = in_flight is not None and meta.get("crash_in_flight") == in_flight
         weight = 1.0 if crashed_from_inside else EXTERNAL_KILL_WEIGHT
         crashes = round(float(meta.get("crashes", 0)) * same + weight, 2)
-        meta.update(crashes=crashes, crash_in_flight=in_flight)  # type: ignore[typeddict-item]
+        meta.update({"crashes": crashes, "crash_in_flight": in_flight})
         if crashes >= max_attempts:
             fail_for_good(r, job, f"crashed the worker {crashes:g} times on sentences {in_flight_text(r, job)}")
             failed.append(job_id)

@@ -11,10 +11,17 @@ public way to do:
 - make an existing job wait again for its dependencies (``Job._dependency_ids``,
   ``Job.register_dependency``: a resumed fanned-out book);
 - the worker hooks narrate's worker overrides or calls: ``dequeue_job_and_maintain_ttl`` (replaced:
-  narrate.worker.process.claiming), ``set_state``, ``request_force_stop``, ``maintain_heartbeats``,
-  ``handle_job_failure``, ``handle_execution_ended``, ``cleanup_execution``, ``handle_exception``,
-  ``handle_payload`` (rq's worker commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
-  narrate.worker.process.rq_worker).
+  narrate.worker.process.claiming, with what rq's own calls: ``heartbeat``, ``procline``, ``queue_names``,
+  the maintenance tasks, ``max_connection_wait_time``, and ``Job.redis_server_version`` set on the job
+  taken), ``execute_job`` (wrapped), ``set_state``, ``request_stop`` and ``request_force_stop`` (with the
+  ``_stop_requested`` flag rq's loop reads), ``maintain_heartbeats``, ``handle_job_failure``,
+  ``handle_execution_ended``, ``cleanup_execution``, ``handle_exception``, ``handle_payload`` (rq's worker
+  commands, read with ``rq.command.parse_payload``) and ``register_birth`` (see
+  narrate.worker.process.rq_worker);
+- the job hooks narrate's job class overrides: ``func``, ``perform`` and the callback properties.
+
+Instance attributes (set in ``__init__``, so a rename would leave narrate writing a name rq no
+longer reads) are checked on a job and a worker built without touching Redis.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from rq.command import parse_payload
 from rq.executions import Execution
 from rq.job import Job, JobStatus
 from rq.registry import StartedJobRegistry
-from rq.worker import BaseWorker
+from rq.worker import BaseWorker, SimpleWorker
 
 CALLBACK_ATTRIBUTES = ("_success_callback_name", "_failure_callback_name", "_stopped_callback_name")
 
@@ -36,6 +43,11 @@ CALLBACK_ATTRIBUTES = ("_success_callback_name", "_failure_callback_name", "_sto
 REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "Queue._enqueue_job": ("job", "pipeline", "at_front"),
     "BaseWorker.dequeue_job_and_maintain_ttl": ("timeout", "max_idle_time"),
+    "BaseWorker.execute_job": ("job", "queue"),  # overridden (claiming, rq_worker) with these parameters
+    "SimpleWorker.execute_job": ("job", "queue"),  # what their super() calls
+    "BaseWorker.heartbeat": (),
+    "BaseWorker.procline": (),
+    "BaseWorker.queue_names": (),
     "BaseWorker.set_state": ("state", "pipeline"),
     "BaseWorker.request_force_stop": ("signum", "frame"),
     "BaseWorker.handle_warm_shutdown_request": (),
@@ -51,11 +63,25 @@ REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "BaseWorker.handle_payload": ("message",),
     "BaseWorker.register_birth": (),
     "Job.func": (),
+    "Job.perform": (),  # overridden: refuses a foreign job before rq runs anything
+    "Job.success_callback": (),  # overridden properties: narrate jobs have no callbacks
+    "Job.failure_callback": (),
+    "Job.stopped_callback": (),
     "Job.register_dependency": ("pipeline",),
     "StartedJobRegistry.get_job_and_execution_ids": ("cleanup",),
     "StartedJobRegistry.remove_executions": ("job", "pipeline"),
 }
-_OWNERS = {"Queue": Queue, "BaseWorker": BaseWorker, "Job": Job, "StartedJobRegistry": StartedJobRegistry}
+_OWNERS = {
+    "Queue": Queue,
+    "BaseWorker": BaseWorker,
+    "SimpleWorker": SimpleWorker,
+    "Job": Job,
+    "StartedJobRegistry": StartedJobRegistry,
+}
+CLASS_ATTRIBUTES = ("BaseWorker.max_connection_wait_time",)  # the longest wait while Redis is away
+# Instance attributes set in __init__, read or written by narrate: checked on probe instances.
+JOB_ATTRIBUTES = (*CALLBACK_ATTRIBUTES, "_dependency_ids", "redis_server_version")
+WORKER_ATTRIBUTES = ("_stop_requested",)  # claiming sets it on a stop while taking a job; rq's loop reads it
 
 
 class RQInternalsChanged(RuntimeError):
@@ -76,8 +102,18 @@ def check_rq_internals() -> None:
         missing = [p for p in params if p not in have]
         if missing:
             problems.append(f"{name} lacks {missing}")
+    for name in CLASS_ATTRIBUTES:
+        owner, _, attr = name.partition(".")
+        if not hasattr(_OWNERS[owner], attr):
+            problems.append(f"{name} is missing")
     probe = Job(connection=Redis())  # no connection is made
-    problems += [f"Job.{a} is missing" for a in (*CALLBACK_ATTRIBUTES, "_dependency_ids") if not hasattr(probe, a)]
+    problems += [f"Job.{a} is missing" for a in JOB_ATTRIBUTES if not hasattr(probe, a)]
+    try:
+        worker = SimpleWorker([], connection=Redis(), prepare_for_work=False)  # no connection is made either
+    except Exception as e:  # noqa: BLE001 - a changed constructor is one more thing to report
+        problems.append(f"SimpleWorker could not be built to check its attributes ({type(e).__name__}: {e})")
+    else:
+        problems += [f"SimpleWorker.{a} is missing" for a in WORKER_ATTRIBUTES if not hasattr(worker, a)]
     if not hasattr(Execution, "composite_key"):
         problems.append("Execution.composite_key is missing")
     if problems:

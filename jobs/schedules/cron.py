@@ -7,13 +7,16 @@ every host runs it at the same moments whatever its own zone. Tick times are Uni
 from __future__ import annotations
 
 import os
+import re
 import time
 from datetime import datetime
+from typing import cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
 from narrate.jobs.errors import BadInput
 
+_RANDOM = re.compile(r"(?<![a-z])r(?![a-z])", re.IGNORECASE)  # R, R(0-30), 1,R: not fri, mar, apr
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 # A last tick this far ahead of the clock means the clock went back (a host's clock was wrong when
 # it ran that tick); less than this is taken for skew between hosts.
@@ -26,6 +29,11 @@ def check_cron(expr: str) -> str:
     fields = expr.split(" ")
     if expr.lower() in ALIASES:
         return expr.lower()
+    if any(_RANDOM.search(f) for f in fields):  # croniter's R: a random value
+        raise BadInput(
+            f"cron expression {expr!r}: a random field (R) is not supported: its time would change at every "
+            'tick (it fired over a hundred times a day); give fixed values, e.g. "17 2 * * *"'
+        )
     if len(fields) != 5 or not croniter.is_valid(expr):
         raise BadInput(
             f"cron expression {expr!r} is not valid: give five fields, minute hour day-of-month month "
@@ -74,7 +82,7 @@ def previous_tick(expr: str, tz: str, now: float) -> float:
     try:
         if croniter.match(expr, start.replace(microsecond=0)) and start.second == 0:
             return start.replace(microsecond=0).timestamp()
-        return it.get_prev(float)
+        return cast(float, it.get_prev(float))  # croniter is untyped
     except CroniterBadDateError:
         return float("-inf")
 
@@ -82,7 +90,7 @@ def previous_tick(expr: str, tz: str, now: float) -> float:
 def next_tick(expr: str, tz: str, now: float) -> float | None:
     """The first time after `now` the expression names (None: never, e.g. February 31)."""
     try:
-        return croniter(expr, datetime.fromtimestamp(now, zone(tz))).get_next(float)
+        return cast(float, croniter(expr, datetime.fromtimestamp(now, zone(tz))).get_next(float))  # croniter is untyped
     except CroniterBadDateError:
         return None
 

@@ -238,6 +238,7 @@ def remove(r: redis.Redis, name: str) -> Schedule:
 
 def load_voice(r: redis.Redis, sched: Schedule) -> Voice:
     wav = r.get(voice_key(sched.voice))
+    assert wav is None or isinstance(wav, bytes)  # narrate's clients return bytes (decode_responses off)
     if wav is None or hashlib.sha256(wav).hexdigest() != sched.voice:
         raise NarrateError(
             f"the voice of schedule {sched.name!r} is {'gone from' if wav is None else 'damaged on'} the server; "

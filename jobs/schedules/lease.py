@@ -15,38 +15,17 @@ import socket
 import threading
 import time
 import uuid
+from typing import cast
 
 import redis
+from narrate.jobs.scripts import load_script
 
 log = logging.getLogger("narrate.scheduler")
 
-# KEYS: lease, then hashes; ARGV: lease value, field, then one value per hash ("" deletes the field,
-# "-" leaves it). Writes only while the lease is the caller's.
-_RECORD = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-for i = 2, #KEYS do
-  local v = ARGV[i + 1]
-  if v == '' then redis.call('HDEL', KEYS[i], ARGV[2])
-  elseif v ~= '-' then redis.call('HSET', KEYS[i], ARGV[2], v) end
-end
-return 1
-"""
-# KEYS: lease, schedules hash, state, problem; ARGV: lease value, schedule name, new state.
-_FINISH = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then redis.call('DEL', KEYS[1]) return 0 end
-redis.call('SET', KEYS[3], ARGV[3])
-redis.call('DEL', KEYS[1], KEYS[4])
-return 1
-"""
-_RENEW = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-"""
-_RELEASE = """
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-return redis.call('DEL', KEYS[1])
-"""
+_RECORD = load_script("lease_record")
+_FINISH = load_script("lease_finish")
+_RENEW = load_script("lease_renew")
+_RELEASE = load_script("lease_release")
 
 
 class LeaseLost(Exception):
@@ -118,6 +97,6 @@ def holder(r: redis.Redis, key: str) -> dict | None:
     if raw is None:
         return None
     try:
-        return json.loads(raw)
+        return cast(dict, json.loads(raw))  # the lease's own record: a JSON object
     except ValueError:
         return {}

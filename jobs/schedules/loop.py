@@ -10,19 +10,21 @@ pickle and none of rq's own scheduler or cron machinery.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import socket
 import threading
 import time
+from typing import cast
 
 import redis
 from narrate.jobs.fanout.takeover import take_over_parts
 from narrate.jobs.queue import queues
 from narrate.jobs.queue.due import enqueue_due
 from narrate.jobs.schedules import definitions as schedules
-from narrate.jobs.schedules.tick import lease_seconds, tick_if_due
+from narrate.jobs.schedules.tick import lease_seconds, note_problem, tick_if_due
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import Settings
@@ -30,6 +32,7 @@ from narrate.jobs.settings import Settings
 log = logging.getLogger("narrate.scheduler")
 SCHEDULERS = f"{PREFIX}schedulers"  # sorted set: "host pid" -> until when it counts as running
 MAX_BACKOFF_S = 300.0
+MIN_STEP_S = 10.0
 
 
 def queue_names(settings: Settings, queue_name: str | None = None) -> list[str]:
@@ -49,11 +52,29 @@ def beat(r: redis.Redis, settings: Settings) -> None:
 
 def running(r: redis.Redis) -> list[tuple[str, int]]:
     """The schedulers seen lately, as (host, pid)."""
-    return [tuple(json.loads(m)) for m in r.zrangebyscore(SCHEDULERS, time.time(), "+inf")]  # type: ignore[misc]
+    members = cast("list[bytes]", r.zrangebyscore(SCHEDULERS, time.time(), "+inf"))  # no scores asked: members only
+    return [tuple(json.loads(m)) for m in members]
 
 
 def leave(r: redis.Redis) -> None:
     r.zrem(SCHEDULERS, json.dumps([socket.gethostname(), os.getpid()]))
+
+
+class _Until:
+    """Set once `stop` is, or once the step's deadline has passed: a tick still reading documents
+    then stops after the one it reads, so due jobs keep moving and a stop is obeyed; the next pass
+    runs the tick again, and what it submitted already counts as unchanged."""
+
+    def __init__(self, stop: threading.Event | None, seconds: float):
+        self.stop, self.until = stop, time.monotonic() + seconds
+
+    def is_set(self) -> bool:
+        return (self.stop is not None and self.stop.is_set()) or time.monotonic() >= self.until
+
+
+def step_deadline_s(settings: Settings) -> float:
+    """How long one pass may spend on the ticks of schedules: a lease's length, at least 10 s."""
+    return max(MIN_STEP_S, lease_seconds(settings))
 
 
 class Scheduler:
@@ -79,20 +100,23 @@ class Scheduler:
             take_over_parts(self.r, self.queues)  # parts of a book whose host died (jobs/fanout/takeover.py)
         except Exception as e:  # noqa: BLE001 - the next pass tries again
             log.error("taking over abandoned parts failed (%s: %s); trying again", type(e).__name__, e)
+        until = _Until(stop, step_deadline_s(self.settings))
         for sched in schedules.all_schedules(self.r):
-            if stop is not None and stop.is_set():
+            if until.is_set():
                 return
             if time.monotonic() < self.retry_at.get(sched.name, 0.0):
                 continue
             try:
-                tick_if_due(self.settings, self.r, sched, time.time(), stop)
+                tick_if_due(self.settings, self.r, sched, time.time(), until)
                 self.failures.pop(sched.name, None)
             except Exception as e:  # noqa: BLE001 - one schedule's failure must not stop the others
                 n = self.failures[sched.name] = self.failures.get(sched.name, 0) + 1
                 wait = min(MAX_BACKOFF_S, self.settings.scheduler_interval_s * 2**n)
                 self.retry_at[sched.name] = time.monotonic() + wait
-                log.error("schedule %s: tick failed (%s: %s); trying again in %.0f s", sched.name,
-                          type(e).__name__, e, wait)  # fmt: skip
+                reason = f"its tick failed ({type(e).__name__}: {e}); trying again in {wait:.0f} s"
+                log.error("schedule %s: %s", sched.name, reason)
+                with contextlib.suppress(redis.RedisError):
+                    note_problem(self.r, sched.name, reason, then=None)
 
     def serve(self, stop: threading.Event) -> None:
         every = self.settings.scheduler_interval_s

@@ -28,9 +28,9 @@ import json
 import logging
 import os
 import socket
-import threading
 import time
 from pathlib import Path
+from typing import Protocol
 
 import redis
 from narrate.jobs.api import submit as api
@@ -54,6 +54,13 @@ class TickBusy(NarrateError):
     """Another tick of the schedule is running."""
 
 
+class StopFlag(Protocol):
+    """What a tick asks between documents: should it stop here (a threading.Event, or the
+    scheduler's step deadline)?"""
+
+    def is_set(self) -> bool: ...
+
+
 class Interrupted(Exception):
     """The scheduler is stopping: the tick is left for the next one."""
 
@@ -63,7 +70,7 @@ def lease_seconds(settings: Settings) -> float:
 
 
 def tick_if_due(
-    settings: Settings, r: redis.Redis, sched: Schedule, now: float, stop: threading.Event | None = None
+    settings: Settings, r: redis.Redis, sched: Schedule, now: float, stop: StopFlag | None = None
 ) -> dict | None:
     """Run the schedule's due tick, if one is due and no other scheduler has it; its report or None."""
     last = schedules.state(r, sched.name).get("last_tick", 0.0)
@@ -81,7 +88,7 @@ def run_now(settings: Settings, r: redis.Redis, name: str) -> dict:
     return report
 
 
-def _run(settings: Settings, r: redis.Redis, sched: Schedule, tick: float | None, stop) -> dict | None:
+def _run(settings: Settings, r: redis.Redis, sched: Schedule, tick: float | None, stop: StopFlag | None) -> dict | None:
     name = sched.name
     try:
         with open_folder(sched.watch) as folder:  # a host that cannot see it leaves the tick to one that can
@@ -107,7 +114,7 @@ def _run(settings: Settings, r: redis.Redis, sched: Schedule, tick: float | None
     except FolderUnusable as e:
         if tick is None:
             raise
-        _note_problem(r, name, str(e))
+        note_problem(r, name, str(e))
         return None
     state["runs"] = state.get("runs", 0) + 1
     state["last_run"] = report
@@ -132,8 +139,11 @@ def _busy(r: redis.Redis, name: str) -> str:
     )
 
 
-def _note_problem(r: redis.Redis, name: str, reason: str) -> None:
-    """Say once (in `schedule list` and the log) why this host cannot run the tick."""
+def note_problem(
+    r: redis.Redis, name: str, reason: str, then: str | None = "its tick waits for a host that can read it"
+) -> None:
+    """Say once (in `schedule list` and the log) why this host cannot run the tick (a finished tick
+    clears it)."""
     k = key(name, "problem")
     host = socket.gethostname()
     old = json.loads(r.get(k) or "{}")
@@ -141,7 +151,8 @@ def _note_problem(r: redis.Redis, name: str, reason: str) -> None:
         return
     if r.hexists(schedules.SCHEDULES, name):
         r.set(k, json.dumps({"reason": reason, "host": host, "since": time.time()}))
-        log.warning("schedule %s: %s; its tick waits for a host that can read it", name, reason)
+        if then:
+            log.warning("schedule %s: %s; %s", name, reason, then)
 
 
 def _rewind(settings: Settings, r: redis.Redis, sched: Schedule, now: float) -> None:
@@ -174,7 +185,15 @@ def _load(r: redis.Redis, k: str) -> dict[str, dict]:
 
 
 class _Tick:
-    def __init__(self, settings: Settings, r: redis.Redis, sched: Schedule, folder: Folder, lease: Lease, stop):
+    def __init__(
+        self,
+        settings: Settings,
+        r: redis.Redis,
+        sched: Schedule,
+        folder: Folder,
+        lease: Lease,
+        stop: StopFlag | None,
+    ) -> None:
         self.settings = sched.settings(settings)
         self.r, self.sched, self.folder, self.lease, self.stop = r, sched, folder, lease, stop
         self.keys = {part: key(sched.name, part) for part in ("docs", "skipped", "seen")}

@@ -9,6 +9,7 @@ import redis
 from narrate.jobs.errors import ServerUnavailable
 from narrate.jobs.server.embedded import EmbeddedServer
 from narrate.jobs.settings import Settings
+from redis import Redis  # for annotations in Connection, where `redis` is its property
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
@@ -90,7 +91,15 @@ class Connection:
         self.settings = settings
         self.patient = patient
         self.embedded: EmbeddedServer | None = None
-        self.redis: redis.Redis | None = None
+        self._redis: Redis | None = None
+
+    @property
+    def redis(self) -> Redis:
+        """The client, while the connection is open (inside ``with Connection(...)``, or between
+        ``open()`` and ``close()``)."""
+        if self._redis is None:
+            raise RuntimeError("the Redis connection is not open: use it inside `with Connection(...)`")
+        return self._redis
 
     @property
     def url(self) -> str:
@@ -99,18 +108,18 @@ class Connection:
             return self.embedded.url
         return redact(self.settings.redis_url or "")
 
-    def open(self) -> redis.Redis:
+    def open(self) -> Redis:
         if self.settings.redis_url is None:
             self.embedded = EmbeddedServer(self.settings.home)
             self.embedded.acquire()
             # No health-check PING: over a local unix socket a dead server shows at once (and is
             # retried), and a server that cannot persist refuses PING (MISCONF), which would fail
             # every read, `narrate status` included.
-            self.redis = self.embedded.client(
+            self._redis = self.embedded.client(
                 retry=_retry(self.patient, self.settings.redis_patience_s),
                 retry_on_error=[redis.ConnectionError, redis.TimeoutError],
             )
-            return self.redis
+            return self._redis
         url = self.settings.redis_url
         check_url(url)
         try:
@@ -134,13 +143,13 @@ class Connection:
                 f"Redis at {redact(url)} did not answer ({_reason(e)}); start it, fix NARRATE_REDIS_URL, "
                 "or unset it to use the embedded server"
             ) from None
-        self.redis = client
+        self._redis = client
         return client
 
     def close(self) -> None:
-        if self.redis is not None:
-            self.redis.close()
-            self.redis = None
+        if self._redis is not None:
+            self._redis.close()
+            self._redis = None
         if self.embedded is not None:
             self.embedded.release()
             self.embedded = None

@@ -31,8 +31,9 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import redis
 from narrate.jobs.errors import ServerUnavailable
@@ -78,7 +79,7 @@ class EmbeddedServer:
     def url(self) -> str:
         return f"unix://{self.socket}"
 
-    def client(self, **kwargs) -> redis.Redis:
+    def client(self, **kwargs: Any) -> redis.Redis:
         return redis.Redis(unix_socket_path=str(self.socket), **kwargs)
 
     def acquire(self) -> str:
@@ -177,7 +178,7 @@ class EmbeddedServer:
         return not self.running()
 
     @contextlib.contextmanager
-    def _start_lock(self):
+    def _start_lock(self) -> Iterator[None]:
         with open(self.home / "valkey.start", "a+") as f:
             fcntl.flock(f, fcntl.LOCK_EX)
             yield

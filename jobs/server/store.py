@@ -65,6 +65,7 @@ def get_document(r: redis.Redis, doc_id: str) -> Document:
     blob = r.get(document_key(doc_id))
     if blob is None:
         raise LookupError(f"document {doc_id} is no longer stored (it expired or was removed); submit it again")
+    assert isinstance(blob, bytes)  # narrate's clients return bytes (decode_responses off)
     return Document.from_json(json.loads(zlib.decompress(blob)))
 
 
@@ -76,6 +77,7 @@ def get_voice(r: redis.Redis, sha: str) -> bytes:
     wav = r.get(voice_key(sha))
     if wav is None:
         raise LookupError(f"voice {sha} is not in the store")
+    assert isinstance(wav, bytes)  # narrate's clients return bytes (decode_responses off)
     if hashlib.sha256(wav).hexdigest() != sha:
         raise LookupError(f"voice {sha} in the store does not match its hash")
     return wav
@@ -94,6 +96,7 @@ def put_cover(r: redis.Redis, image: bytes, keep_s: int) -> str:
 
 def get_cover(r: redis.Redis, sha: str) -> bytes:
     image = r.get(cover_key(sha))
+    assert image is None or isinstance(image, bytes)  # narrate's clients return bytes (decode_responses off)
     if image is None or hashlib.sha256(image).hexdigest() != sha:
         raise LookupError(f"cover {sha} is no longer stored (it expired or was removed); submit the job again")
     return image

@@ -52,6 +52,7 @@ class JobContext:
     def check_canceled(self, done: int, total: int) -> None:
         """End the job for good if it was canceled or deleted, or here if another worker has it now
         (one Redis round trip)."""
+        reason: str | None
         if self.cancel.is_set():
             reason = "canceled"
         else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 from narrate.jobs.book import cache
@@ -37,6 +38,7 @@ from narrate.jobs.task.stitcher import Stitcher
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
+CANCEL_POLL_S = 1.0  # while a batch runs, how often the job asks whether it was canceled (one Redis round trip)
 
 
 def preload() -> None:
@@ -78,7 +80,7 @@ def record_failure(job: Job, e: Exception) -> str:
     save_meta(job)
     if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
         job.retries_left = 0
-    return job.meta["error"]
+    return cast(str, job.meta["error"])  # set above
 
 
 def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobResult:
@@ -97,7 +99,9 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     if fanned_out:  # the parts' audio, synthesized on any host
         partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
     todo = plan.missing(checkpoints)
-    progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress)
+    cached = checkpointed_samples(checkpoints, plan, todo)
+    progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
+                        audio_seconds=sum(cached.values()) / SAMPLE_RATE)  # fmt: skip
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
     voice_cache, encoder_runs, first_audio = "unused", 0, None
@@ -111,6 +115,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     def again(s: Sentence) -> Checkpoint:
         """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
         progress.done -= 1  # counted at planning; counted again once synthesized
+        progress.audio_seconds -= cached.pop(s.index, 0) / SAMPLE_RATE
         _synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
         cp = checkpoints.load(plan.keys[s.index])
         if cp is None:
@@ -193,6 +198,18 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
             job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
 
 
+def checkpointed_samples(checkpoints: CheckpointStore, plan: Plan, todo: list[Sentence]) -> dict[int, int]:
+    """Sentence -> samples, of the sentences done before this attempt (the cache, an earlier attempt,
+    other hosts' parts): from their checkpoints' headers, a small read each."""
+    missing = {s.index for s in todo}
+    out = {}
+    for s in plan.sentences:
+        if s.index not in missing:
+            head = checkpoints.header(plan.keys[s.index]) or {}
+            out[s.index] = int(head.get("samples", 0))
+    return out
+
+
 def _synthesize(
     ctx: JobContext,
     engine: Engine,
@@ -223,27 +240,38 @@ def _synthesize(
 
     parts: dict[int, list] = {}
     first_audio = None
+    asked = time.monotonic()
+    chunks = engine.synthesize(todo, voice, on_batch)
     try:
-        for chunk in engine.synthesize(todo, voice, on_batch):
+        for chunk in chunks:
             ctx.beat()
+            if time.monotonic() - asked >= CANCEL_POLL_S:  # a cancel ends the batch in flight too, within a second
+                asked = time.monotonic()
+                ctx.check_canceled(progress.done, progress.total)
             if first_audio is None:
                 first_audio = time.monotonic()
             parts.setdefault(chunk.index, []).append(chunk)
-            batch_log.chunk(chunk.frames, chunk.pcm.size)
             if not chunk.final:
+                batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index)
                 continue
             done = parts.pop(chunk.index)
             pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
                              runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
             progress.sentence_done(pcm.size / SAMPLE_RATE)
+            batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index, final=True)  # after: its line counts it done
             if on_saved is not None:
                 on_saved(chunk.index)
         batch_log.finish()
     except StopRequested:
+        progress.save()  # what is checkpointed, for `status` and `resume`
         raise
     except Exception as e:
         texts = {s.index: s.text for s in todo}
         names = "; ".join(f"{i} ({texts.get(i, '')[:80]!r})" for i in job.meta.get("in_flight", []))
         raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # a cancel mid-batch: the engine drops the rows in flight
     return first_audio if first_audio is not None else time.monotonic()

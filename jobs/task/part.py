@@ -9,6 +9,8 @@ being synthesized again. A part that fails for good fails its book with the part
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.book.plan import Plan, make_plan
@@ -19,7 +21,7 @@ from narrate.jobs.fanout.split import Part
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.queue.books import fail_book
 from narrate.jobs.server import store
-from narrate.jobs.settings import DAY_S
+from narrate.jobs.settings import DAY_S, SAMPLE_RATE
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, _keep_inputs, _settle_cache, _synthesize, record_failure
 from narrate.jobs.task.progress import Progress
@@ -28,7 +30,7 @@ from narrate.jobs.task.progress import Progress
 class UploadingStore(CheckpointStore):
     """A checkpoint store that also hands every sentence it saves to the uploader."""
 
-    def __init__(self, root, plan: Plan, part: Part, uploader: partaudio.Uploader):
+    def __init__(self, root: Path, plan: Plan, part: Part, uploader: partaudio.Uploader) -> None:
         super().__init__(root)
         self.uploader = uploader
         self.indices: dict[str, list[int]] = {}  # one text may occur twice in a book: one key, two indices
@@ -70,6 +72,7 @@ def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
     checkpoints = UploadingStore(ctx.settings.home / "checkpoints", plan, part, uploader)
     sent = partaudio.uploaded(r, part.book)
     todo: list[Sentence] = []
+    cached = 0  # samples of the sentences this host had already (those another host sent are not counted)
     for s in plan.sentences[part.first : part.end]:
         if s.index in sent:
             continue
@@ -78,8 +81,9 @@ def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
             todo.append(s)
         else:
             uploader.add(s.index, plan.keys[s.index], cp)
+            cached += cp.pcm.size
     n = part.end - part.first
-    progress = Progress(job, n, done=n - len(todo), listener=ctx.on_progress)
+    progress = Progress(job, n, done=n - len(todo), listener=ctx.on_progress, audio_seconds=cached / SAMPLE_RATE)
     progress.save()
     ctx.check_canceled(progress.done, progress.total)
     try:

@@ -32,11 +32,12 @@ def save_meta(job: Job) -> None:
 
 class Progress:
     def __init__(self, job: Job, total: int, done: int = 0, listener: ProgressListener | None = None,
-                 save: Callable[[Job], None] = save_meta):  # fmt: skip
+                 save: Callable[[Job], None] = save_meta, audio_seconds: float = 0.0):  # fmt: skip
         self.job = job
         self.total = total
         self.done = done
-        self.audio_seconds = 0.0
+        self.audio_seconds = audio_seconds  # of every sentence done: checkpointed before this attempt too
+        self.attempt_audio = 0.0  # synthesized by this attempt (its realtime factor)
         self.synthesized = 0  # sentences synthesized by this attempt (done also counts checkpoints)
         self._started: float | None = None  # monotonic start of this attempt's synthesis
         self._last = 0.0  # monotonic time the last sentence was synthesized
@@ -52,6 +53,7 @@ class Progress:
         self.done += 1
         self.synthesized += 1
         self.audio_seconds += audio_seconds
+        self.attempt_audio += audio_seconds
         now = self._last = time.monotonic()
         if self.done == self.total or now - self._saved_at >= SAVE_INTERVAL_S:
             self.save()
@@ -70,10 +72,10 @@ class Progress:
 
     def _factor(self) -> float | None:
         """Audio seconds per wall second, up to the last sentence synthesized (stitching not counted)."""
-        if self._started is None or self.audio_seconds <= 0:
+        if self._started is None or self.attempt_audio <= 0:
             return None
         wall = self._last - self._started
-        return round(self.audio_seconds / wall, 3) if wall > 0 else None
+        return round(self.attempt_audio / wall, 3) if wall > 0 else None
 
     def save(self) -> None:
         factor, eta = self.pace()

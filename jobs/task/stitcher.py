@@ -227,9 +227,9 @@ class _Owned:
     root: OutputRoot
     spec: JobSpec
 
-    def before(self, path) -> None:
+    def before(self, path: Path) -> None:
         rel = path.relative_to(self.root.path).as_posix()
         ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
 
-    def after(self, path, sha256: str) -> None:
+    def after(self, path: Path, sha256: str) -> None:
         ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)

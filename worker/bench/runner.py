@@ -23,6 +23,7 @@ not single times: shared machines are noisy.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -36,16 +37,31 @@ from pathlib import Path
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.errors import BadInput
 from narrate.jobs.server.localstate import private_dir
 from narrate.worker.bench.workloads import Item
+from narrate.worker.engine.mlx_compat import shadow
 from narrate.worker.engine.mlx_engine import STREAM_INTERVAL_S, MlxEngine
-from narrate.worker.engine.models import LoadedModel, SpeakerEncoderRuns, load, resolve
+from narrate.worker.engine.models import LoadedModel, load, resolve
+from narrate.worker.engine.voice_cache import SpeakerEncoderRuns, speaker_embedding
 
 SAMPLE_RATE = 24_000
 FRAMES_PER_SECOND = 12.5
 # batch_generate clones a voice in context: it needs the reference audio's transcript. The bench
 # voice is a synthetic tone (random weights do not care what it says); this is what it "says".
 REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."
+
+
+FAMILIES = ("plain", "mlx-batch", "static", "continuous")  # mlx-batch: many minutes at 16 rows on a CPU
+
+
+def parse_families(text: str) -> tuple[str, ...]:
+    """`--variants`: a comma-separated choice of FAMILIES (plain always runs: it is the baseline)."""
+    families = tuple(v.strip() for v in text.split(",") if v.strip())
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown or not families:
+        raise BadInput(f"--variants {text!r}: choose from {', '.join(FAMILIES)}, comma-separated")
+    return families
 
 
 def synthetic_voice(seconds: float = 4.0) -> np.ndarray:
@@ -135,10 +151,7 @@ class Bench:
         if self.embedding is None:  # computed once per benchmark run, like the worker's cache
             from narrate.jobs.audio.voices import voice_samples
 
-            audio = mx.array(voice_samples(self.voice_path.read_bytes()))
-            emb = type(self.model).extract_speaker_embedding(self.model, audio)
-            self.embedding = emb.astype(self.loaded.talker_dtype)
-            mx.eval(self.embedding)
+            self.embedding = speaker_embedding(self.loaded, mx.array(voice_samples(self.voice_path.read_bytes())))
         return self.embedding
 
     def narrate(self, size: int, continuous: bool, items: list[Item] | None = None) -> Iterator[int]:
@@ -149,6 +162,22 @@ class Bench:
             yield c.frames
         self.steps = engine.last_loop.computed if engine.last_loop else []
         self.padding = engine.last_loop.padding if engine.last_loop else []
+
+
+@contextlib.contextmanager
+def counting_mlx_audio_runs(model) -> Iterator[None]:
+    """While active, mlx-audio's own speaker-encoder runs (its ``generate`` and ``batch_generate`` call
+    the model's ``extract_speaker_embedding`` once per sentence or row) are added to
+    SpeakerEncoderRuns. narrate's engine shadows that method with the cached voice (no run), and
+    narrate's own run (``speaker_embedding``, the class method) is counted where it happens."""
+    inner = model.extract_speaker_embedding
+
+    def counted(*args, **kwargs):
+        SpeakerEncoderRuns.add()
+        return inner(*args, **kwargs)
+
+    with shadow(model, "extract_speaker_embedding", counted):
+        yield
 
 
 def default_json(home: Path) -> Path:
@@ -195,6 +224,7 @@ def run_bench(
     allow_eos: bool = False,
     out_json: Path | None = None,
     log: Callable[[str], None] = print,
+    families: tuple[str, ...] = FAMILIES,
 ) -> dict:
     t0 = time.perf_counter()
     loaded = load(resolve(str(checkpoint), None))
@@ -223,21 +253,27 @@ def run_bench(
     with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
         bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
-        _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log)
+        with counting_mlx_audio_runs(loaded.model):
+            _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log, families)
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     if out_json:
         out_json.write_text(json.dumps(report, indent=2))
     return report
 
 
-def _variants(bench: Bench, batch_sizes: tuple[int, ...]) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
-    """(name, rows, run) for plain, mlx-batch-N, static-N and continuous-N."""
+def _variants(
+    bench: Bench, batch_sizes: tuple[int, ...], families: tuple[str, ...] = FAMILIES
+) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
+    """(name, rows, run) for plain (always: the baseline), and mlx-batch-N, static-N, continuous-N
+    of the families asked for."""
     out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
-    for n in batch_sizes:
+    for n in batch_sizes if "mlx-batch" in families else ():
         out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
     for n in batch_sizes:
-        out.append((f"static-{n}", n, lambda items=None, n=n: bench.narrate(n, False, items)))
-        out.append((f"continuous-{n}", n, lambda items=None, n=n: bench.narrate(n, True, items)))
+        if "static" in families:
+            out.append((f"static-{n}", n, lambda items=None, n=n: bench.narrate(n, False, items)))
+        if "continuous" in families:
+            out.append((f"continuous-{n}", n, lambda items=None, n=n: bench.narrate(n, True, items)))
     return out
 
 
@@ -248,9 +284,10 @@ def _run_variants(
     warmup_frames: int,
     out_json: Path | None,
     log: Callable[[str], None],
+    families: tuple[str, ...] = FAMILIES,
 ) -> None:
     """Warm every variant up, then measure each in turn into report["variants"]."""
-    variants = _variants(bench, batch_sizes)
+    variants = _variants(bench, batch_sizes, families)
     enc_total0 = SpeakerEncoderRuns.count
     bench._voice()  # narrate's one speaker-encoder run for this voice, for every narrate variant
     narrate_runs = SpeakerEncoderRuns.count - enc_total0

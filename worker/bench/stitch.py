@@ -18,7 +18,7 @@ speech, so tones would mislead) as real checkpoint files in a temp directory. Th
 It prints, for each, the tail (the last sentence -> the output in place), CPU seconds (this process
 and its ffmpeg children), peak RSS of this process and of the ffmpeg children (sampled),
 and the ratios, then the same as JSON. Not part of the test suite at this size (~170 MB of
-checkpoints an hour of audio); tests/test_segmented_encode.py runs a minute of it."""
+checkpoints an hour of audio); tests/system/test_segmented_encode.py runs a minute of it."""
 
 from __future__ import annotations
 

@@ -20,11 +20,12 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 from narrate.worker.engine.codec_fast import fast_layers, swaps_for
+from narrate.worker.engine.mlx_compat import codec_state_attrs
 
 # Attributes of the decoder's modules that hold streaming state (mlx-audio's CausalConv1d and the
-# initial/output convolutions: ``_buffer``; DecoderBlockUpsample: ``_overflow``), and the
-# decoder's own transformer cache.
-STATE_ATTRS = ("_buffer", "_overflow")
+# initial/output convolutions: ``_buffer``; DecoderBlockUpsample: ``_overflow``; listed and checked
+# in mlx_compat's REQUIRED_INTERNALS["codec_state"]), and the decoder's own transformer cache.
+STATE_ATTRS = codec_state_attrs()
 TRANSFORMER_STATE = "_transformer_cache"
 
 

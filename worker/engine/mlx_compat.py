@@ -66,11 +66,22 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "qwen3_tts.Model.extract_speaker_embedding": ("audio", "sr"),
         "qwen3_tts.Model.generate": (
             "text",
+            "lang_code",
             "ref_audio",
             "max_tokens",
             "stream",
             "streaming_interval",
             "split_pattern",
+            "verbose",
+        ),
+        # The benchmark's mlx-batch variant (worker/bench/runner.py).
+        "qwen3_tts.Model.batch_generate": (
+            "texts",
+            "ref_audio",
+            "ref_text",
+            "max_tokens",
+            "stream",
+            "streaming_interval",
             "verbose",
         ),
         "qwen3_tts.Model.model_quant_predicate": ("path", "module"),
@@ -104,6 +115,19 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
             "head_dim",
         ),
         "base.GenerationResult": ("audio", "token_count"),
+        "base.BatchGenerationResult": ("sequence_idx", "token_count"),
+    },
+    # The codec decoder's streaming state, which narrate keeps per row and swaps in for each of a
+    # row's pieces (codec_stream.py: STATE_ATTRS): instance attributes set in ``__init__``, with the
+    # ``reset_state`` that marks a module holding them. A renamed one would not be swapped, and
+    # every row would silently continue another row's audio: each class is checked on a tiny
+    # instance of its own (``CODEC_STATE_PROBES``; microseconds, no weights), and with a loaded
+    # model every decoder module with ``reset_state`` must hold one of them.
+    "codec_state": {
+        "speech_tokenizer.CausalConv1d": ("_buffer",),
+        "speech_tokenizer.DecoderInitialConv": ("_buffer",),
+        "speech_tokenizer.DecoderOutputConv": ("_buffer",),
+        "speech_tokenizer.DecoderBlockUpsample": ("_overflow",),
     },
     # Attributes of a loaded model that narrate reads, or resets (the KV cache fields), checked
     # when ``check_internals`` is given the model.
@@ -111,11 +135,24 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
         "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
         "Model.speech_tokenizer.decoder": ("_transformer_cache",),  # streaming state (codec_stream.py)
+        # The code predictor step (code_predictor_step.py) makes one cache per layer and embeds
+        # each codebook's token itself.
+        "Model.talker.code_predictor": ("model", "codec_embedding"),
+        "Model.talker.code_predictor.model": ("layers",),
         # The code predictor calls these on the caches it is given (narrate gives it its own:
         # code_predictor_step._GrowingCache, the same interface).
         "Model.talker.code_predictor.make_cache()[i]": ("update_and_fetch", "offset"),
         "Model.talker.make_cache()[i]": ("keys", "values", "offset"),
     },
+}
+
+
+# Constructor arguments of the smallest instance of each "codec_state" class.
+CODEC_STATE_PROBES: dict[str, tuple[int, ...]] = {
+    "speech_tokenizer.CausalConv1d": (1, 1, 2),  # in_channels, out_channels, kernel_size
+    "speech_tokenizer.DecoderInitialConv": (1, 1, 2),  # latent_dim, decoder_dim, kernel_size
+    "speech_tokenizer.DecoderOutputConv": (1, 2),  # channels, kernel_size
+    "speech_tokenizer.DecoderBlockUpsample": (1, 1, 1),  # in_dim, out_dim, upsample_rate
 }
 
 
@@ -160,8 +197,46 @@ def _field_problems() -> list[str]:
     return problems
 
 
+def _codec_state_problems() -> list[str]:
+    problems = []
+    for name, attrs in REQUIRED_INTERNALS["codec_state"].items():
+        cls = _lookup(name)
+        if cls is None:
+            problems.append(f"{name} is missing")
+            continue
+        try:
+            probe = cls(*CODEC_STATE_PROBES[name])
+        except Exception as e:  # noqa: BLE001 - a changed constructor is one more thing to report
+            problems.append(f"{name} could not be built to check its streaming state ({type(e).__name__}: {e})")
+            continue
+        missing = [a for a in ("reset_state", *attrs) if not hasattr(probe, a)]
+        if missing:
+            problems.append(f"{name} lacks {missing} (per-row codec state)")
+    return problems
+
+
+def codec_state_attrs() -> tuple[str, ...]:
+    """The attribute names of the codec's streaming state (codec_stream.py keeps them per row)."""
+    return tuple(dict.fromkeys(a for attrs in REQUIRED_INTERNALS["codec_state"].values() for a in attrs))
+
+
+def _unkept_codec_state(decoder: Any) -> list[str]:
+    """A loaded decoder's stateful modules (with ``reset_state``) that hold none of the known state."""
+    decoder = getattr(getattr(decoder, "streaming_step", None), "__self__", decoder)  # behind mx.compile
+    attrs = codec_state_attrs()
+    bare = sorted(
+        {
+            type(m).__name__
+            for _, m in decoder.named_modules()
+            if hasattr(m, "reset_state") and not any(hasattr(m, a) for a in attrs)
+        }
+    )
+    return [f"Model.speech_tokenizer.decoder's stateful modules {bare} hold none of {list(attrs)}"] if bare else []
+
+
 def _attribute_problems(model: Any) -> list[str]:
     speech_tokenizer = getattr(model, "speech_tokenizer", None)
+    predictor = getattr(getattr(model, "talker", None), "code_predictor", None)
     try:
         caches = list(model.talker.code_predictor.make_cache())
         talker_caches = list(model.talker.make_cache())
@@ -171,6 +246,8 @@ def _attribute_problems(model: Any) -> list[str]:
         "Model": [model],
         "Model.speech_tokenizer": [speech_tokenizer] if speech_tokenizer is not None else [],
         "Model.speech_tokenizer.decoder": [speech_tokenizer.decoder] if hasattr(speech_tokenizer, "decoder") else [],
+        "Model.talker.code_predictor": [predictor] if predictor is not None else [],
+        "Model.talker.code_predictor.model": [predictor.model] if hasattr(predictor, "model") else [],
         "Model.talker.code_predictor.make_cache()[i]": caches,
         "Model.talker.make_cache()[i]": talker_caches,
     }
@@ -182,13 +259,15 @@ def _attribute_problems(model: Any) -> list[str]:
         missing = sorted({a for obj in owners[name] for a in attrs if not hasattr(obj, a)})
         if missing:
             problems.append(f"{name} lacks {missing}")
+    if hasattr(speech_tokenizer, "decoder"):
+        problems += _unkept_codec_state(speech_tokenizer.decoder)
     return problems
 
 
 def check_internals(model: Any = None) -> None:
     """Raise InternalsChanged naming every listed internal that is gone or changed (instance
     attributes too when a loaded `model` is given)."""
-    problems = _signature_problems() + _field_problems()
+    problems = _signature_problems() + _field_problems() + _codec_state_problems()
     if model is not None:
         problems += _attribute_problems(model)
     if problems:

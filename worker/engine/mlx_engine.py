@@ -24,7 +24,7 @@ from narrate.worker.engine import admission
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import DecodeLoop
 from narrate.worker.engine.mlx_compat import check_internals, injected_voice, placeholder_reference
-from narrate.worker.engine.models import LoadedModel, SpeakerEncoderRuns
+from narrate.worker.engine.models import LoadedModel
 from narrate.worker.engine.sampling import options
 
 # Sentences are reordered by length only within a window of this many batches, so the writer
@@ -120,9 +120,8 @@ class MlxEngine:
         """The stored voice's embedding in the talker's dtype, from the Redis cache if there."""
         from narrate.worker.engine.voice_cache import voice_embedding
 
-        before = SpeakerEncoderRuns.count
         embedding, hit = voice_embedding(r, self.loaded, voice_sha)
-        return VoiceEmbedding(embedding, hit, SpeakerEncoderRuns.count - before)
+        return VoiceEmbedding(embedding, hit, 0 if hit else 1)  # a miss runs the speaker encoder once
 
     def warm_up(self, progress: Callable[[], None] | None = None) -> None:
         """Compile the decode step for every row count a batch of this engine can have (the

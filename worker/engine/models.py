@@ -84,26 +84,6 @@ class LoadedModel:
         return self.model.talker.get_input_embeddings().weight.dtype
 
 
-class SpeakerEncoderRuns:
-    """Counts real forward passes of the speaker encoder in this process."""
-
-    count = 0
-
-
-def _count_speaker_encoder(model: nn.Module) -> None:
-    cls = type(model.speaker_encoder)
-    if getattr(cls, "_narrate_counted", False):
-        return
-    forward = cls.__call__
-
-    def counted(self, *args, **kwargs):
-        SpeakerEncoderRuns.count += 1
-        return forward(self, *args, **kwargs)
-
-    cls.__call__ = counted
-    cls._narrate_counted = True
-
-
 def quantize(model: nn.Module, bits: int) -> int:
     """Quantize talker/code-predictor linears in place with the model's own predicate
     (speaker encoder, embeddings and codec stay floating point). Returns the layer count.
@@ -191,7 +171,6 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
         n = quantize(model, resolved.quantize_bits)
         log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
     mx.eval(model.parameters())
-    _count_speaker_encoder(model)
     return LoadedModel(model=model, resolved=resolved, key=model_key(resolved, hashes))
 
 

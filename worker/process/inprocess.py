@@ -15,9 +15,9 @@ from dataclasses import replace
 
 from narrate.jobs.api import submit as api
 from narrate.jobs.errors import JobNotFound
-from narrate.jobs.queue.lifecycle import queue
 from narrate.jobs.queue.rq_compat import check_rq_internals
 from narrate.jobs.server.connection import Connection
+from narrate.jobs.server.records import queue
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import ProgressListener
 from narrate.worker.process.host import host_lock
@@ -27,6 +27,11 @@ from redis import Redis
 from rq import Queue
 
 ENDED = ("finished", "failed")
+BUSY_HINT = (
+    "It runs this command's job once that process lets go of the lock. To use the running worker instead, "
+    "press Ctrl-C and submit the document to its queue: narrate submit DOCUMENT --voice VOICE -o OUTPUT --wait "
+    "(or stop that worker)"
+)
 
 
 def run_in_process(
@@ -46,7 +51,8 @@ def run_in_process(
             job_id = api.submit(
                 settings, r, replace(req, options=replace(req.options, fan_out="none")), queue_name=q.name
             ).job.id
-            with host_lock(settings.lock_path, "narrate run", waiting=waiting):
+            said = waiting and (lambda msg: waiting(f"{msg}. {BUSY_HINT}"))
+            with host_lock(settings.lock_path, "narrate run", waiting=said or None):
                 worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
                 worker.log_failures = False  # said once, by the caller, from the status
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status

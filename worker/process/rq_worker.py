@@ -6,7 +6,7 @@ in narrate.jobs.queue.rq_compat and checked at start.
 
 rq's stop-job command (``send_stop_job_command``) would, on a plain SimpleWorker, mark the job to be
 recorded as "stopped" and kill a work horse that a SimpleWorker does not have: the job ran on to
-its end. Here it cancels the job like ``narrate cancel``: it stops after its batch in flight.
+its end. Here it cancels the job like ``narrate cancel``: it stops within a second.
 
 Taking a job (atomically, for this host) and stop signals while taking one: worker.process.claiming."""
 
@@ -111,7 +111,7 @@ class NarrateWorker(ClaimingWorker):
             self.connection.hset(ctx.job.key, CANCEL_FIELD, "stop-job command")
         except RedisError as e:
             log.warning("could not record the stop-job command for %s: %s", job_id, e)
-        log.info("job %s will stop after its batch in flight (stop-job command)", job_id)
+        log.info("job %s will stop within a second (stop-job command)", job_id)
         return None
 
     def request_stop(self, signum, frame):

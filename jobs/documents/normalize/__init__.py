@@ -14,6 +14,7 @@ spoken: a changed rule or lexicon entry re-renders exactly the sentences whose s
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from narrate.jobs.documents.lexicon import Lexicon
 from narrate.jobs.documents.normalize.ordinals import ordinals
@@ -52,6 +53,33 @@ def normalize(text: str, language: str = "en", lexicon: Lexicon | None = None, h
     return Normalizer(language, lexicon)(text, heading)
 
 
+_POINT = {"it": "virgola", "ja": "点"}  # where num2words has no word for the decimal mark (or two)
+_JOINED = {"ja"}  # digits written together: 一点二五
+
+
+def _decimal(raw: str, mark: str, lang: str) -> str:
+    """A decimal as it is written: the whole part as a number, then each digit after the mark, so
+    trailing zeros and long decimals are kept (num2words takes a float: "1,10" read as "1,1"; its
+    Italian drops the decimals). Russian reads the fraction as a number of tenths, hundredths...:
+    num2words does that right when given the exact value."""
+    from decimal import Decimal
+
+    from num2words import CONVERTER_CLASSES, num2words
+
+    negative = raw.startswith("-")
+    whole, frac = raw.lstrip("-").split(mark, 1)
+    converter = CONVERTER_CLASSES[lang]
+    neg = (converter.negword or "minus ").strip() if negative else ""
+    if lang == "ru":
+        spoken = cast(str, num2words(Decimal(f"{whole}.{frac}"), lang=lang))
+    else:
+        point = _POINT.get(lang) or converter.pointword
+        sep = "" if lang in _JOINED else " "
+        after = sep.join(cast(str, num2words(int(d), lang=lang)) for d in frac)
+        spoken = sep.join([cast(str, num2words(int(whole), lang=lang)), point, after])
+    return f"{neg} {spoken}" if neg and lang not in _JOINED else neg + spoken
+
+
 def _numbers(text: str, language: str) -> str:
     """Plain numbers in a language other than English, through num2words."""
     from num2words import num2words
@@ -60,12 +88,11 @@ def _numbers(text: str, language: str) -> str:
     mark = "," if language in _DECIMAL_COMMA else "."
     number = re.compile(r"(?<![\w.,])-?\d+(?:" + re.escape(mark) + r"\d+)?(?![\w])")
 
-    def say(m: re.Match) -> str:
+    def say(m: re.Match[str]) -> str:
         raw = m.group()
         try:
-            value = float(raw.replace(mark, ".")) if mark in raw else int(raw)
-            return num2words(value, lang=lang)
-        except (NotImplementedError, OverflowError, ValueError):
+            return _decimal(raw, mark, lang) if mark in raw else cast(str, num2words(int(raw), lang=lang))
+        except (NotImplementedError, OverflowError, ValueError, KeyError):
             return raw
 
     return number.sub(say, text)

@@ -7,6 +7,7 @@ years: "1999" -> "nineteen ninety-nine", "2005" -> "two thousand five"), other n
 from __future__ import annotations
 
 import re
+from typing import Any, cast
 
 from num2words import num2words
 
@@ -28,37 +29,43 @@ _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000
 _ROMAN_AFTER = r"(Chapter|Part|Book|Volume|Vol\.|Act|Scene|Section|Appendix|Canto|Article|World War)"
 
 
-def words(n: int | float) -> str:
-    """A number in words, without num2words' commas ("one million two hundred ...")."""
+def words(n: int | str) -> str:
+    """A number in words, without num2words' commas ("one million two hundred ..."); a decimal
+    (given as its digits, "1.10") digit by digit after the point, as written: "one point one zero"."""
+    if isinstance(n, str):
+        whole, _, frac = n.partition(".")
+        return f"{words(int(whole))} point {digits(frac)}" if frac else words(int(whole))
     try:
-        return num2words(n).replace(",", "")
+        return cast(str, num2words(n)).replace(",", "")  # num2words is untyped
     except (OverflowError, NotImplementedError):
         return " ".join(_DIGITS[int(d)] for d in str(n) if d.isdigit())
 
 
 def year(n: int) -> str:
-    return num2words(n, to="year").replace("thousand and", "thousand").replace(" oh-", " oh ")
+    return cast(str, num2words(n, to="year")).replace("thousand and", "thousand").replace(" oh-", " oh ")
 
 
 def ordinal(n: int) -> str:
-    return num2words(n, to="ordinal").replace(",", "")
+    return cast(str, num2words(n, to="ordinal")).replace(",", "")  # num2words is untyped
 
 
 def digits(s: str) -> str:
     return " ".join(_DIGITS[int(d)] for d in s if d.isdigit())
 
 
-def _number(raw: str) -> int | float:
+def _number(raw: str) -> int | str:
+    """A whole number as an int; a decimal kept as its digits (a float would read "1.10" as "1.1"
+    and cut long decimals)."""
     raw = raw.replace(",", "")
-    return float(raw) if "." in raw else int(raw)
+    return raw if "." in raw else int(raw)
 
 
-def _end(m: re.Match, spoken: str) -> str:
+def _end(m: re.Match[str] | _Half, spoken: str) -> str:
     """`spoken` for an abbreviation whose period also ended the sentence: keep that period."""
     return spoken + "." if m.group().endswith(".") and m.end() == len(m.string) else spoken
 
 
-def _email(m: re.Match) -> str:
+def _email(m: re.Match[str]) -> str:
     user, domain = m.group(1), m.group(2)
     return f"{_spell_address(user)} at {_spell_address(domain)}"
 
@@ -69,7 +76,7 @@ def _spell_address(s: str) -> str:
     return re.sub(r"\d+", lambda d: digits(d.group()), s)
 
 
-def _url(m: re.Match) -> str:
+def _url(m: re.Match[str]) -> str:
     url = m.group()
     tail = re.search(r"[.,;:!?)]+$", url)
     trail = tail.group() if tail else ""
@@ -80,7 +87,7 @@ def _url(m: re.Match) -> str:
     return _spell_address(spoken) + trail
 
 
-def _currency(m: re.Match) -> str:
+def _currency(m: re.Match[str]) -> str:
     one, many, cent, cents = _CURRENCY[m.group(1)]
     whole, frac, scale = m.group(2), m.group(3), m.group(4)
     if scale:
@@ -100,18 +107,18 @@ def _day_month(day: str, month: str, yr: str | None) -> str:
     return f"the {ordinal(int(day))} of {month}" + (f" {year(int(yr))}" if yr else "")
 
 
-def _month_day(m: re.Match) -> str:
+def _month_day(m: re.Match[str]) -> str:
     return f"{m.group(1)} {ordinal(int(m.group(2)))}" + (f", {year(int(m.group(3)))}" if m.group(3) else "")
 
 
-def _iso_date(m: re.Match) -> str:
+def _iso_date(m: re.Match[str]) -> str:
     y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
     if not (1 <= mo <= 12 and 1 <= d <= 31):
         return m.group()
     return _day_month(str(d), MONTHS[mo - 1], str(y))
 
 
-def _time(m: re.Match) -> str:
+def _time(m: re.Match[str] | _Half) -> str:
     h, mins, half = int(m.group(1)), m.group(2), m.group(3)
     if h > 24 or (mins and int(mins) > 59):
         return m.group()
@@ -125,7 +132,7 @@ def _time(m: re.Match) -> str:
     return _end(m, spoken)
 
 
-def _phone(m: re.Match) -> str:
+def _phone(m: re.Match[str]) -> str:
     if sum(c.isdigit() for c in m.group()) < 7:
         return m.group()
     groups = re.findall(r"\d+", m.group())
@@ -139,17 +146,17 @@ def roman_value(s: str) -> int:
     return sum(-v if i + 1 < len(values) and v < values[i + 1] else v for i, v in enumerate(values))
 
 
-def _roman(m: re.Match) -> str:
+def _roman(m: re.Match[str]) -> str:
     n = roman_value(m.group(2))
     return f"{m.group(1)} {words(n).title()}" if n else m.group()
 
 
-def _abbreviation(m: re.Match) -> str:
+def _abbreviation(m: re.Match[str]) -> str:
     token = m.group()
     return _end(m, _ABBREVIATIONS[token])
 
 
-def _title(m: re.Match, saint_or_doctor: str, place: str) -> str:
+def _title(m: re.Match[str], saint_or_doctor: str, place: str) -> str:
     """Dr./St. before a name: Doctor/Saint; after one: Drive/Street."""
     before = m.string[: m.start()].rstrip()
     after = m.string[m.end() :]
@@ -158,12 +165,12 @@ def _title(m: re.Match, saint_or_doctor: str, place: str) -> str:
     return _end(m, place)
 
 
-def _decade(m: re.Match) -> str:
+def _decade(m: re.Match[str]) -> str:
     spoken = year(int(m.group(1)))
     return spoken[:-1] + "ies" if spoken.endswith("y") else spoken + "s"
 
 
-def _plain_number(m: re.Match) -> str:
+def _plain_number(m: re.Match[str]) -> str:
     sign, raw = m.group(1), m.group(2)
     spoken = words(_number(raw))
     return ("minus " if sign else "") + spoken
@@ -214,7 +221,7 @@ def normalize_english(text: str, heading: bool = False) -> str:
     return text
 
 
-def _signed(m: re.Match) -> str:
+def _signed(m: re.Match[str]) -> str:
     sign, whole, frac = m.group(1), m.group(2), m.group(3) or ""
     return ("minus " if sign else "") + words(_number(whole + frac))
 
@@ -222,11 +229,11 @@ def _signed(m: re.Match) -> str:
 class _Half:
     """A time match seen as (hour, minutes, a/p) whatever the pattern's group layout."""
 
-    def __init__(self, m: re.Match, bare: bool = False):
+    def __init__(self, m: re.Match[str], bare: bool = False):
         self.m, self.bare = m, bare
         self.string = m.string
 
-    def group(self, i: int = 0):
+    def group(self, i: int = 0) -> str | Any:  # as re.Match.group: None for a group that did not match
         m = self.m
         if i == 0:
             return m.group()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import cast
 
 _ROMAN = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 
@@ -25,7 +26,7 @@ def roman(numeral: str) -> int:
 def _say(n: int, lang: str, **kw: object) -> str:
     from num2words import num2words
 
-    return num2words(n, lang=lang, to="ordinal", **kw)
+    return cast(str, num2words(n, lang=lang, to="ordinal", **kw))  # num2words is untyped
 
 
 def _feminine(words: str) -> str:
@@ -60,7 +61,7 @@ def _iberian(lang: str) -> Callable[[str], str]:
     1.er / 3.er (primer, tercer) and 1.ª / 1.a."""
 
     def convert(text: str) -> str:
-        def say(m: re.Match) -> str:
+        def say(m: re.Match[str]) -> str:
             n, mark = int(m.group(1)), m.group(2).lower()
             words = _say(n, lang)
             if mark in ("ª", "a"):
@@ -83,7 +84,7 @@ _DE_DATIVE = re.compile(r"(?:\b(?:am|vom|zum|im|beim|dem|den|des|zur|einem|einen
 
 
 def _german(text: str) -> str:
-    def say(m: re.Match) -> str:
+    def say(m: re.Match[str]) -> str:
         base = _say(int(m.group(1)), "de")  # "dritte"
         before = text[: m.start()]
         return base + "n" if _DE_DATIVE.search(before) else base
@@ -96,7 +97,7 @@ def _german(text: str) -> str:
 def _year_de(n: int) -> str:
     from num2words import num2words
 
-    return num2words(n, lang="de", to="year")
+    return cast(str, num2words(n, lang="de", to="year"))  # num2words is untyped
 
 
 # Russian: the written ending -> (gender, case, plural).
@@ -113,7 +114,7 @@ _RU_ENDINGS = {
 
 
 def _russian(text: str) -> str:
-    def say(m: re.Match) -> str:
+    def say(m: re.Match[str]) -> str:
         gender, case, plural = _RU_ENDINGS[m.group(2)]
         return _say(int(m.group(1)), "ru", gender=gender, case=case, plural=plural)
 

@@ -46,6 +46,22 @@ def read_any(path: Path, options: ReadOptions = DEFAULT_READING) -> Document:
 
 
 def parse_bytes(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions = DEFAULT_READING) -> Document:
+    """The document in `raw`, read as `fmt`. Whatever a reader or the library under it raises (a
+    charset Python does not know, an encryption pypdf cannot open, a broken structure) is a
+    BadInput naming the document: one bad file is refused alone, never a traceback."""
+    try:
+        return _parse(raw, fmt, title, origin, options)
+    except BadInput:
+        raise
+    except (MemoryError, RecursionError) as e:
+        why = type(e).__name__
+        raise BadInput(f"document {origin} is too large or too deeply nested to read as {fmt} ({why})") from None
+    except Exception as e:  # noqa: BLE001 - any library error is this document's problem
+        reason = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise BadInput(f"document {origin} cannot be read as {fmt}: {reason} ({type(e).__name__})") from None
+
+
+def _parse(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions) -> Document:
     if fmt == "epub":
         from narrate.jobs.documents.readers.epub import parse_epub
 

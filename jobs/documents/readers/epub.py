@@ -8,6 +8,8 @@ import io
 import posixpath
 import re
 import warnings
+from collections.abc import Iterable
+from typing import Any
 from urllib.parse import unquote
 
 import ebooklib
@@ -93,13 +95,13 @@ def _meta(book: epub.EpubBook) -> BookMeta:
     return BookMeta(first("title"), ", ".join(authors)[:200], first("language"), data, mime)
 
 
-def _toc(toc) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+def _toc(toc: Iterable[Any] | None) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     """From the TOC (every level): file -> title of the entry that points at the file itself, and
     file -> {element id -> title} for entries that point inside a file (a chapter starts there)."""
     titles: dict[str, str] = {}
     anchors: dict[str, dict[str, str]] = {}
 
-    def visit(entries) -> None:
+    def visit(entries: Iterable[Any]) -> None:
         for entry in entries:
             node, children = entry if isinstance(entry, tuple) else (entry, [])
             href, title = getattr(node, "href", None), one_line(getattr(node, "title", "") or "")

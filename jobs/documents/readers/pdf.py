@@ -9,11 +9,15 @@ import io
 import logging
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.readers.blocks import Block, build_document, chapter_level
 from narrate.jobs.documents.readers.pdf_headings import PageSizes, heading_levels
 from narrate.jobs.errors import BadInput
+
+if TYPE_CHECKING:
+    from pypdf import PdfReader
 
 EDGE_LINES = 2  # lines at the top and at the bottom of a page looked at for running heads
 _PAGE_NUMBER = re.compile(r"^\W*((page|p\.|seite)\s*)?(\d{1,4}|[ivxlcdm]{1,7})(\s*(of|/)\s*\d{1,4})?\W*$", re.I)
@@ -52,7 +56,7 @@ def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None
     return build_document(blocks, title[:200] or fallback_title, origin, nothing=f" (it {_NO_TEXT})", language=language)
 
 
-def _outline(reader) -> dict[int, str]:
+def _outline(reader: PdfReader) -> dict[int, str]:
     """Page index -> title of the first top-level bookmark on that page."""
     out: dict[int, str] = {}
     for item in reader.outline or []:
@@ -90,32 +94,33 @@ def _paragraphs(pages: list[list[str]], starts: dict[int, str], headings: list[d
     shorter than the page's lines ends a paragraph; "narra-" + "tion" is "narration". A heading
     line is a paragraph of its own; at the chapter level it starts a chapter."""
     blocks: list[Block] = []
-    para = ""
+    para: list[str] = []  # the paragraph's pieces, joined once it ends: linear in the text's length
     level = chapter_level([lv for page in headings for lv in page.values()])
+
+    def end() -> None:
+        if para:
+            blocks.append(Block("".join(para)))
+            para.clear()
+
     for index, lines in enumerate(pages):
         if index in starts:
-            if para:
-                blocks.append(Block(para))
-                para = ""
+            end()
             blocks.append(Block("", chapter=starts[index]))
         width = max((len(ln) for ln in lines), default=0)
         for line in lines:
             heading = headings[index].get(" ".join(line.split()), 0)
             if heading:
-                if para:
-                    blocks.append(Block(para))
-                    para = ""
+                end()
                 blocks.append(Block(line, heading, line if heading <= level else None))
                 continue
             if not para:
-                para = line
-            elif _HYPHENATED.search(para) and line[:1].islower():
-                para = para[:-1] + line
+                para.append(line)
+            elif _HYPHENATED.search(para[-1][-2:]) and line[:1].islower():  # only the last line's end
+                para[-1] = para[-1][:-1]
+                para.append(line)
             else:
-                para = f"{para} {line}"
-            if _SENTENCE_END.search(line) and len(line) < 0.75 * width:
-                blocks.append(Block(para))
-                para = ""
-    if para:
-        blocks.append(Block(para))
+                para.extend((" ", line))
+            if _SENTENCE_END.search(line[-1:]) and len(line) < 0.75 * width:
+                end()
+    end()
     return blocks

@@ -38,8 +38,3 @@ def summarize(doc: Document, pause_s: float = 0.0) -> list[ChapterSummary]:
         head = " ".join(words[:FIRST_WORDS]) + (" ..." if len(words) > FIRST_WORDS else "")
         out.append(ChapterSummary(title, len(sentences), round(seconds, 1), head))
     return out
-
-
-def clock(seconds: float) -> str:
-    s = round(seconds)
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

@@ -38,9 +38,15 @@ class Page:
         return next((b.text for b in self.blocks if b.heading), None)
 
 
+MAX_DEPTH = 2048  # libxml2's nesting limit with huge_tree (256 without)
+
+
 def parse_html(raw: bytes | str, origin: str, encoding: str | None = None) -> etree._Element:
-    """The root element; BadInput if nothing can be parsed."""
-    parser = lxml.html.HTMLParser(encoding=encoding, remove_comments=True, remove_pis=True, no_network=True)
+    """The root element; BadInput if nothing can be parsed, or if the parser had to stop early
+    (libxml2 stops at a nesting depth, 2048 with huge_tree: what lies deeper would be lost)."""
+    parser = lxml.html.HTMLParser(
+        encoding=encoding, remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
+    )
     try:
         if isinstance(raw, str):
             raw = re.sub(r"^\s*<\?xml[^>]*\?>", "", raw)  # a str may not carry an encoding declaration
@@ -49,6 +55,12 @@ def parse_html(raw: bytes | str, origin: str, encoding: str | None = None) -> et
         raise BadInput(
             f"{origin} could not be read as HTML ({str(e).splitlines()[0] if str(e) else 'empty'})"
         ) from None
+    stopped = [e for e in parser.error_log if "depth" in e.message.lower() or e.type_name == "ERR_INTERNAL_ERROR"]
+    if stopped:
+        raise BadInput(
+            f"{origin} is nested more than {MAX_DEPTH} elements deep (from line {stopped[0].line}): what lies "
+            "deeper cannot be read; close its open elements (e.g. unclosed <span> or <div>) and try again"
+        )
     return root
 
 
@@ -66,7 +78,9 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
         if text:
             page.blocks.append(Block(text, heading, language=lang[-1]))
 
-    def walk(el: etree._Element, in_link: bool) -> None:
+    def enter(el: etree._Element, in_link: bool, todo: list) -> None:
+        """Open an element: its own text now; its children, their tails and its end onto `todo` (a
+        stack: no recursion, so any depth the parser kept is read)."""
         tag = el.tag.lower() if isinstance(el.tag, str) else ""
         if not tag or tag in DROP_TAGS or tag in drop or _is_note(el, tag):
             return
@@ -86,13 +100,24 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
         link = in_link or tag == "a"
         if el.text:
             _add(el.text, link)
-        for child in el:
-            walk(child, link)
-            if child.tail:
-                _add(child.tail, link)
         if block:
-            flush(int(tag[1]) if tag in ("h1", "h2", "h3", "h4", "h5", "h6") else 0)
-            lang.pop()
+            todo.append(("end", tag, link))
+        for child in reversed(el):
+            if child.tail:
+                todo.append(("tail", child.tail, link))
+            todo.append(("enter", child, link))
+
+    def walk(start: etree._Element) -> None:
+        todo: list = [("enter", start, False)]
+        while todo:
+            kind, item, link = todo.pop()
+            if kind == "enter":
+                enter(item, link, todo)
+            elif kind == "tail":
+                _add(item, link)
+            else:  # the end of a block
+                flush(int(item[1]) if item in ("h1", "h2", "h3", "h4", "h5", "h6") else 0)
+                lang.pop()
 
     def _add(text: str, link: bool) -> None:
         buf.append(text)
@@ -102,10 +127,7 @@ def page_of(root: etree._Element, drop: frozenset[str] = frozenset(), anchors: d
             page.link_chars += n
 
     body = root.find("body")
-    try:
-        walk(body if body is not None else root, False)
-    except RecursionError:
-        raise BadInput("the document's HTML is nested too deeply to read") from None
+    walk(body if body is not None else root)
     flush()
     return page
 

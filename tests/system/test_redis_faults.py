@@ -1,0 +1,98 @@
+"""The Redis server goes away or refuses writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from helpers.books import book
+from helpers.fake import fake_env, synthesized, wait_synthesized
+from helpers.ops import submit_book
+from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
+from helpers.servers import PrivateRedis
+
+
+def test_redis_gone_mid_job(env, home, voice_wav, monkeypatch):
+    """The server dies mid-job and comes back NARRATE_TEST_OUTAGE_S (15) seconds later (AOF); the
+    worker reconnects and the job completes. No password in any log, job meta, result or key."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, delay_ms=150, NARRATE_REDIS_URL=server.url)
+        monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
+        job_id = submit_book(e, home, voice_wav, book(24))
+        supervisor = start_worker(e)
+        wait_synthesized(home, 4)
+        server.kill()
+        outage = float(os.environ.get("NARRATE_TEST_OUTAGE_S", "15"))  # 30 s also passes (slower)
+        time.sleep(outage)
+        server.start()
+        try:
+            st = wait_for_job(job_id, timeout=120)
+        finally:
+            log = stop_worker(supervisor)
+        assert st["status"] == "finished", (st, log[-2000:])
+        assert len(synthesized(home)) == 24
+        secrets = [log, json.dumps(st)]
+        client = server.client()
+        for key in client.keys("*"):
+            if client.type(key) == b"hash":
+                secrets += [str(v) for v in client.hgetall(key).values()]
+        assert not any(server.password in s for s in secrets)
+    finally:
+        server.close()
+
+
+def test_an_idle_worker_waits_out_an_outage(env, home, voice_wav, monkeypatch):
+    """The server goes away while the worker waits for a job: it waits for it (patient connection, or
+    trying again), and takes the job submitted once the server is back, without a restart or a
+    traceback."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, delay_ms=0, NARRATE_REDIS_URL=server.url)
+        monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
+        supervisor = start_worker(e)
+        client = server.client()
+        # Idle, polling for jobs: registered, and a moment later (on a loaded machine the start
+        # can take longer than any fixed sleep; killing the server before it is up tests nothing).
+        wait_until(lambda: client.scard("rq:workers") > 0, 60, "the worker to register", poll=0.2)
+        time.sleep(1)
+        server.kill()
+        time.sleep(3)
+        server.start()
+        try:
+            job_id = submit_book(e, home, voice_wav, book(4))
+            st = wait_for_job(job_id, timeout=60)
+        finally:
+            log = stop_worker(supervisor)
+        assert st["status"] == "finished", (st, log[-2000:])
+        assert "Traceback" not in log, log[-3000:]
+        assert "restarting" not in log, log[-3000:]
+    finally:
+        server.close()
+
+
+def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatch):
+    """A server out of memory (maxmemory, noeviction) refuses the submit: one line, exit 1,
+    no job; once the limit is lifted the same submit works."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, NARRATE_REDIS_URL=server.url)
+        client = server.client()
+        client.config_set("maxmemory", "1")
+        client.config_set("maxmemory-policy", "noeviction")
+        doc = home / "oom.txt"
+        doc.write_text(book(5))
+        args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "oom.wav")]
+        proc = narrate(e, *args)
+        err = proc.stderr.strip()
+        assert proc.returncode == 1 and err.startswith("Error: the Redis server refused:") and "maxmemory" in err, err
+        assert len(err.splitlines()) == 1 and server.password not in err
+        assert client.llen("rq:queue:narrate") == 0
+        client.config_set("maxmemory", "0")
+        assert narrate(e, *args).returncode == 0 and client.llen("rq:queue:narrate") == 1
+    finally:
+        server.close()

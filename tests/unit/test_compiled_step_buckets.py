@@ -1,0 +1,49 @@
+"""The compiled code-predictor step's buckets, and the codec's faster CPU layers equal to mlx's, without a model."""
+
+from __future__ import annotations
+
+import mlx.core as mx
+import mlx.nn as nn
+import numpy as np
+from narrate.worker.engine import code_predictor_step as cps
+from narrate.worker.engine.codec_fast import (
+    DepthwiseConv1d,
+    PatchConv1d,
+    StridedTransposeConv1d,
+    is_depthwise,
+    is_plain,
+    is_strided_transpose,
+)
+
+
+def test_buckets_are_powers_of_two_and_the_batch_size():
+    assert cps.buckets(1) == [1]
+    assert cps.buckets(5) == [1, 2, 4, 5]
+    assert cps.buckets(16) == [1, 2, 4, 8, 16]
+    assert [cps.bucket(n, 5) for n in range(1, 6)] == [1, 2, 4, 4, 5]
+    assert [cps.bucket(n, 16) for n in (3, 8, 9, 16)] == [4, 8, 16, 16]
+    assert cps.buckets(5, every=True) == [1, 2, 3, 4, 5]
+    assert [cps.bucket(n, 16, every=True) for n in (3, 9, 16)] == [3, 9, 16]
+
+
+def test_faster_codec_layers_equal_mlx_layers():
+    mx.random.seed(3)
+    x = mx.random.normal((2, 300, 12))
+    for dilation, padding in ((1, 0), (3, 2)):
+        conv = nn.Conv1d(12, 12, kernel_size=7, dilation=dilation, padding=padding, groups=12)
+        assert is_depthwise(conv) and not is_plain(conv)
+        np.testing.assert_allclose(np.array(DepthwiseConv1d(conv)(x)), np.array(conv(x)), rtol=0, atol=1e-6)
+        for kernel in (1, 7):
+            conv = nn.Conv1d(12, 5, kernel_size=kernel, dilation=dilation, padding=padding)
+            assert is_plain(conv) and not is_depthwise(conv)
+            np.testing.assert_allclose(np.array(PatchConv1d(conv)(x)), np.array(conv(x)), rtol=0, atol=1e-6)
+    assert not is_depthwise(nn.Conv1d(12, 12, kernel_size=7, groups=12, stride=2))
+    assert not is_plain(nn.Conv1d(12, 12, kernel_size=7, stride=2))
+    for stride in (5, 8):
+        up = nn.ConvTranspose1d(12, 7, kernel_size=stride, stride=stride)
+        assert is_strided_transpose(up)
+        np.testing.assert_allclose(np.array(StridedTransposeConv1d(up)(x)), np.array(up(x)), rtol=0, atol=1e-6)
+    assert not is_strided_transpose(nn.ConvTranspose1d(12, 7, kernel_size=8, stride=4))
+    linear = nn.Linear(12, 40)
+    reordered = mx.contiguous(linear.weight.T).T
+    np.testing.assert_array_equal(np.array(x @ reordered.T + linear.bias), np.array(linear(x)))

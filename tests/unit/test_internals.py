@@ -1,0 +1,156 @@
+"""The checked manifests of rq, rq-dashboard and mlx-audio internals: the pinned versions pass, and
+removing or renaming one listed internal fails loudly, naming it."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+
+def test_the_checks_pass_on_the_pinned_versions():
+    from importlib.metadata import version
+
+    from narrate.jobs.dashboard import compat
+    from narrate.jobs.queue import rq_compat
+    from narrate.worker.engine import codec_stream, mlx_compat
+
+    assert version("rq").startswith("2.12.")
+    assert version("rq-dashboard") == compat.TESTED_VERSION == "0.9.0"
+    assert version("mlx-audio") == "0.6.2"
+    rq_compat.check_rq_internals()
+    compat.check_dashboard_internals()
+    mlx_compat.check_internals()
+    assert codec_stream.STATE_ATTRS == mlx_compat.codec_state_attrs() == ("_buffer", "_overflow")
+
+
+def test_a_changed_rq_internal_fails_loudly(monkeypatch):
+    from narrate.jobs.queue import rq_compat
+    from rq.job import Job
+    from rq.worker import BaseWorker, SimpleWorker
+
+    def execute_job(self, job):  # the queue parameter narrate's overrides pass on: gone
+        return None
+
+    monkeypatch.setattr(BaseWorker, "execute_job", execute_job)
+    with pytest.raises(rq_compat.RQInternalsChanged, match=r"BaseWorker.execute_job lacks \['queue'\]"):
+        rq_compat.check_rq_internals()
+    monkeypatch.undo()
+
+    # An instance attribute set in __init__, which the claiming worker writes on the job it takes:
+    # renamed, narrate would write a name rq no longer reads, and nothing would say so.
+    job_init = Job.__init__
+
+    def renamed_server_version(self, *args, **kwargs):
+        job_init(self, *args, **kwargs)
+        self.server_version = self.__dict__.pop("redis_server_version")
+
+    monkeypatch.setattr(Job, "__init__", renamed_server_version)
+    with pytest.raises(rq_compat.RQInternalsChanged, match=r"Job.redis_server_version is missing"):
+        rq_compat.check_rq_internals()
+    monkeypatch.undo()
+
+    worker_init = SimpleWorker.__init__
+
+    def renamed_stop_flag(self, *args, **kwargs):
+        worker_init(self, *args, **kwargs)
+        self.stop_requested = self.__dict__.pop("_stop_requested")
+
+    monkeypatch.setattr(SimpleWorker, "__init__", renamed_stop_flag)
+    with pytest.raises(rq_compat.RQInternalsChanged, match=r"SimpleWorker._stop_requested is missing"):
+        rq_compat.check_rq_internals()
+
+
+def _blueprint_renaming(old: str, new: str):
+    """rq-dashboard's blueprint as a release that renamed endpoint `old` to `new` would make it."""
+    from flask import Blueprint, Flask
+    from rq_dashboard import web
+
+    real = Flask("probe")
+    real.register_blueprint(web.blueprint)
+    bp = Blueprint("rq_dashboard", web.__name__, template_folder="templates", static_folder="static")
+    for rule in real.url_map.iter_rules():
+        name = rule.endpoint.removeprefix("rq_dashboard.")
+        if rule.endpoint.startswith("rq_dashboard.") and name != "static":
+            view = real.view_functions[rule.endpoint]
+            bp.add_url_rule(rule.rule, new if name == old else name, view, defaults=rule.defaults, methods=rule.methods)
+    return bp
+
+
+def test_a_changed_rq_dashboard_internal_fails_loudly(monkeypatch):
+    from narrate.jobs.dashboard import compat
+    from narrate.jobs.dashboard.app import make_app
+    from rq_dashboard import cli, web
+
+    # A replaced global rq-dashboard dropped: assigning it would change nothing. make_app refuses.
+    monkeypatch.delattr(web, "serialize_current_job")
+    with pytest.raises(compat.DashboardInternalsChanged, match=r"rq_dashboard.web.serialize_current_job is missing"):
+        compat.check_dashboard_internals()
+    with pytest.raises(compat.DashboardInternalsChanged, match=r"tested with rq-dashboard 0\.9\.0") as raised:
+        make_app("redis://127.0.0.1:6379/2")
+    assert "serialize_current_job" in str(raised.value)
+    monkeypatch.undo()
+
+    # An endpoint the cancel-instead-of-delete guard matches, renamed.
+    monkeypatch.setattr(cli, "blueprint", _blueprint_renaming("delete_job_view", "delete_job"))
+    with pytest.raises(compat.DashboardInternalsChanged, match=r"endpoint rq_dashboard.delete_job_view is missing"):
+        compat.check_dashboard_internals()
+    monkeypatch.undo()
+
+    # A view that no longer reads a replaced global by that name.
+    app = cli.make_flask_app(None, None, None, "")
+    app.view_functions["rq_dashboard.list_workers"] = lambda instance_number: {"workers": []}
+    with pytest.raises(compat.DashboardInternalsChanged, match=r"list_workers no longer reads rq_dashboard.web.Worker"):
+        compat.check_dashboard_internals(app)
+
+
+@pytest.mark.parametrize(
+    ("cls", "attr"),
+    [("CausalConv1d", "_buffer"), ("DecoderOutputConv", "_buffer"), ("DecoderBlockUpsample", "_overflow")],
+)
+def test_a_renamed_codec_state_fails_loudly(monkeypatch, cls, attr):
+    """Renamed per-row codec state would not be swapped between rows: every row would continue
+    another row's audio."""
+    from mlx_audio.tts.models.qwen3_tts import speech_tokenizer
+    from narrate.worker.engine import mlx_compat
+
+    owner = getattr(speech_tokenizer, cls)
+    init = owner.__init__
+
+    def renamed(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        object.__setattr__(self, "_state", self.__dict__.pop(attr))
+
+    monkeypatch.setattr(owner, "__init__", renamed)
+    with pytest.raises(mlx_compat.InternalsChanged, match=rf"speech_tokenizer.{cls} lacks \['{attr}'\]"):
+        mlx_compat.check_internals()
+
+
+def test_a_loaded_decoder_with_unknown_state_fails_loudly():
+    """With a model, every decoder module that resets streaming state must hold state narrate keeps."""
+    import mlx.nn as nn
+    from mlx_audio.tts.models.qwen3_tts import speech_tokenizer
+    from narrate.worker.engine import mlx_compat
+
+    class Decoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = speech_tokenizer.CausalConv1d(1, 1, 2)
+            self.upsample = speech_tokenizer.DecoderBlockUpsample(1, 1, 1)
+            object.__setattr__(self.upsample, "_tail", self.upsample.__dict__.pop("_overflow"))
+
+    model = SimpleNamespace(speech_tokenizer=SimpleNamespace(decoder=Decoder()))
+    with pytest.raises(mlx_compat.InternalsChanged, match=r"stateful modules \['DecoderBlockUpsample'\] hold none of"):
+        mlx_compat.check_internals(model)
+
+
+def test_a_dropped_generate_keyword_fails_loudly(monkeypatch):
+    from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
+    from narrate.worker.engine import mlx_compat
+
+    def generate(self, text, ref_audio=None, language="auto", max_tokens=None, stream=False, streaming_interval=2.0,
+                 split_pattern="\n", verbose=False): ...  # fmt: skip
+
+    monkeypatch.setattr(Model, "generate", generate)
+    with pytest.raises(mlx_compat.InternalsChanged, match=r"qwen3_tts.Model.generate lacks \['lang_code'\]"):
+        mlx_compat.check_internals()

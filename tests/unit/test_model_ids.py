@@ -1,0 +1,45 @@
+"""Model id rewriting (the documented table), a local checkpoint's resolution and an unresolvable
+model's clear error, without loading a model."""
+
+from __future__ import annotations
+
+import pytest
+from narrate.jobs.errors import BadInput
+from narrate.worker.engine.models import resolve
+
+ID = "Qwen3-TTS-12Hz-1.7B-Base"
+
+
+@pytest.mark.parametrize(
+    ("model", "quant", "metal", "source", "loaded_quant"),
+    [
+        (f"Qwen/{ID}", None, True, f"mlx-community/{ID}-6bit", "6bit"),
+        (f"Qwen/{ID}", None, False, f"mlx-community/{ID}-bf16", "bf16"),
+        (f"Qwen/{ID}", "4bit", False, f"mlx-community/{ID}-4bit", "4bit"),
+        (f"mlx-community/{ID}", None, True, f"mlx-community/{ID}-6bit", "6bit"),
+        (f"mlx-community/{ID}", "8bit", True, f"mlx-community/{ID}-8bit", "8bit"),
+        (f"mlx-community/{ID}-8bit", None, True, f"mlx-community/{ID}-8bit", "8bit"),
+        (f"mlx-community/{ID}-8bit", "4bit", True, f"mlx-community/{ID}-4bit", "4bit"),
+        (f"mlx-community/{ID}-bf16", "6bit", False, f"mlx-community/{ID}-6bit", "6bit"),
+        (f"Qwen/{ID}-4bit", None, False, f"mlx-community/{ID}-4bit", "4bit"),
+        (f"someone/{ID}", None, True, f"someone/{ID}", "bf16"),
+        (f"someone/{ID}", "8bit", True, f"someone/{ID}", "8bit"),
+    ],
+)
+def test_hub_id_rewriting_table(model, quant, metal, source, loaded_quant):
+    r = resolve(model, quant, metal=metal)
+    assert (r.source, r.quant, r.local) == (source, loaded_quant, False)
+    # mlx-community repos are already quantized; other ids are quantized at load.
+    assert r.quantize_bits == ({"4bit": 4, "6bit": 6, "8bit": 8}.get(quant) if model.startswith("someone") else None)
+
+
+def test_local_checkpoint_resolution(checkpoint):
+    assert resolve(str(checkpoint), None, metal=True).quant == "bf16"  # as is, never silently quantized
+    r = resolve(str(checkpoint), "6bit", metal=False)
+    assert (r.local, r.quantize_bits, r.source) == (True, 6, str(checkpoint.resolve()))
+
+
+@pytest.mark.parametrize("bad", ["not a model", "../x/y", "/no/such/dir", "a/b/c"])
+def test_unresolvable_model_is_a_clear_error(bad):
+    with pytest.raises(BadInput, match="neither a local checkpoint directory nor a Hugging Face id"):
+        resolve(bad, None, metal=False)
