@@ -141,13 +141,13 @@ MAX_THREADS = 32  # requests served at once; more wait for a free one (each had 
 IDLE_TIMEOUT_S = 30  # a connection that sends nothing for this long is closed
 
 
-def serve(app: Flask, host: str, port: int, threads: int = MAX_THREADS) -> None:
+def serve(app: Flask, host: str, port: int, threads: int = MAX_THREADS, idle_timeout: float = IDLE_TIMEOUT_S) -> None:
     """Serve `app` with werkzeug's threaded server, at most `threads` requests at once and idle
     connections dropped, until interrupted."""
     from werkzeug.serving import ThreadedWSGIServer, WSGIRequestHandler
 
     class Handler(WSGIRequestHandler):
-        timeout = IDLE_TIMEOUT_S
+        timeout = idle_timeout
 
     class Bounded(ThreadedWSGIServer):
         slots = threading.BoundedSemaphore(threads)

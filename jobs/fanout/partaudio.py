@@ -105,8 +105,9 @@ class Uploader:
                 p.hset(audio_key(self.book_id), name, blob)
                 p.expire(audio_key(self.book_id), self.keep_s)
                 p.execute()
-        except redis.ResponseError as e:
-            if not str(e).startswith("OOM"):
+        except redis.ResponseError as e:  # OutOfMemoryError, or inside MULTI the ExecAbortError it causes
+            said = f"{e} {e.__context__ or ''}"
+            if not isinstance(e, redis.exceptions.OutOfMemoryError) and "maxmemory" not in said:
                 raise
             log.error("book %s: the Redis server is full: %s", self.book_id, e)
             raise ServerFull(

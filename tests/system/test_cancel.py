@@ -74,7 +74,8 @@ def test_a_running_job_stops_after_its_batch_keeps_checkpoints_and_resumes(env, 
     finally:
         stop_worker(worker)
     indices = sorted(i for i, _ in synthesized(home))
-    assert indices == list(range(40))  # the resumed job synthesized only what was missing
+    assert sorted(set(indices)) == list(range(40))  # the resumed job synthesized what was missing,
+    assert len(indices) - 40 <= 4  # and again only the unfinished sentences the cancel dropped (one batch at most)
 
 
 def _rq_cancel(r, job_id):

@@ -61,7 +61,8 @@ def parse_epub(
         if not include_front_matter and (isinstance(item, epub.EpubNav) or linear == "no" or name in skip_files):
             continue
         inner = anchors.get(name, {})
-        page = page_of(parse_html(item.get_content(), f"{origin}: {name}", "utf-8"), anchors=inner)
+        raw, encoding = _page_bytes(item)
+        page = page_of(parse_html(raw, f"{origin}: {name}", encoding), anchors=inner)
         found_inner = any(b.chapter for b in page.blocks)
         title = titles.get(name) or (None if found_inner else next(iter(inner.values()), None))
         if not include_front_matter and _not_reading_text(page, name, title):
@@ -127,7 +128,8 @@ def _landmarks(book: epub.EpubBook) -> set[str]:
             out.add(posixpath.normpath(unquote(ref["href"]).partition("#")[0]))
     for nav in (i for i in book.get_items() if isinstance(i, epub.EpubNav)):
         try:
-            root = parse_html(nav.get_content(), "navigation", "utf-8")
+            raw, encoding = _page_bytes(nav)
+            root = parse_html(raw, "navigation", encoding)
         except BadInput:
             continue
         base = posixpath.dirname(nav.get_name())
@@ -150,3 +152,11 @@ def _not_reading_text(page: Page, name: str, title: str | None) -> bool:
         return True
     text = " ".join(b.text for b in page.blocks)
     return len(text) < 2000 and bool(_COPYRIGHT.search(text))
+
+
+def _page_bytes(item: Any) -> tuple[bytes, str | None]:
+    """A page's own bytes, as stored in the package, and their encoding (UTF-8 unless a UTF-16 BOM
+    says otherwise). ebooklib's get_content() re-parses a page into its template with a parser that
+    stops at a depth of 255 elements: what lay deeper was lost without a word."""
+    raw = item.content if isinstance(getattr(item, "content", None), bytes) else item.get_content()
+    return raw, ("utf-16" if raw[:2] in (b"\xff\xfe", b"\xfe\xff") else "utf-8")

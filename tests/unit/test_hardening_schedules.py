@@ -1,0 +1,121 @@
+"""A recurring schedule survives what its folder holds: a document a reader cannot read is skipped
+with its reason while the rest are submitted (it stopped the schedule for good: the tick failed and
+backed off forever, "last run: never"); a tick that fails says why in `schedule list`; a scheduler
+pass has a deadline; a full Redis is named."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from helpers.cli import invoke
+from helpers.sched import add, make_due, run_tick, skipped
+from narrate.jobs.schedules import loop
+from narrate.jobs.schedules.definitions import get, key
+from narrate.jobs.settings import Settings
+
+
+def _settle(path):
+    os.utime(path, (time.time() - 600, time.time() - 600))
+
+
+def test_a_document_no_reader_can_read_is_skipped_and_the_tick_goes_on(env, home, voice_wav, external_redis):
+    watch = home / "inbox"
+    watch.mkdir()
+    (watch / "bad.html").write_bytes(b'<html><head><meta charset="undefined"></head><body><p>Hi.</p></body></html>')
+    (watch / "deep.html").write_text("<html><body>" + "<div>" * 5000 + "<p>x.</p>" + "</div>" * 5000 + "</body></html>")
+    (watch / "good.txt").write_text("A document that reads. It has two sentences.")
+    for p in watch.iterdir():
+        _settle(p)
+    e = env | {"NARRATE_SCHEDULE_SETTLE_S": "0"}
+    add(e, "inbox", watch, voice_wav, run=invoke)
+    report = run_tick(e, "inbox", run=invoke)
+    assert [d["document"] for d in report["submitted"]] == ["good.txt"]
+    reasons = {name: rec["reason"] for name, rec in skipped(external_redis, "inbox").items()}
+    assert "bad.html cannot be read as html" in reasons["bad.html"], reasons
+    assert "nested more than 2048 elements deep" in reasons["deep.html"], reasons
+    shown = invoke(e, "schedule", "list")
+    assert "skipped: bad.html: " in shown.stdout and "last run: never" not in shown.stdout
+
+
+def test_a_failing_tick_says_why_in_schedule_list(env, home, voice_wav, external_redis, monkeypatch):
+    watch = home / "inbox"
+    watch.mkdir()
+    add(env, "nightly", watch, voice_wav, run=invoke)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the disk went away")
+
+    monkeypatch.setattr(loop, "tick_if_due", broken)
+    loop.Scheduler(Settings.from_env(), external_redis).step()
+    problem = json.loads(external_redis.get(key("nightly", "problem")))
+    assert "its tick failed (RuntimeError: the disk went away); trying again in" in problem["reason"]
+    shown = invoke(env, "schedule", "list")
+    assert "problem: its tick failed (RuntimeError: the disk went away)" in shown.stdout, shown.stdout
+
+
+def test_a_scheduler_pass_stops_its_ticks_at_its_deadline(env, home, voice_wav, external_redis, monkeypatch):
+    """A tick of a big folder stops after the document in hand once the pass's deadline is reached,
+    and the next pass goes on where it stopped (what was submitted counts as unchanged)."""
+    watch = home / "inbox"
+    watch.mkdir()
+    for i in range(6):
+        (watch / f"doc{i}.txt").write_text(f"Document number {i} is here.")
+        _settle(watch / f"doc{i}.txt")
+    e = env | {"NARRATE_SCHEDULE_SETTLE_S": "0"}
+    add(e, "big", watch, voice_wav, run=invoke)
+    make_due(external_redis, "big")
+    settings = Settings.from_env(schedule_settle_s=0.0)
+    slow_until = loop._Until
+
+    class Short(slow_until):
+        def __init__(self, stop, seconds):
+            super().__init__(stop, 0.0)
+            self.checks = 0
+
+        def is_set(self) -> bool:
+            self.checks += 1
+            return self.checks > 4  # the pass's check, then three documents
+
+    monkeypatch.setattr(loop, "_Until", Short)
+    s = loop.Scheduler(settings, external_redis)
+    s.step()
+    first = {k.decode() for k in external_redis.hkeys(key("big", "docs"))}
+    assert 0 < len(first) < 6, first  # stopped part way
+    monkeypatch.setattr(loop, "_Until", slow_until)
+    s.step()
+    assert {k.decode() for k in external_redis.hkeys(key("big", "docs"))} == {f"doc{i}.txt" for i in range(6)}
+    assert get(external_redis, "big").name == "big"
+
+
+def test_the_step_deadline_is_a_lease_at_least_ten_seconds():
+    assert loop.step_deadline_s(Settings(scheduler_interval_s=0.2)) == 10.0
+    assert loop.step_deadline_s(Settings(scheduler_interval_s=5.0)) == 25.0
+
+
+def test_a_full_redis_is_named_when_part_audio_is_stored(home):
+    import numpy as np
+    from helpers.servers import PrivateRedis
+    from narrate.jobs.book.checkpoints import Checkpoint, checkpoint_key
+    from narrate.jobs.fanout import partaudio
+    from narrate.jobs.ffmpeg import ffmpeg_exe
+
+    server = PrivateRedis()
+    server.start()
+    try:
+        import redis
+
+        r = redis.Redis.from_url(server.url)
+        r.config_set("maxmemory-policy", "noeviction")
+        r.set("filler", b"x" * 2_000_000)
+        r.config_set("maxmemory", str(int(r.info("memory")["used_memory"]) + 1000))
+        up = partaudio.Uploader(r, "book1", ffmpeg_exe(None), 3600)
+        rng = np.random.default_rng(1)
+        pcm = rng.integers(-9000, 9000, 48_000, dtype=np.int16)
+        up.pending.append((0, checkpoint_key("s", "v", "m", "q", 0, 1), Checkpoint(pcm, 25, False, 1)))
+        with pytest.raises(partaudio.ServerFull, match="the Redis server is full"):
+            up.flush()
+    finally:
+        server.close()
