@@ -64,7 +64,8 @@ def list_jobs(state, queue_name, as_json) -> None:
         return
     table = [("ID", "DOCUMENT", "STATUS", "PROGRESS", "ETA", "OUTPUT")]
     for row in rows:
-        status = row["status"] if row["priority"] == "normal" else f"{row['status']} ({row['priority']})"
+        status = "stopping" if row.get("stopping") else row["status"]
+        status = status if row["priority"] == "normal" else f"{status} ({row['priority']})"
         if row["scheduled_for"]:
             status += f" {local_time(row['scheduled_for'])}"
         table.append((row["id"], row["document"], status, f"{row['done']}/{row['total']} {row['percent']:.0f}%",
@@ -77,8 +78,8 @@ def list_jobs(state, queue_name, as_json) -> None:
 @click.argument("job_ids", nargs=-1, required=True)
 @one_line_errors
 def cancel(job_ids) -> None:
-    """Cancel jobs: a queued or scheduled one is removed; a running one stops after its batch in
-    flight and keeps its checkpoints (`narrate resume JOB` continues it)."""
+    """Cancel jobs: a queued or scheduled one is removed; a running one stops within a second and
+    keeps its checkpoints (`narrate resume JOB` continues it); `narrate list` shows it as stopping."""
     settings = settings_from_env()
     errors = []
     with Connection(settings) as conn:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import redis
 from narrate.jobs.queue.books import book_state
+from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of, queue_names
 from narrate.jobs.server.records import queue
 from rq.job import Job
@@ -33,7 +34,7 @@ REGISTRIES: dict[str, type[BaseRegistry]] = {
     "failed": FailedJobRegistry,
     "canceled": CanceledJobRegistry,
 }
-_FIELDS = ("status", "created_at", "origin", "description", "meta")
+_FIELDS = ("status", "created_at", "origin", "description", "meta", CANCEL_FIELD)
 
 
 def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | None = None) -> list[dict]:
@@ -110,6 +111,7 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "created_at": fields["created_at"].decode() if fields["created_at"] else None,
         "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
         "error": meta.get("error") if state in ("failed", "stopped") else None,
+        "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),  # canceled: it stops within a second
         "_book": meta.get("book"),
         "_parts": meta.get("parts"),
     }

@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
@@ -147,3 +148,20 @@ def test_bench_variants_are_checked(env):
     assert ran.returncode == 1 and "--variants 'plain,fast': choose from plain, mlx-batch, static, continuous" in (
         ran.stderr
     )
+
+
+def test_a_running_job_asked_to_cancel_is_listed_as_stopping(env, external_redis):
+    from narrate.jobs.api.listing import list_jobs
+    from narrate.jobs.queue.lifecycle import CANCEL_FIELD
+    from rq.registry import StartedJobRegistry
+
+    job = _job(external_redis, "narrate-running-one")
+    q = queue(external_redis, "narrate")
+    q.remove(job.id)
+    job.set_status(JobStatus.STARTED)
+    external_redis.zadd(StartedJobRegistry(queue=q).key, {f"{job.id}:exec1": time.time() + 600})  # as rq 2 writes it
+    external_redis.hset(job.key, CANCEL_FIELD, "narrate cancel")
+    [row] = list_jobs(external_redis, "narrate", Path(env["NARRATE_OUTPUT_DIR"]))
+    assert row["status"] == "started" and row["stopping"] is True
+    ran = invoke(env, "list")
+    assert ran.returncode == 0 and "stopping" in ran.stdout, ran.stdout
