@@ -19,6 +19,7 @@ from narrate.jobs.humanize import duration
 from narrate.jobs.queue import cancel as canceling
 from narrate.jobs.schedules.definitions import summary as schedule_rows
 from narrate.jobs.server.connection import Connection
+from narrate.jobs.server.durability import memory_full
 
 ENDED = ("finished", "failed", "canceled", "stopped")
 
@@ -55,6 +56,9 @@ def list_jobs(state, queue_name, as_json) -> None:
     settings = settings_from_env()
     with Connection(settings) as conn:
         rows = listing.list_jobs(conn.redis, queue_name or settings.queue, settings.output_dir, state)
+        full = memory_full(conn.redis)
+    if full:
+        click.echo(f"warning: {full}", err=True)
     if as_json:
         for row in rows:
             click.echo(json.dumps(row))
@@ -182,6 +186,10 @@ def status(job_id, as_json, follow) -> None:
     settings = settings_from_env()
     with Connection(settings) as conn:
         st = api.status(conn.redis, job_id)
+        full = memory_full(conn.redis) if st["status"] not in ENDED else None
+    if full:
+        st["server_full"] = full
+        click.echo(f"warning: {full}", err=True)
     if as_json:
         click.echo(json.dumps(st))
         return

@@ -116,3 +116,21 @@ def _data_dir(r: redis.Redis | None) -> str:
     if isinstance(found, bytes):
         found = found.decode(errors="replace")
     return found or "the server's data directory"
+
+
+def memory_full(r: redis.Redis) -> str | None:
+    """A sentence saying the server refuses writes because its memory is full (maxmemory reached
+    with the noeviction policy: every write that needs memory is refused, so no job can record its
+    progress or its failure), or None. One INFO round trip; a server that refuses INFO: None."""
+    try:
+        info = r.info("memory")
+    except redis.ResponseError:
+        return None
+    limit, used = int(info.get("maxmemory") or 0), int(info.get("used_memory") or 0)
+    if not limit or used < limit or str(info.get("maxmemory_policy", "")) != "noeviction":
+        return None
+    return (
+        f"the Redis server is full ({used / 1e6:.0f} MB used of its maxmemory {limit / 1e6:.0f} MB, evicting nothing): "
+        "it refuses writes, so running jobs cannot record progress or errors; free memory on it or raise its "
+        "maxmemory, then `narrate resume`"
+    )

@@ -119,3 +119,29 @@ def test_a_full_redis_is_named_when_part_audio_is_stored(home):
             up.flush()
     finally:
         server.close()
+
+
+def test_status_and_list_say_when_the_server_is_full(env):
+    """A full server (maxmemory, noeviction) refuses every write, so a running job can record neither
+    its progress nor its failure: the book sat at "started, ETA 5h" and nothing said why."""
+    import redis
+    from helpers.servers import PrivateRedis
+    from narrate.jobs.api.submit import JOB_FUNCTION
+    from narrate.jobs.server.records import queue
+
+    server = PrivateRedis()
+    server.start()
+    try:
+        r = redis.Redis.from_url(server.url)
+        job = queue(r, "narrate").enqueue(JOB_FUNCTION, "{}", job_id="narrate-waiting")
+        e = env | {"NARRATE_REDIS_URL": server.url}
+        calm = invoke(e, "status", job.id)
+        assert calm.returncode == 0 and "full" not in calm.stderr
+        r.config_set("maxmemory-policy", "noeviction")
+        r.set("filler", b"x" * 2_000_000)
+        r.config_set("maxmemory", str(int(r.info("memory")["used_memory"]) - 1000))
+        for args in (("status", job.id), ("list",)):
+            ran = invoke(e, *args)
+            assert ran.returncode == 0 and "warning: the Redis server is full" in ran.stderr, (args, ran.stderr)
+    finally:
+        server.close()
