@@ -245,7 +245,7 @@ def _synthesize(
     try:
         for chunk in chunks:
             ctx.beat()
-            if time.monotonic() - asked >= CANCEL_POLL_S:  # a cancel ends the batch in flight too, within a second
+            if ctx.cancel.is_set() or time.monotonic() - asked >= CANCEL_POLL_S:  # a cancel ends the batch in flight
                 asked = time.monotonic()
                 ctx.check_canceled(progress.done, progress.total)
             if first_audio is None:

@@ -106,7 +106,7 @@ class NarrateWorker(ClaimingWorker):
         if ctx is None or ctx.job.id != job_id:
             log.info("stop-job command for %s ignored: not running it", job_id)
             return None
-        ctx.cancel.set()  # honoured between batches, like `narrate cancel`
+        ctx.cancel.set()  # honoured at the next chunk (`narrate cancel`: within a second)
         try:
             self.connection.hset(ctx.job.key, CANCEL_FIELD, "stop-job command")
         except RedisError as e:
