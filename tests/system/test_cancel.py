@@ -118,7 +118,8 @@ def test_rq_cancel_dashboard_delete_and_stop_job_stop_the_work(action, env, home
         assert wait_for_job(nxt["id"], timeout=20)["status"] == "finished"
     finally:
         stop_worker(worker)
-    assert checkpoint_files(home) == stopped_at  # the canceled job's checkpoints stay
+    # the canceled job's checkpoints stay: every sentence it finished (those in flight were dropped)
+    assert stopped_at - 4 <= checkpoint_files(home) <= stopped_at
 
 
 def test_cancel_racing_with_completion_leaves_each_job_consistent(env, home, voice_wav, external_redis):
