@@ -32,7 +32,6 @@ from narrate.jobs.settings import Settings
 log = logging.getLogger("narrate.scheduler")
 SCHEDULERS = f"{PREFIX}schedulers"  # sorted set: "host pid" -> until when it counts as running
 MAX_BACKOFF_S = 300.0
-MIN_STEP_S = 10.0
 
 
 def queue_names(settings: Settings, queue_name: str | None = None) -> list[str]:
@@ -60,23 +59,6 @@ def leave(r: redis.Redis) -> None:
     r.zrem(SCHEDULERS, json.dumps([socket.gethostname(), os.getpid()]))
 
 
-class _Until:
-    """Set once `stop` is, or once the step's deadline has passed: a tick still reading documents
-    then stops after the one it reads, so due jobs keep moving and a stop is obeyed; the next pass
-    runs the tick again, and what it submitted already counts as unchanged."""
-
-    def __init__(self, stop: threading.Event | None, seconds: float):
-        self.stop, self.until = stop, time.monotonic() + seconds
-
-    def is_set(self) -> bool:
-        return (self.stop is not None and self.stop.is_set()) or time.monotonic() >= self.until
-
-
-def step_deadline_s(settings: Settings) -> float:
-    """How long one pass may spend on the ticks of schedules: a lease's length, at least 10 s."""
-    return max(MIN_STEP_S, lease_seconds(settings))
-
-
 class Scheduler:
     """One pass at a time (``step``); ``serve`` repeats it until `stop` is set."""
 
@@ -88,6 +70,12 @@ class Scheduler:
         self.failures: dict[str, int] = {}
 
     def step(self, stop: threading.Event | None = None) -> None:
+        """One pass: due jobs and abandoned parts moved, then the due ticks."""
+        self.move()
+        self.ticks(stop)
+
+    def move(self) -> None:
+        """Due `--at`/`--in` jobs into their queue, and the parts of a book whose host died."""
         beat(self.r, self.settings)
         try:
             moved = enqueue_due(self.r, self.queues)
@@ -100,14 +88,17 @@ class Scheduler:
             take_over_parts(self.r, self.queues)  # parts of a book whose host died (jobs/fanout/takeover.py)
         except Exception as e:  # noqa: BLE001 - the next pass tries again
             log.error("taking over abandoned parts failed (%s: %s); trying again", type(e).__name__, e)
-        until = _Until(stop, step_deadline_s(self.settings))
+
+    def ticks(self, stop: threading.Event | None = None) -> None:
+        """The ticks that are due; a tick that fails is tried again later, with a doubling wait, and
+        `schedule list` says why."""
         for sched in schedules.all_schedules(self.r):
-            if until.is_set():
+            if stop is not None and stop.is_set():
                 return
             if time.monotonic() < self.retry_at.get(sched.name, 0.0):
                 continue
             try:
-                tick_if_due(self.settings, self.r, sched, time.time(), until)
+                tick_if_due(self.settings, self.r, sched, time.time(), stop)
                 self.failures.pop(sched.name, None)
             except Exception as e:  # noqa: BLE001 - one schedule's failure must not stop the others
                 n = self.failures[sched.name] = self.failures.get(sched.name, 0) + 1
@@ -119,20 +110,33 @@ class Scheduler:
                     note_problem(self.r, sched.name, reason, then=None)
 
     def serve(self, stop: threading.Event) -> None:
+        """Until `stop` is set: due jobs and takeovers in a thread of their own, every interval, so a
+        long tick (a big folder, a slow document) never holds them back; the ticks here."""
         every = self.settings.scheduler_interval_s
         log.info("scheduler running (every %g s; queues %s)", every, ", ".join(self.queues))
+        mover = threading.Thread(target=self._keep_moving, args=(stop,), name="narrate due jobs", daemon=True)
+        mover.start()
         try:
             while not stop.is_set():
                 try:
-                    self.step(stop)
+                    self.ticks(stop)
                 except Exception as e:  # noqa: BLE001 - a server outage, say: the next pass tries again
                     log.warning("scheduler: %s: %s; trying again", type(e).__name__, e)
-                stop.wait(self.settings.scheduler_interval_s)
+                stop.wait(every)
         finally:
+            mover.join(timeout=max(5.0, 2 * every))
             try:
                 leave(self.r)
             except redis.RedisError:
                 pass
+
+    def _keep_moving(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.move()
+            except Exception as e:  # noqa: BLE001 - a server outage, say: the next pass tries again
+                log.warning("scheduler: %s: %s; trying again", type(e).__name__, e)
+            stop.wait(self.settings.scheduler_interval_s)
 
 
 def serve(settings: Settings, stop: threading.Event, queue_name: str | None = None) -> None:

@@ -13,7 +13,7 @@ import pytest
 from helpers.cli import invoke
 from helpers.sched import add, make_due, run_tick, skipped
 from narrate.jobs.schedules import loop
-from narrate.jobs.schedules.definitions import get, key
+from narrate.jobs.schedules.definitions import key
 from narrate.jobs.settings import Settings
 
 
@@ -56,43 +56,44 @@ def test_a_failing_tick_says_why_in_schedule_list(env, home, voice_wav, external
     assert "problem: its tick failed (RuntimeError: the disk went away)" in shown.stdout, shown.stdout
 
 
-def test_a_scheduler_pass_stops_its_ticks_at_its_deadline(env, home, voice_wav, external_redis, monkeypatch):
-    """A tick of a big folder stops after the document in hand once the pass's deadline is reached,
-    and the next pass goes on where it stopped (what was submitted counts as unchanged)."""
+def test_due_jobs_move_while_a_tick_is_busy(env, home, voice_wav, external_redis, monkeypatch):
+    """A tick that takes long (a big folder, a slow document) held back every `--in` job: one due in
+    30 s stayed scheduled. The scheduler moves due jobs in a thread of its own."""
+    import threading
+
+    from narrate.jobs.api.status import status
+
     watch = home / "inbox"
     watch.mkdir()
-    for i in range(6):
-        (watch / f"doc{i}.txt").write_text(f"Document number {i} is here.")
-        _settle(watch / f"doc{i}.txt")
-    e = env | {"NARRATE_SCHEDULE_SETTLE_S": "0"}
-    add(e, "big", watch, voice_wav, run=invoke)
-    make_due(external_redis, "big")
-    settings = Settings.from_env(schedule_settle_s=0.0)
-    slow_until = loop._Until
+    add(env, "busy", watch, voice_wav, run=invoke)
+    make_due(external_redis, "busy")
+    entered, release = threading.Event(), threading.Event()
 
-    class Short(slow_until):
-        def __init__(self, stop, seconds):
-            super().__init__(stop, 0.0)
-            self.checks = 0
+    def slow_tick(*args, **kwargs):
+        entered.set()
+        release.wait(30)
 
-        def is_set(self) -> bool:
-            self.checks += 1
-            return self.checks > 4  # the pass's check, then three documents
-
-    monkeypatch.setattr(loop, "_Until", Short)
-    s = loop.Scheduler(settings, external_redis)
-    s.step()
-    first = {k.decode() for k in external_redis.hkeys(key("big", "docs"))}
-    assert 0 < len(first) < 6, first  # stopped part way
-    monkeypatch.setattr(loop, "_Until", slow_until)
-    s.step()
-    assert {k.decode() for k in external_redis.hkeys(key("big", "docs"))} == {f"doc{i}.txt" for i in range(6)}
-    assert get(external_redis, "big").name == "big"
-
-
-def test_the_step_deadline_is_a_lease_at_least_ten_seconds():
-    assert loop.step_deadline_s(Settings(scheduler_interval_s=0.2)) == 10.0
-    assert loop.step_deadline_s(Settings(scheduler_interval_s=5.0)) == 25.0
+    monkeypatch.setattr(loop, "tick_if_due", slow_tick)
+    doc = home / "later.txt"
+    doc.write_text("Due in a second.")
+    ran = invoke(env, "submit", str(doc), "--voice", str(voice_wav), "--in", "1s", "--json")
+    assert ran.returncode == 0, ran.stderr
+    job_id = json.loads(ran.stdout)["id"]
+    stop = threading.Event()
+    sched = loop.Scheduler(Settings.from_env(scheduler_interval_s=0.2), external_redis)
+    server = threading.Thread(target=sched.serve, args=(stop,), daemon=True)
+    server.start()
+    try:
+        assert entered.wait(10), "the tick did not start"
+        deadline = time.monotonic() + 15
+        while status(external_redis, job_id)["status"] == "scheduled" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert status(external_redis, job_id)["status"] == "queued"  # moved while the tick still runs
+        assert not release.is_set() and server.is_alive()
+    finally:
+        release.set()
+        stop.set()
+        server.join(10)
 
 
 def test_a_full_redis_is_named_when_part_audio_is_stored(home):
