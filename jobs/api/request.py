@@ -17,10 +17,9 @@ from narrate.jobs.api.model_choice import check_model
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
-from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
-from narrate.jobs.errors import BadInput
+from narrate.jobs.documents.readers import ReadOptions, check_input_format
 from narrate.jobs.fanout.split import check_fan_out
-from narrate.jobs.queue.queues import PRIORITIES
+from narrate.jobs.queue.queues import check_priority
 from narrate.jobs.settings import check_quant
 
 
@@ -55,21 +54,19 @@ class Options:
         """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
         cover files, touches no server."""
         check_quant(quant)
-        if input_format is not None and input_format.lower() not in INPUT_FORMATS:
-            raise BadInput(f"--input-format {input_format!r}: use one of {', '.join(INPUT_FORMATS)}")
-        if priority not in PRIORITIES:
-            raise BadInput(f"--priority {priority!r}: use one of {', '.join(PRIORITIES)}")
         return cls(
             model=check_model(model),
             quant=quant,
             overwrite=overwrite,
             reading=ReadOptions(
-                input_format.lower() if input_format else None, include_front_matter, check_language(language)
+                check_input_format(input_format) if input_format else None,
+                include_front_matter,
+                check_language(language),
             ),
             lexicon=read_lexicon(Path(lexicon)) if lexicon is not None else [],
             book=BookOptions.make(**(book or {})),
             fan_out=check_fan_out(fan_out),
-            priority=priority,
+            priority=check_priority(priority),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -95,7 +95,12 @@ class CheckpointStore:
 
     def verify(self, key: str) -> bool:
         """A complete, undamaged checkpoint exists: the body is read and its checksum checked."""
-        return self.load(key) is not None
+        return self.samples(key) is not None
+
+    def samples(self, key: str) -> int | None:
+        """The samples of a complete, undamaged checkpoint (as ``verify`` checks it), or None."""
+        cp = self.load(key)
+        return None if cp is None else int(cp.pcm.size)
 
     def load(self, key: str) -> Checkpoint | None:
         """The checkpoint, or None if it is missing or damaged (a damaged one is redone)."""

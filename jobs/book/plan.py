@@ -29,10 +29,11 @@ class Plan:
     keys: list[str]  # checkpoint key of each sentence
     originals: list[str]  # each sentence as the document writes it (subtitles, manifests)
 
-    def missing(self, checkpoints: CheckpointStore) -> list[Sentence]:
-        """Sentences without a complete, intact checkpoint (body checksum verified): what this attempt
-        has to synthesize."""
-        return [s for s in self.sentences if not checkpoints.verify(self.keys[s.index])]
+    def checkpointed(self, checkpoints: CheckpointStore) -> dict[int, int]:
+        """Sentence -> samples, of the sentences with a complete, intact checkpoint (body checksum
+        verified); the others are what this attempt has to synthesize."""
+        found = {s.index: checkpoints.samples(self.keys[s.index]) for s in self.sentences}
+        return {i: n for i, n in found.items() if n is not None}
 
     def pause_after_ms(self, index: int, spec: JobSpec) -> int:
         if index == len(self.sentences) - 1:

@@ -295,16 +295,15 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
 
 def _shown_options(opts: Options) -> dict:
     """The options that differ from the defaults, JSON-able (the cover as its size)."""
-    shown = {}
+    shown, base = {}, DEFAULTS.to_json()
     for k, v in opts.to_json().items():
         if k == "book":
-            base = DEFAULTS.to_json()["book"]
-            book = {b: x for b, x in v.items() if x != base[b]}
+            book = {b: x for b, x in v.items() if x != base["book"][b]}
             if book.get("cover"):
                 book["cover"] = f"{len(opts.book.cover or b'')} bytes"
             if book:
                 shown["book"] = book
-        elif k not in ("model", "quant", "lexicon", "priority") and v != DEFAULTS.to_json()[k]:
+        elif k not in ("model", "quant", "lexicon", "priority") and v != base[k]:
             shown[k] = v
     return shown
 

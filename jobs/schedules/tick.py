@@ -28,9 +28,9 @@ import json
 import logging
 import os
 import socket
+import threading
 import time
 from pathlib import Path
-from typing import Protocol
 
 import redis
 from narrate.jobs.api import submit as api
@@ -54,13 +54,6 @@ class TickBusy(NarrateError):
     """Another tick of the schedule is running."""
 
 
-class StopFlag(Protocol):
-    """What a tick asks between documents: should it stop here (a threading.Event, or the
-    scheduler's step deadline)?"""
-
-    def is_set(self) -> bool: ...
-
-
 class Interrupted(Exception):
     """The scheduler is stopping: the tick is left for the next one."""
 
@@ -70,7 +63,7 @@ def lease_seconds(settings: Settings) -> float:
 
 
 def tick_if_due(
-    settings: Settings, r: redis.Redis, sched: Schedule, now: float, stop: StopFlag | None = None
+    settings: Settings, r: redis.Redis, sched: Schedule, now: float, stop: threading.Event | None = None
 ) -> dict | None:
     """Run the schedule's due tick, if one is due and no other scheduler has it; its report or None."""
     last = schedules.state(r, sched.name).get("last_tick", 0.0)
@@ -88,7 +81,9 @@ def run_now(settings: Settings, r: redis.Redis, name: str) -> dict:
     return report
 
 
-def _run(settings: Settings, r: redis.Redis, sched: Schedule, tick: float | None, stop: StopFlag | None) -> dict | None:
+def _run(
+    settings: Settings, r: redis.Redis, sched: Schedule, tick: float | None, stop: threading.Event | None
+) -> dict | None:
     name = sched.name
     try:
         with open_folder(sched.watch) as folder:  # a host that cannot see it leaves the tick to one that can
@@ -192,7 +187,7 @@ class _Tick:
         sched: Schedule,
         folder: Folder,
         lease: Lease,
-        stop: StopFlag | None,
+        stop: threading.Event | None,
     ) -> None:
         self.settings = sched.settings(settings)
         self.r, self.sched, self.folder, self.lease, self.stop = r, sched, folder, lease, stop

@@ -98,8 +98,8 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
     if fanned_out:  # the parts' audio, synthesized on any host
         partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
-    todo = plan.missing(checkpoints)
-    cached = checkpointed_samples(checkpoints, plan, todo)
+    cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
+    todo = [s for s in plan.sentences if s.index not in cached]
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
                         audio_seconds=sum(cached.values()) / SAMPLE_RATE)  # fmt: skip
     progress.save()
@@ -196,18 +196,6 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
         store.keep(job.connection, spec.document, spec.voice, keep_s)
         if spec.cover:
             job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
-
-
-def checkpointed_samples(checkpoints: CheckpointStore, plan: Plan, todo: list[Sentence]) -> dict[int, int]:
-    """Sentence -> samples, of the sentences done before this attempt (the cache, an earlier attempt,
-    other hosts' parts): from their checkpoints' headers, a small read each."""
-    missing = {s.index for s in todo}
-    out = {}
-    for s in plan.sentences:
-        if s.index not in missing:
-            head = checkpoints.header(plan.keys[s.index]) or {}
-            out[s.index] = int(head.get("samples", 0))
-    return out
 
 
 def _synthesize(

@@ -35,9 +35,9 @@ def test_a_relative_model_path_is_made_absolute(tmp_path, monkeypatch):
     [
         ({"quant": "3bit"}, "unknown quantization '3bit'"),
         ({"language": "klingon"}, "klingon"),
-        ({"priority": "urgent"}, "--priority 'urgent'"),
+        ({"priority": "urgent"}, "unknown priority 'urgent'"),
         ({"fan_out": "sometimes"}, "--fan-out 'sometimes'"),
-        ({"input_format": "docx"}, "--input-format 'docx'"),
+        ({"input_format": "docx"}, "unknown input format 'docx'"),
         ({"book": {"split": "pages"}}, "--split 'pages'"),
         ({"book": {"loudness": "-99"}}, "--loudness '-99'"),
         ({"book": {"subtitles": "ass"}}, "--subtitles"),

@@ -29,12 +29,17 @@ class ReadOptions:
 DEFAULT_READING = ReadOptions()
 
 
+def check_input_format(named: str) -> str:
+    """An `--input-format` value, lower-cased; BadInput for a format no reader reads."""
+    if named.lower() not in INPUT_FORMATS:
+        raise BadInput(f"unknown input format {named!r}: use one of {', '.join(INPUT_FORMATS)}")
+    return named.lower()
+
+
 def format_of(path: Path, named: str | None = None) -> str:
     """The format to read `path` as: the one named, else its extension's; text when unknown."""
     if named:
-        if named.lower() not in INPUT_FORMATS:
-            raise BadInput(f"unknown input format {named!r}: use one of {', '.join(INPUT_FORMATS)}")
-        return named.lower()
+        return check_input_format(named)
     return _BY_SUFFIX.get(Path(path).suffix.lower(), "txt")
 
 
