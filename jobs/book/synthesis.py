@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:  # numpy is loaded by what makes audio, not by every command that imports this
     import numpy as np
 
+    from narrate.jobs.book.voice import VoiceRef
+
 OnBatch = Callable[[list[int]], None]
 
 
@@ -42,6 +44,7 @@ class VoiceEmbedding:
     value: Any
     cache_hit: bool
     encoder_runs: int
+    warning: str | None = None  # e.g. an instruction this model ignores (0.6B): said in the job's meta and log
 
 
 class Engine(Protocol):
@@ -51,8 +54,10 @@ class Engine(Protocol):
     source: str  # what was loaded: a hub id or a local path
     quant: str  # bf16 | 4bit | 6bit | 8bit
 
-    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
-        """The embedding of a stored voice (`r`: the Redis client that holds voices)."""
+    def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
+        """The voice ready to inject (`r`: the Redis client that holds voice samples): a clone's
+        embedding, a preset speaker, a design. Raises BadInput when this model cannot speak it (a
+        sample on a CustomVoice model, a speaker it does not have: the message lists its speakers)."""
         ...
 
     def synthesize(
