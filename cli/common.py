@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,9 +17,11 @@ from narrate.jobs.api.request import Options
 from narrate.jobs.audio.bookmeta import SPLITS
 from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import DEFAULT_MODEL, MAX_FRAMES_CAP, MAX_PAUSE_MS, QUANTS, Settings, default
+from narrate.jobs.voices.choice import VoiceChoice, choose
 
 quant_option = click.option(
     "--quant",
@@ -56,9 +59,37 @@ lexicon_option = click.option(
     default=None,
     help="Pronunciations: a file of 'word = spoken form' lines (whole words, case-sensitive; # comments).",
 )
-voice_option = click.option(
-    "--voice", required=True, type=click.Path(path_type=Path), help="Voice sample (1-60 s of speech)."
-)
+
+
+def voice_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--voice NAME|FILE and --instruct, passed to the command as `voice` and `instruct`."""
+    f = click.option(
+        "--instruct",
+        default=None,
+        metavar="TEXT",
+        help="How a preset speaker speaks, e.g. 'calm, warm narrator' (1.7B CustomVoice models; others ignore it).",
+    )(f)
+    return click.option(
+        "--voice",
+        required=True,
+        metavar="NAME|FILE",
+        help="A voice sample file (1-60 s of speech), a saved voice (narrate voice list) or, with a CustomVoice "
+        "--model, a preset speaker (ryan, aiden, ...).",
+    )(f)
+
+
+def choose_voice(settings: Settings, voice: str, options: Options, instruct: str | None,
+                 conn: Connection | None = None) -> VoiceChoice:  # fmt: skip
+    """The voice `--voice` names (a file needs no server; a name is looked up in the library on
+    `conn`, or on a connection opened for it). Warnings go to stderr."""
+    if conn is None and not os.path.lexists(os.path.expanduser(voice)):
+        with Connection(settings) as c:
+            return choose_voice(settings, voice, options, instruct, c)
+    chosen = choose(conn.redis if conn is not None else None, voice, options.model, ffmpeg_exe(settings.ffmpeg),
+                    instruct, default_model=settings.model)  # fmt: skip
+    for warning in chosen.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return chosen
 
 
 def reading_options(f):

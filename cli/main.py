@@ -17,6 +17,7 @@ from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, wat
 from narrate.cli.schedule import schedule, scheduler  # noqa: E402
 from narrate.cli.services import bench, dashboard, worker  # noqa: E402
 from narrate.cli.submit import run, submit  # noqa: E402
+from narrate.cli.voice import voice_group  # noqa: E402
 
 
 @click.group()
@@ -27,6 +28,7 @@ def main() -> None:
 
 COMMANDS = (
     submit, run, chapters, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
+    voice_group,  # voices by name
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools
     cache_group,  # the sentence cache

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from narrate.cli.common import (
+    choose_voice,
     one_line_errors,
     options_from,
     request_options,
@@ -48,17 +49,18 @@ def schedule() -> None:
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
 @request_options()
 @one_line_errors
-def add(name, cron_expr, watch, voice, output_dir, fmt, tz, **kw) -> None:
+def add(name, cron_expr, watch, voice, instruct, output_dir, fmt, tz, **kw) -> None:
     """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed,
     with the options `narrate submit` takes.
 
-    The voice, the lexicon and the cover are read now and kept with the schedule (add it again to
-    change them)."""
+    The voice (a saved voice's sample too), the lexicon and the cover are read now and kept with the
+    schedule (add it again to change them)."""
     options, overrides = options_from(kw)
     settings = settings_from_env(**overrides)
-    sched, v = schedules.make(settings, name, cron_expr, watch, voice, output_dir, fmt, tz, options)
     with Connection(settings) as conn:
-        schedules.add(conn.redis, sched, v)
+        chosen = choose_voice(settings, voice, options, instruct, conn)
+        sched = schedules.make(settings, name, cron_expr, watch, chosen, output_dir, fmt, tz, options)
+        schedules.add(conn.redis, sched, chosen)
     nxt = cron.next_tick(sched.cron, sched.tz, time.time())
     click.echo(f"schedule {name} added: next run {cron.show(nxt, sched.tz)}")
 

@@ -13,6 +13,7 @@ from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import FORMATS, check_format
 from narrate.jobs.settings import Settings
+from narrate.jobs.voices.choice import VoiceChoice
 
 DEFAULT_FORMAT = ".mp3"
 
@@ -64,7 +65,7 @@ def _refuse_collisions(documents: list[Path], paths: list[Path]) -> None:
 def prepare_batch(
     settings: Settings,
     documents: list[Path],
-    voice: Path,
+    voice: Path | VoiceChoice,
     output: str | Path | None = None,
     fmt: str | None = None,
     options: Options = DEFAULTS,

@@ -111,7 +111,9 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "created_at": fields["created_at"].decode() if fields["created_at"] else None,
         "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
         "error": meta.get("error") if state in ("failed", "stopped") else None,
-        "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),  # canceled: it stops within a second
+        "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),
+        "voice": meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
+        "voice_name": meta.get("voice_name"),  # canceled: it stops within a second
         "_book": meta.get("book"),
         "_parts": meta.get("parts"),
     }

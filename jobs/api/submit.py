@@ -13,7 +13,7 @@ import redis
 from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.api.status import due_time, status
 from narrate.jobs.audio.bookmeta import BookOptions
-from narrate.jobs.audio.voices import Voice, read_voice
+from narrate.jobs.audio.voices import read_voice
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import JobSpec, job_timeout
 from narrate.jobs.documents.budgets import frame_budget
@@ -32,6 +32,7 @@ from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import check_key_types, fetch, queue
 from narrate.jobs.settings import DAY_S, Settings
+from narrate.jobs.voices.choice import VoiceChoice
 from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
@@ -49,7 +50,7 @@ class Request:
     by ``Options.make``). Building one touches no server."""
 
     document: Document
-    voice: Voice
+    voice: VoiceChoice  # a sample (a file or a saved voice) or a preset speaker (jobs.voices.choice)
     output: str  # relative to the output root
     options: Options = DEFAULTS
     source: str = ""  # the document's file name as given (shown by `narrate list`)
@@ -84,17 +85,22 @@ class Request:
 
 
 def prepare(
-    settings: Settings, document: Path, voice: Path, output: str | Path | None = None, options: Options = DEFAULTS
+    settings: Settings,
+    document: Path,
+    voice: Path | VoiceChoice,
+    output: str | Path | None = None,
+    options: Options = DEFAULTS,
 ) -> Request:
     """Read and check one document, the voice and the output path before anything is stored or
-    enqueued (raises BadInput). `options`: validated by ``Options.make``."""
+    enqueued (raises BadInput). `voice`: a sample file, or a voice chosen by jobs.voices.choice.choose
+    (a saved name or a preset speaker). `options`: validated by ``Options.make``."""
     return prepare_many(settings, [document], voice, [output], options)[0]
 
 
 def prepare_many(
     settings: Settings,
     documents: list[Path],
-    voice: Path,
+    voice: Path | VoiceChoice,
     outputs: Sequence[str | Path | None],
     options: Options = DEFAULTS,
 ) -> list[Request]:
@@ -105,7 +111,11 @@ def prepare_many(
         relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)
     ]
-    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
+    v = (
+        voice
+        if isinstance(voice, VoiceChoice)
+        else VoiceChoice.of_sample(read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg)))
+    )
     return [
         Request(doc, v, rel, options, source=Path(d).name) for d, doc, rel in zip(documents, docs, rels, strict=True)
     ]
@@ -147,7 +157,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
     spec = JobSpec(
         document=store.document_id(req.document),
-        voice=req.voice.sha256,
+        voice=req.voice.ref.spec_voice,
+        instruct=req.voice.ref.instruct,
         output=req.output,
         model=req.model,
         quant=req.quant,
@@ -188,7 +199,8 @@ def _submit(
     q = queue(r, queue_for(queue_name or settings.queue, req.priority))
     _check_queue_keys(r, q)
     store.put_document(r, req.document, p.keep_s)
-    store.put_voice(r, req.voice.sha256, req.voice.wav, p.keep_s)
+    if req.voice.sample is not None:
+        store.put_voice(r, req.voice.sample.sha256, req.voice.sample.wav, p.keep_s)
     if req.book.cover:
         store.put_cover(r, req.book.cover, p.keep_s)
     earlier = _finished(r, p.job_id)
@@ -327,6 +339,8 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
             "max_retries": settings.max_attempts - 1,
             "document": req.source or req.document.title,
             "output": req.output,
+            "voice": req.voice.describe(),
+            **({"voice_name": req.voice.name} if req.voice.name else {}),
             **({"parts": parts} if parts else {}),
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
@@ -357,7 +371,7 @@ def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
 
 
 def prepare_read(
-    settings: Settings, document: Document, voice: Voice, output: str | Path, options: Options, source: str = ""
+    settings: Settings, document: Document, voice: VoiceChoice, output: str | Path, options: Options, source: str = ""
 ) -> Request:
     """`prepare` for a document and voice already read and checked (a schedule tick reads each file
     once, so what it hashed is what is narrated); the options were checked by ``Options.make``, the

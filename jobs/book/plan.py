@@ -70,7 +70,8 @@ def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
         paragraph_end.add(len(sentences) - 1)
     first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
     chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
-    keys = [checkpoint_key(_keyed_text(s), spec.voice, model_key, quant, s.seed, s.budget) for s in sentences]
+    voice = spec.voice_ref.identity  # a sample's sha256, or the speaker with its instruction
+    keys = [checkpoint_key(_keyed_text(s), voice, model_key, quant, s.seed, s.budget) for s in sentences]
     return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, doc.sentences)
 
 

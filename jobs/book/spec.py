@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from math import ceil
 
+from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
 from narrate.jobs.settings import MAX_FRAMES_CAP, MAX_PAUSE_MS, default
 
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
@@ -19,7 +20,7 @@ class BadSpec(ValueError):
 @dataclass(frozen=True)
 class JobSpec:
     document: str  # document id in the store
-    voice: str  # voice sha256 in the store
+    voice: str  # a sample's sha256 in the store, preset:NAME or design (jobs.book.voice.VoiceRef.spec_voice)
     output: str  # path relative to the worker's output root
     model: str | None = None  # None: the worker's NARRATE_MODEL
     quant: str | None = None  # None: the model's default (see narrate.worker.engine.models)
@@ -39,11 +40,18 @@ class JobSpec:
     cover: str | None = None  # sha256 of the cover image in the store (None: the document's, if any)
     split: str = ""  # "", "chapters" (one file per chapter only) or "chapters+book"
     max_part_hours: float | None = None  # the book file in parts of at most this long, at chapter boundaries
+    instruct: str | None = None  # a preset speaker's style instruction (jobs.book.voice)
+
+    @property
+    def voice_ref(self) -> VoiceRef:
+        return VoiceRef.from_spec(self.voice, self.instruct)
 
     def to_json(self) -> dict:
         data = asdict(self)
         if not data["lexicon"]:
             del data["lexicon"]  # the same spec (and job id) as before lexicons existed
+        if data["instruct"] is None:
+            del data["instruct"]  # likewise before preset voices
         return data
 
     @classmethod
@@ -71,6 +79,12 @@ class JobSpec:
         for name in ("document", "voice", "output"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise BadSpec(f"job spec: {name} {getattr(self, name)!r} is not a name")
+        try:
+            ref = self.voice_ref
+        except BadVoiceRef as e:
+            raise BadSpec(f"job spec: {e}") from None
+        if ref.kind == "design":
+            raise BadSpec("job spec: a book is never read in a designed voice (keep a clip of it: narrate voice keep)")
         whole("seed", 0, 2**63 - 1)
         whole("max_frames", 1, MAX_FRAMES_CAP)
         for name in ("sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms"):

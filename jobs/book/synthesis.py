@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # numpy is loaded by what makes audio, not by every command that imports this
     import numpy as np
-
     from narrate.jobs.book.voice import VoiceRef
 
 OnBatch = Callable[[list[int]], None]

@@ -91,4 +91,6 @@ class VoiceRef:
         if self.kind == "clone":
             return f"sample {(self.sample or '')[:8]}"
         said = f' ("{self.instruct[:60]}")' if self.instruct else ""
-        return f"preset {self.speaker}{said}" if self.kind == "preset" else f'designed from "{(self.instruct or "")[:60]}"'
+        return (
+            f"preset {self.speaker}{said}" if self.kind == "preset" else f'designed from "{(self.instruct or "")[:60]}"'
+        )

@@ -27,15 +27,17 @@ from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.api.request import DEFAULTS, Options
-from narrate.jobs.audio.voices import Voice, read_voice, voice_samples
+from narrate.jobs.audio.voices import Voice, voice_samples
+from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.errors import BadInput, NarrateError, printable
-from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import check_format, relative_output
 from narrate.jobs.schedules import cron
 from narrate.jobs.schedules.lease import holder
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import SAMPLE_RATE, Settings
+from narrate.jobs.voices import library
+from narrate.jobs.voices.choice import VoiceChoice
 
 SCHEDULES = f"{PREFIX}schedules"
 log = logging.getLogger("narrate.scheduler")
@@ -65,11 +67,17 @@ class Schedule:
     watch: str  # absolute path of the watched folder (symlinks resolved when added)
     output_dir: str  # relative to the output root ("" is the root itself)
     format: str  # output extension, e.g. ".mp3"
-    voice: str  # sha256 of the stored voice
+    voice: str  # sha256 of the stored sample, or preset:NAME (jobs.book.voice.VoiceRef.spec_voice)
     queue: str
     options: dict = field(default_factory=dict)  # the request's options (api.request.Options.to_json), checked
     job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
     created: float = 0.0
+    instruct: str | None = None  # a preset speaker's instruction
+    voice_name: str | None = None  # the saved voice or preset it was added with (pinned: jobs.voices.library)
+
+    @property
+    def voice_ref(self) -> VoiceRef:
+        return VoiceRef.from_spec(self.voice, self.instruct)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -147,15 +155,16 @@ def make(
     name: str,
     cron_expr: str,
     watch: Path,
-    voice: Path,
+    voice: VoiceChoice,
     output_dir: Path | None = None,
     fmt: str = "mp3",
     tz: str | None = None,
     options: Options = DEFAULTS,
-) -> tuple[Schedule, Voice]:
-    """Check everything a schedule needs (raises BadInput); touches no server. `options` were checked
-    by ``Options.make`` (the lexicon and cover files read then: ticks may run on another host, which
-    need not have them; a model path made absolute)."""
+) -> Schedule:
+    """Check everything a schedule needs (raises BadInput); touches no server. `voice` was chosen
+    (jobs.voices.choice: a sample is kept with the schedule), `options` checked by ``Options.make``
+    (the lexicon and cover files read then: ticks may run on another host, which need not have them;
+    a model path made absolute)."""
     check_name(name)
     expr = cron.check_cron(cron_expr)
     tz = tz or cron.local_zone()
@@ -166,17 +175,21 @@ def make(
     ext = check_format_name(fmt)
     real = check_watch(watch)
     rel = _output_dir(settings, output_dir, ext)
-    v = read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg))
-    sched = Schedule(
-        name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=v.sha256,
+    return Schedule(
+        name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=voice.ref.spec_voice,
         queue=settings.queue, options=options.to_json(),
         job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
+        instruct=voice.ref.instruct, voice_name=voice.name,
     )  # fmt: skip
-    return sched, v
 
 
-def add(r: redis.Redis, sched: Schedule, voice: Voice) -> None:
-    """Store a new schedule; its first tick is the first time after now that its expression names."""
+def pin_name(sched: Schedule) -> str:
+    return f"schedule {sched.name}"
+
+
+def add(r: redis.Redis, sched: Schedule, voice: VoiceChoice) -> None:
+    """Store a new schedule (with its own copy of a sample); its first tick is the first time after
+    now that its expression names."""
     state = {"last_tick": sched.created, "runs": 0}
     with r.pipeline() as p:
         while True:
@@ -187,7 +200,10 @@ def add(r: redis.Redis, sched: Schedule, voice: Voice) -> None:
                         f"schedule {sched.name!r} exists; remove it first (narrate schedule remove {sched.name})"
                     )
                 p.multi()
-                p.set(voice_key(sched.voice), voice.wav)
+                if voice.sample is not None:
+                    p.set(voice_key(sched.voice), voice.sample.wav)
+                if sched.voice_name:
+                    p.sadd(library.pins_key(sched.voice_name), pin_name(sched))
                 p.hset(SCHEDULES, sched.name, sched.to_json())
                 for part in PARTS:
                     p.delete(key(sched.name, part))
@@ -228,7 +244,9 @@ def remove(r: redis.Redis, name: str) -> Schedule:
                 p.multi()
                 p.hdel(SCHEDULES, name)
                 p.delete(*(key(name, part) for part in PARTS))
-                if not others:
+                if sched.voice_name:
+                    p.srem(library.pins_key(sched.voice_name), pin_name(sched))
+                if not others and sched.voice_ref.kind == "clone":
                     p.delete(voice_key(sched.voice))
                 p.execute()
                 return sched
@@ -236,7 +254,11 @@ def remove(r: redis.Redis, name: str) -> Schedule:
                 continue
 
 
-def load_voice(r: redis.Redis, sched: Schedule) -> Voice:
+def load_voice(r: redis.Redis, sched: Schedule) -> VoiceChoice:
+    """The voice every tick submits with: the schedule's own copy of its sample, or its preset."""
+    ref = sched.voice_ref
+    if ref.kind != "clone":
+        return VoiceChoice(ref, None, sched.voice_name)
     wav = r.get(voice_key(sched.voice))
     assert wav is None or isinstance(wav, bytes)  # narrate's clients return bytes (decode_responses off)
     if wav is None or hashlib.sha256(wav).hexdigest() != sched.voice:
@@ -245,7 +267,7 @@ def load_voice(r: redis.Redis, sched: Schedule) -> Voice:
             "remove the schedule and add it again"
         )
     seconds = len(voice_samples(wav)) / SAMPLE_RATE
-    return Voice(wav=wav, sha256=sched.voice, seconds=seconds)
+    return VoiceChoice(ref, Voice(wav=wav, sha256=sched.voice, seconds=seconds), sched.voice_name)
 
 
 def state(r: redis.Redis, name: str) -> dict:
@@ -273,6 +295,8 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
         "output_dir": str(sched.output_for(root, "x").parent),
         "format": sched.format,
         "voice": sched.voice,
+        "voice_name": sched.voice_name,
+        "instruct": sched.instruct,
         "model": opts.model,
         "quant": opts.quant,
         "language": opts.language,

@@ -109,7 +109,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
 
     def voice() -> VoiceEmbedding:
         if not voices:
-            voices.append(engine.voice(job.connection, spec.voice))
+            voices.append(engine_voice(ctx, engine, spec))
         return voices[0]
 
     def again(s: Sentence) -> Checkpoint:
@@ -169,6 +169,17 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     )
 
 
+def engine_voice(ctx: JobContext, engine: Engine, spec: JobSpec) -> VoiceEmbedding:
+    """The job's voice, ready for the engine (BadInput if this model cannot speak it: no retry); a
+    warning (an instruction the model ignores) goes into the job's meta and the worker's log."""
+    voice = engine.voice(ctx.job.connection, spec.voice_ref)
+    if voice.warning:
+        log.warning("job %s: %s", ctx.job.id, voice.warning)
+        ctx.job.meta["warnings"] = [voice.warning]
+        save_meta(ctx.job)
+    return voice
+
+
 def _begin_attempt(ctx: JobContext) -> None:
     """Record who runs this attempt: a new worker on this host then knows the job is abandoned,
     and `resume` elsewhere knows how often this worker beats."""
@@ -193,7 +204,7 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
     """Keep the stored document and voice as long as this job's status and result are kept."""
     keep_s = int(job.result_ttl or 0) + int(job.timeout or 0)
     if keep_s > 0:
-        store.keep(job.connection, spec.document, spec.voice, keep_s)
+        store.keep(job.connection, spec.document, spec.voice_ref.sample, keep_s)
         if spec.cover:
             job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
 

@@ -23,7 +23,7 @@ from narrate.jobs.queue.books import fail_book
 from narrate.jobs.server import store
 from narrate.jobs.settings import DAY_S, SAMPLE_RATE
 from narrate.jobs.task.context import JobContext, StopRequested
-from narrate.jobs.task.job import _begin_attempt, _keep_inputs, _settle_cache, _synthesize, record_failure
+from narrate.jobs.task.job import _begin_attempt, _keep_inputs, _settle_cache, _synthesize, engine_voice, record_failure
 from narrate.jobs.task.progress import Progress
 
 
@@ -88,7 +88,7 @@ def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
     ctx.check_canceled(progress.done, progress.total)
     try:
         if todo:
-            _synthesize(ctx, engine, engine.voice(r, spec.voice), plan, todo, checkpoints, progress)
+            _synthesize(ctx, engine, engine_voice(ctx, engine, spec), plan, todo, checkpoints, progress)
     finally:
         if ctx.canceled != "taken":  # taken over by another worker (this one was away): it sends the part
             uploader.flush()  # what is synthesized travels, also when the job stops here

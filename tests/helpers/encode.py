@@ -45,7 +45,7 @@ _STITCH = (
     "        time.sleep(600)\n"
     "    segment_encoder.render_segment = stuck\n"
     "plan, store = stitch_bench.make_book(root, 1 / 60, per_chapter=int(per_chapter))\n"
-    "spec = JobSpec(document='d', voice='v', output=output)\n"
+    "spec = JobSpec(document='d', voice='a' * 64, output=output)\n"
     "stitch_bench.segmented(plan, store, spec, tmp / 'out' / output, tmp / 's', None, unit_s=float(unit_s))\n"
 )
 

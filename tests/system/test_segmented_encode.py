@@ -23,7 +23,7 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.worker.bench import stitch as stitch_bench
 
-SPEC = dict(document="d", voice="v", output="book.m4b")
+SPEC = dict(document="d", voice="a" * 64, output="book.m4b")
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ def _chapters(path) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("ext", ["mp3", "opus", "flac"])
 def test_a_streamed_book_is_the_one_encode_of_its_samples_with_every_chapter(minute, tmp_path, ext):
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="v", output=f"book.{ext}", loudness=None)
+    spec = JobSpec(document="d", voice="a" * 64, output=f"book.{ext}", loudness=None)
     # units at chapters and after 10 s: the book reaches its ffmpeg in several pieces
     got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / f"book.{ext}", tmp_path / "s", None, unit_s=10)
     assert len(got["units"]) > len(plan.chapter_at) >= 3
@@ -69,9 +69,9 @@ def test_a_streamed_book_is_the_one_encode_of_its_samples_with_every_chapter(min
 @pytest.mark.parametrize("split", ["chapters", "chapters+book"])
 def test_chapter_files_are_streamed_one_ffmpeg_each_and_add_up_to_the_book(minute, tmp_path, split):
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="v", output="book.flac", loudness=None, split=split)
+    spec = JobSpec(document="d", voice="a" * 64, output="book.flac", loudness=None, split=split)
     got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.flac", tmp_path / "s", None)
-    whole = JobSpec(document="d", voice="v", output="exact.wav", loudness=None)
+    whole = JobSpec(document="d", voice="a" * 64, output="exact.wav", loudness=None)
     stitch_bench.old(plan, store, whole, tmp_path / "out" / "exact.wav", tmp_path / "s")
     exact = decoded_samples(tmp_path / "out" / "exact.wav")
     files = sorted((tmp_path / "out" / "book").glob("*.flac"))
@@ -87,9 +87,9 @@ def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, t
     """`--max-part-hours`: a chapter joins the open part or starts the next one once its end is
     known; the parts hold every sample once, in order, with their chapter marks."""
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="v", output="book.flac", loudness=None, split=split, max_part_hours=25 / 3600)
+    spec = JobSpec(document="d", voice="a" * 64, output="book.flac", loudness=None, split=split, max_part_hours=25 / 3600)
     got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.flac", tmp_path / "s", None)
-    whole = JobSpec(document="d", voice="v", output="exact.wav", loudness=None)
+    whole = JobSpec(document="d", voice="a" * 64, output="exact.wav", loudness=None)
     stitch_bench.old(plan, store, whole, tmp_path / "out" / "exact.wav", tmp_path / "s")
     exact = decoded_samples(tmp_path / "out" / "exact.wav")
     parts = sorted((tmp_path / "out").glob("book - part *.flac"))
@@ -181,7 +181,7 @@ def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp
     from narrate.jobs.audio.stream_encode import PieceStreams
 
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="v", output="book.flac")
+    spec = JobSpec(document="d", voice="a" * 64, output="book.flac")
     out = tmp_path / "out" / "book.flac"
     (tmp_path / "out").mkdir()
     with BookWriter(out, ffmpeg_exe(), root=tmp_path / "out", workdir=tmp_path / "s", wav=False) as book:

@@ -14,7 +14,7 @@ from helpers.ops import one_error_line, submit_json
 from helpers.servers import EXTERNAL_REDIS_URL
 
 COMMANDS = ("submit", "run", "chapters", "status", "list", "watch", "cancel", "resume", "info", "fetch", "schedule",
-            "scheduler", "worker", "dashboard", "bench", "cache")  # fmt: skip
+            "scheduler", "worker", "dashboard", "bench", "cache", "voice")  # fmt: skip
 
 
 def test_help_names_every_command(env):
@@ -23,7 +23,7 @@ def test_help_names_every_command(env):
     assert ran.stdout.startswith("Usage: narrate [OPTIONS] COMMAND [ARGS]...")
     listed = re.findall(r"^  (\S+)", ran.stdout.split("Commands:", 1)[1], re.M)
     assert sorted(listed) == sorted(COMMANDS), listed
-    for name in ("submit", "schedule", "cache"):
+    for name in ("submit", "schedule", "cache", "voice"):
         sub = invoke(env, name, "--help")
         assert sub.returncode == 0 and sub.stdout.startswith(f"Usage: narrate {name} "), sub.stdout
 

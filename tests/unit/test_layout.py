@@ -125,7 +125,7 @@ def test_a_module_with_numpy_only_for_type_checking_imports_it_where_it_runs():
 
 # The package order: inside jobs/ each subpackage imports only the foundation (jobs/*.py) and the
 # subpackages before it; worker.engine never imports worker.process or worker.bench.
-JOBS_ORDER = ("", "documents", "book", "server", "outputs", "audio", "queue", "fanout", "task", "api", "schedules",
+JOBS_ORDER = ("", "documents", "book", "server", "outputs", "audio", "voices", "queue", "fanout", "task", "api", "schedules",
               "dashboard")  # fmt: skip
 WORKER_ORDER = ("testkit", "engine", "process", "bench")
 MAX_FOUNDATION = 12
@@ -244,8 +244,10 @@ def test_job_functions_stored_in_redis_keep_their_names():
     job queued before an upgrade still runs after it (the worker maps the names, see rq_worker)."""
     from narrate.jobs.api.submit import JOB_FUNCTION
     from narrate.jobs.fanout.split import PART_FUNCTION
-    from narrate.jobs.task import job, part
+    from narrate.jobs.task import clip, job, part
+    from narrate.jobs.voices.clips import CLIP_FUNCTION
     from narrate.worker.process.rq_worker import FUNCTIONS
 
     assert JOB_FUNCTION == "narrate.jobs.task.narrate_job" and PART_FUNCTION == "narrate.jobs.parts.part_job"
-    assert FUNCTIONS == {JOB_FUNCTION: job.narrate_job, PART_FUNCTION: part.part_job}
+    assert CLIP_FUNCTION == "narrate.jobs.task.clip.clip_job"  # previews and designs (new: its own module)
+    assert FUNCTIONS == {JOB_FUNCTION: job.narrate_job, PART_FUNCTION: part.part_job, CLIP_FUNCTION: clip.clip_job}

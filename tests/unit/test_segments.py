@@ -29,7 +29,7 @@ def test_cuts_lie_in_pauses_on_frame_boundaries_with_silence_after():
     n = 60
     lengths = [SAMPLE_RATE * 3 + 37 * i for i in range(n)]
     plan = _plan(n, {0: "One", 20: "Two", 41: "Three"})
-    spec = JobSpec(document="d", voice="v", output="b.m4b")
+    spec = JobSpec(document="d", voice="a" * 64, output="b.m4b")
     seg = _walk(plan, spec, lengths, unit_samples=30 * SAMPLE_RATE, block_samples=10 * SAMPLE_RATE)
     segs, units = seg.segments, seg.units
     assert [u.first for u in units][:1] == [0] and {20, 41} <= {u.first for u in units}  # every chapter
@@ -49,8 +49,8 @@ def test_cuts_lie_in_pauses_on_frame_boundaries_with_silence_after():
 def test_a_pause_too_short_for_a_cut_is_never_cut():
     n = 30
     plan = _plan(n, {0: "One", 15: "Two"})
-    short = JobSpec(document="d", voice="v", output="b.m4b", sentence_pause_ms=50, paragraph_pause_ms=50,
+    short = JobSpec(document="d", voice="a" * 64, output="b.m4b", sentence_pause_ms=50, paragraph_pause_ms=50,
                     chapter_pause_ms=50)  # fmt: skip
-    assert not cuts_at_chapters(plan, short) and cuts_at_chapters(plan, JobSpec(document="d", voice="v", output="b"))
+    assert not cuts_at_chapters(plan, short) and cuts_at_chapters(plan, JobSpec(document="d", voice="a" * 64, output="b"))
     seg = _walk(plan, short, [SAMPLE_RATE * 4] * n, unit_samples=SAMPLE_RATE, block_samples=SAMPLE_RATE)
     assert len(seg.segments) == 1 and len(seg.units) == 1  # one piece, the whole book

@@ -25,7 +25,9 @@ from narrate.jobs.queue.rq_compat import callback_names, parse_command
 from narrate.jobs.settings import Settings
 from narrate.jobs.task import job as task
 from narrate.jobs.task import part as parts
+from narrate.jobs.task.clip import clip_job
 from narrate.jobs.task.context import JobContext, StopRequested
+from narrate.jobs.voices.clips import CLIP_FUNCTION
 from narrate.worker.process.claiming import ClaimingWorker
 from redis import Redis, RedisError
 from rq import Queue
@@ -33,7 +35,7 @@ from rq.job import Job
 from rq.serializers import JSONSerializer
 
 log = logging.getLogger("narrate.worker")
-FUNCTIONS = {JOB_FUNCTION: task.narrate_job, PART_FUNCTION: parts.part_job}
+FUNCTIONS = {JOB_FUNCTION: task.narrate_job, PART_FUNCTION: parts.part_job, CLIP_FUNCTION: clip_job}
 
 
 class RefusedJob(Exception):

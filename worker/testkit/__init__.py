@@ -3,6 +3,7 @@ worker uses none of this unless told to (NARRATE_ENGINE=fake).
 
 - ``fake_engine``: a deterministic tone generator with fault injection, implementing
   narrate.jobs.book.synthesis.Engine without mlx (fault tests);
-- ``random_checkpoint``: random-weight Qwen3-TTS Base checkpoints in the exact on-disk layout
-  mlx-audio loads (``python -m narrate.worker.testkit.random_checkpoint OUT --size tiny``).
+- ``random_checkpoint``: random-weight Qwen3-TTS checkpoints (Base, CustomVoice, VoiceDesign) in
+  the exact on-disk layout mlx-audio loads
+  (``python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice``).
 """

@@ -1,4 +1,5 @@
-"""``python -m narrate.worker.testkit.random_checkpoint OUT [--size tiny|0.6b|1.7b]``"""
+"""``python -m narrate.worker.testkit.random_checkpoint OUT [--size tiny|0.6b|1.7b]
+[--kind base|custom-voice|voice-design]``"""
 
 from __future__ import annotations
 
@@ -7,22 +8,26 @@ import sys
 import time
 from pathlib import Path
 
-from narrate.worker.testkit.random_checkpoint import SIZES, write_checkpoint
+from narrate.worker.testkit.random_checkpoint import KINDS, SIZES, write_checkpoint
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m narrate.worker.testkit.random_checkpoint",
-        description="Write a random-weight Qwen3-TTS Base checkpoint (the audio it makes is noise).",
+        description="Write a random-weight Qwen3-TTS checkpoint (the audio it makes is noise).",
     )
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--size", choices=SIZES, default="tiny")
+    ap.add_argument(
+        "--kind", choices=list(KINDS), default="base", help="Base (clones samples), CustomVoice (preset speakers) "
+        "or VoiceDesign (voices from a description)",
+    )  # fmt: skip
     ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     t0 = time.time()
-    write_checkpoint(args.out_dir, args.size, args.dtype, args.seed)
-    print(f"wrote {args.size} checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
+    write_checkpoint(args.out_dir, args.size, args.dtype, args.seed, kind=args.kind)
+    print(f"wrote {args.size} {args.kind} checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
     return 0
 
 

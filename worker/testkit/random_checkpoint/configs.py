@@ -1,6 +1,6 @@
-"""The config files of a random-weight Qwen3-TTS Base checkpoint: config.json,
+"""The config files of a random-weight Qwen3-TTS checkpoint: config.json,
 speech_tokenizer/config.json and generation_config.json, for the real 0.6B and 1.7B shapes and a
-tiny one.
+tiny one, of each model kind (Base, CustomVoice, VoiceDesign: ``KINDS``).
 
 Where the real values come from:
 - the model config: the published config.json of Qwen/Qwen3-TTS-12Hz-0.6B-Base; the 1.7B Base
@@ -13,7 +13,14 @@ Where the real values come from:
   Qwen3TTSTokenizerEncoderConfig defaults, which match the published tensor shapes);
 - the text tokenizer: the published Qwen3-TTS tokenizer (byte-level BPE, 151,643 base tokens,
   then 33 special tokens at ids 151643-151675 in QWEN_SPECIAL_TOKENS order);
-- sampling: the published generation_config.json.
+- sampling: the published generation_config.json;
+- the kinds: a CustomVoice config.json differs from a Base one in ``tts_model_type``
+  ("custom_voice"), its speakers (``talker_config.spk_id``: name -> codec id, and
+  ``spk_is_dialect``) and two dialect language ids; a VoiceDesign one in ``tts_model_type``
+  ("voice_design") alone. Neither has speaker-encoder weights (mlx-audio builds the encoder for
+  Base only). The speaker and dialect values are those of the published config.json of
+  Qwen/Qwen3-TTS-12Hz-{0.6B,1.7B}-CustomVoice, as quoted alike by several independent projects
+  (speaker ids in the control range 2861-3066 of the 3,072-id codec vocabulary).
 
 ``tiny`` shrinks every size so that the real mlx-audio code runs on a CPU in seconds.
 """
@@ -25,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 SIZES = ("tiny", "0.6b", "1.7b")
+# --kind names -> config.json's tts_model_type
+KINDS = {"base": "base", "custom-voice": "custom_voice", "voice-design": "voice_design"}
 
 # The Qwen special tokens in id order. In the real tokenizer the first (<|endoftext|>) has id
 # 151643, the size of the BPE base vocabulary, and the last (<|audio_pad|>) 151675; the text
@@ -61,6 +70,16 @@ CODEC_IDS: dict[str, Any] = {
     "spk_id": {},
     "spk_is_dialect": {},
 }  # fmt: skip
+
+# CustomVoice only (see the module docstring for the source): the nine preset speakers' codec ids,
+# which of them speak a dialect (the dialect's language id replaces "chinese" or "auto" for them),
+# and the two dialect language ids.
+CUSTOM_VOICE_SPEAKERS = {
+    "serena": 3066, "vivian": 3065, "uncle_fu": 3010, "ryan": 3061, "aiden": 2861,
+    "ono_anna": 2873, "sohee": 2864, "eric": 2875, "dylan": 2878,
+}  # fmt: skip
+CUSTOM_VOICE_DIALECTS = {"eric": "sichuan_dialect", "dylan": "beijing_dialect"}
+DIALECT_LANGUAGE_IDS = {"beijing_dialect": 2074, "sichuan_dialect": 2062}
 
 GENERATION_CONFIG = {
     "do_sample": True,
@@ -260,10 +279,29 @@ TINY_ENCODER = encoder_config(
 )  # fmt: skip
 
 
-def build_configs(size: str) -> tuple[dict, dict, dict, int]:
+def model_type(kind: str) -> str:
+    """config.json's ``tts_model_type`` for a kind (``base``, ``custom-voice`` or ``custom_voice``...)."""
+    for name, value in KINDS.items():
+        if kind in (name, value):
+            return value
+    raise ValueError(f"unknown kind {kind!r} (one of {', '.join(KINDS)})")
+
+
+def apply_kind(config: dict, kind: str) -> None:
+    """Make a Base config.json one of `kind`: its model type and, for CustomVoice, its speakers."""
+    config["tts_model_type"] = model_type(kind)
+    if config["tts_model_type"] == "custom_voice":
+        talker = config["talker_config"]
+        talker["spk_id"] = dict(CUSTOM_VOICE_SPEAKERS)
+        talker["spk_is_dialect"] = {name: CUSTOM_VOICE_DIALECTS.get(name, False) for name in CUSTOM_VOICE_SPEAKERS}
+        talker["codec_language_id"].update(DIALECT_LANGUAGE_IDS)
+
+
+def build_configs(size: str, kind: str = "base") -> tuple[dict, dict, dict, int]:
     """(config.json, speech_tokenizer/config.json, generation_config.json, the id of the first
-    special token) for a size. config.json's ``assistant_token_id`` is filled in once the
-    tokenizer is built."""
+    special token) for a size and kind. config.json's ``assistant_token_id`` is filled in once the
+    tokenizer is built. Every kind keeps ``speaker_encoder_config`` (mlx-audio reads it only for
+    Base)."""
     if size in ("0.6b", "1.7b"):
         text_vocab = REAL_TEXT_VOCAB
         hidden, intermediate = (1024, 3072) if size == "0.6b" else (2048, 6144)
@@ -309,8 +347,9 @@ def build_configs(size: str) -> tuple[dict, dict, dict, int]:
         "tts_model_type": "base",
         "speaker_encoder_config": speaker,
         "talker_config": talker,
-        "random_weights_checkpoint": {"size": size},  # not in the real file: where this came from
+        "random_weights_checkpoint": {"size": size, "kind": model_type(kind)},  # not in the real file
     }
+    apply_kind(config, kind)
     st_config = {
         "architectures": ["Qwen3TTSTokenizerV2Model"],
         "model_type": "qwen3_tts_tokenizer_12hz",

@@ -179,12 +179,14 @@ def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
     mx.save_safetensors(str(out / "speech_tokenizer" / "model.safetensors"), torch_params, metadata={"format": "pt"})
 
 
-def write_checkpoint(out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0) -> Path:
-    """Write a random-weight checkpoint of `size` (tiny, 0.6b, 1.7b) into `out`; returns `out`.
-    The model weights are in `dtype`, the codec's in float32 (as published)."""
+def write_checkpoint(out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0, *, kind: str = "base") -> Path:
+    """Write a random-weight checkpoint of `size` (tiny, 0.6b, 1.7b) and `kind` (base,
+    custom-voice, voice-design; or the config's spelling, custom_voice...) into `out`; returns
+    `out`. The model weights are in `dtype`, the codec's in float32 (as published). The kinds share
+    every tensor but the speaker encoder's (Base only): the same seed gives the same talker."""
     out = Path(out)
+    config, st_config, gen_config, special_base = build_configs(size, kind)
     (out / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
-    config, st_config, gen_config, special_base = build_configs(size)
     n_bpe, assistant_id = write_tokenizer(out, special_base)
     config["assistant_token_id"] = assistant_id
     config["random_weights_checkpoint"].update({"seed": seed, "dtype": dtype, "bpe_tokens": n_bpe})

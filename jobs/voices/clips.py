@@ -1,0 +1,150 @@
+"""Short clips made by clip jobs (a voice preview, the candidates of a designed voice) and the
+designs waiting for `narrate voice keep`, in Redis so that the host that asked can have them
+whichever host made them:
+
+- ``narrate:clip:<job id>:<n>``: candidate or preview n (from 1), a 24 kHz mono 16-bit WAV;
+- ``narrate:voice-design:<name>``: a design not kept yet (description, line, model, its job)."""
+
+from __future__ import annotations
+
+import io
+import json
+import wave
+from dataclasses import asdict, dataclass, field
+
+import redis
+from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.server.store import PREFIX
+from narrate.jobs.settings import DAY_S, MAX_FRAMES_CAP, SAMPLE_RATE, default
+
+# Qwen's own example of a designed voice's line, and a pangram for previews.
+PANGRAM = "The quick brown fox jumps over the lazy dog, and then it naps in the warm afternoon sun."
+MAX_LINE_CHARS = 400
+MAX_CANDIDATES = 8
+
+
+def clip_key(job_id: str, number: int) -> str:
+    return f"{PREFIX}clip:{job_id}:{number}"
+
+
+def draft_key(name: str) -> str:
+    return f"{PREFIX}voice-design:{name}"
+
+
+def wav_bytes(pcm16: bytes) -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(SAMPLE_RATE)
+        w.writeframes(pcm16)
+    return buf.getvalue()
+
+
+def put_clip(r: redis.Redis, job_id: str, number: int, wav: bytes, keep_s: int) -> str:
+    key = clip_key(job_id, number)
+    r.set(key, wav, ex=keep_s)
+    return key
+
+
+def get_clip(r: redis.Redis, job_id: str, number: int) -> bytes:
+    wav = r.get(clip_key(job_id, number))
+    if wav is None:
+        raise NarrateError(f"clip {number} of job {job_id} is no longer stored (it expired); make it again")
+    assert isinstance(wav, bytes)  # narrate's clients return bytes (decode_responses off)
+    return wav
+
+
+def check_line(text: str | None) -> str:
+    line = " ".join((text or PANGRAM).split())
+    if not line:
+        raise BadInput("--text is empty; give a line to speak")
+    if len(line) > MAX_LINE_CHARS:
+        raise BadInput(f"--text is {len(line)} characters long; a clip speaks one line of at most {MAX_LINE_CHARS}")
+    return line
+
+
+@dataclass(frozen=True)
+class Draft:
+    name: str
+    description: str
+    text: str
+    model: str | None
+    job_id: str
+    seeds: list[int]
+    created_at: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+
+def put_draft(r: redis.Redis, draft: Draft, keep_s: int) -> None:
+    r.set(draft_key(draft.name), draft.to_json(), ex=keep_s)
+
+
+def get_draft(r: redis.Redis, name: str) -> Draft | None:
+    raw = r.get(draft_key(name.lower()))
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    return Draft(**{k: data[k] for k in Draft.__dataclass_fields__})
+
+
+def drop_draft(r: redis.Redis, name: str) -> None:
+    r.delete(draft_key(name.lower()))
+
+
+CLIP_FUNCTION = "narrate.jobs.task.clip.clip_job"
+
+
+class BadClipSpec(ValueError):
+    """A clip spec no submit makes."""
+
+
+@dataclass(frozen=True)
+class ClipSpec:
+    text: str  # the line as written
+    voice: str  # jobs.book.voice.VoiceRef.spec_voice
+    seeds: list[int]  # one clip per seed
+    language: str = "en"  # the line's language (a code: en, de...)
+    instruct: str | None = None
+    model: str | None = None
+    quant: str | None = None
+    max_frames: int = field(default_factory=lambda: default("max_frames"))
+    keep_s: int = 7 * DAY_S  # how long the clips are kept
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> ClipSpec:
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise BadClipSpec(f"unknown clip spec fields: {sorted(unknown)}")
+        try:
+            spec = cls(**data)
+        except TypeError as e:
+            raise BadClipSpec(f"clip spec: {e}") from None
+        spec.check()
+        return spec
+
+    @property
+    def ref(self) -> VoiceRef:
+        return VoiceRef.from_spec(self.voice, self.instruct)
+
+    def check(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip() or len(self.text) > MAX_LINE_CHARS:
+            raise BadClipSpec(f"clip spec: text of 1-{MAX_LINE_CHARS} characters expected")
+        if not isinstance(self.seeds, list) or not 1 <= len(self.seeds) <= MAX_CANDIDATES:
+            raise BadClipSpec(f"clip spec: 1-{MAX_CANDIDATES} seeds expected")
+        if not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**31 for s in self.seeds):
+            raise BadClipSpec("clip spec: seeds must be whole numbers from 0 to 2^31 - 1")
+        if not isinstance(self.max_frames, int) or not 1 <= self.max_frames <= MAX_FRAMES_CAP:
+            raise BadClipSpec(f"clip spec: max_frames from 1 to {MAX_FRAMES_CAP} expected")
+        if not isinstance(self.keep_s, int) or self.keep_s < 60:
+            raise BadClipSpec("clip spec: keep_s of at least 60 expected")
+        try:
+            self.ref  # noqa: B018 - parses the voice
+        except BadVoiceRef as e:
+            raise BadClipSpec(f"clip spec: {e}") from None
