@@ -113,7 +113,8 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "error": meta.get("error") if state in ("failed", "stopped") else None,
         "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),
         "voice": meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
-        "voice_name": meta.get("voice_name"),  # canceled: it stops within a second
+        "voice_name": meta.get("voice_name"),
+        "voice_sample": meta.get("voice_sample"),  # canceled: it stops within a second
         "_book": meta.get("book"),
         "_parts": meta.get("parts"),
     }

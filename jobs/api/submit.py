@@ -341,6 +341,7 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
             "output": req.output,
             "voice": req.voice.describe(),
             **({"voice_name": req.voice.name} if req.voice.name else {}),
+            **({"voice_sample": req.voice.sample.sha256} if req.voice.sample else {}),
             **({"parts": parts} if parts else {}),
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,

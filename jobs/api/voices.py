@@ -92,13 +92,14 @@ def rename(r: redis.Redis, old: str, new: str) -> library.VoiceRecord:
 
 
 def users(r: redis.Redis, settings: Settings, name: str) -> list[str]:
-    """The queued, scheduled or waiting jobs submitted with this saved voice's name, and the
-    schedules added with it."""
+    """The queued, scheduled or waiting jobs submitted with this saved voice (by its name, or its
+    sample under any name or from a file), and the schedules added with its name."""
     name = name.lower()
+    record = library.find(r, name)
     found = []
     for state in PENDING:
         for row in list_jobs(r, settings.queue, settings.output_dir, state):
-            if row.get("voice_name") == name:
+            if row.get("voice_name") == name or (record is not None and row.get("voice_sample") == record.sha256):
                 found.append(f"job {row['id']} ({row['status']}: {row['document']})")
     return found + library.pins(r, name)
 
