@@ -36,6 +36,7 @@ def status(r: redis.Redis, job_id: str) -> dict:
         "description": job.description,
         "priority": priority_of(job.origin),
         "document": meta.get("document"),
+        "voice": meta.get("voice"),
         "enqueued_at": job.enqueued_at.isoformat() if job.enqueued_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "ended_at": job.ended_at.isoformat() if job.ended_at else None,

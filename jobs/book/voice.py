@@ -81,7 +81,7 @@ class VoiceRef:
                 raise BadVoiceRef("a cloned voice takes no instruct")
             return cls.clone(voice)
         if voice.startswith(PRESET_PREFIX) and SPEAKER.match(voice[len(PRESET_PREFIX) :]):
-            return cls.preset(voice[len(PRESET_PREFIX) :], instruct)  # type: ignore[arg-type]  # checked above
+            return cls.preset(voice[len(PRESET_PREFIX) :], instruct)
         if voice == DESIGN and isinstance(instruct, str):
             return cls.design(instruct)
         raise BadVoiceRef(f"voice {voice!r} is neither a sample's sha256, preset:NAME nor design (with instruct)")
