@@ -107,3 +107,18 @@ def test_saved_preset_and_designed_voices_each_narrate_a_book(
     assert gran["description"] == "Female, 60s, low raspy alto, unhurried" and len(gran["sha256"]) == 64
     assert all(r["created_at"] for r in rows if r["kind"] != "preset")
     assert all(r["speaker"] for r in rows if r["kind"] == "preset")
+
+
+def test_run_takes_a_saved_voice_on_the_embedded_server_and_a_removed_one_is_refused(env, home, voice_wav):
+    """`narrate run --voice NAME`: the name is read from the library of the embedded server (started
+    for the lookup, then by run itself); once the voice is removed, the same command is one line."""
+    doc = home / "short.txt"
+    doc.write_text("Just one sentence here.\n")
+    assert narrate(env, "voice", "add", "me", str(voice_wav)).returncode == 0
+    ran = narrate(env, "run", str(doc), "--voice", "me", "-o", str(home / "short.wav"))
+    assert ran.returncode == 0, ran.stderr
+    assert decoded_samples(home / "short.wav").size > 0
+    assert narrate(env, "voice", "remove", "me").returncode == 0
+    line = one_error_line(narrate(env, "run", str(doc), "--voice", "me", "-o", str(home / "again.wav")))
+    assert "no saved voice named 'me'" in line
+    assert not (home / "again.wav").exists()
