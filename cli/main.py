@@ -12,6 +12,7 @@ if sys.argv[1:2] in (["worker"], ["scheduler"]) and signal.getsignal(signal.SIGT
 
 import click  # noqa: E402
 from narrate.cli.cache import cache_group  # noqa: E402
+from narrate.cli.cast import cast  # noqa: E402
 from narrate.cli.chapters import chapters  # noqa: E402
 from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, watch  # noqa: E402
 from narrate.cli.schedule import schedule, scheduler  # noqa: E402
@@ -27,7 +28,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
+    submit, run, chapters, cast, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
     voice_group,  # voices by name
     schedule, scheduler,  # recurring batches
     worker, dashboard, bench,  # services and tools

@@ -15,6 +15,7 @@ from narrate.jobs.documents.cleaning import clean_text
 from narrate.jobs.documents.encodings import decode_text
 from narrate.jobs.documents.languages import DEFAULT as DEFAULT_LANGUAGE
 from narrate.jobs.documents.languages import resolve_language
+from narrate.jobs.documents.voicing import NARRATOR, Run, Voicing
 from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
 from narrate.jobs.settings import MAX_DOCUMENT_BYTES, MAX_SENTENCE_CHARS, MAX_SENTENCES
@@ -67,10 +68,25 @@ class Document:
     # Each paragraph's own language where a passage is marked as another one (EPUB/HTML lang
     # attributes); empty when every paragraph is in the document's language.
     languages: list[str] = field(default_factory=list)
+    # Each sentence's voice label, parallel to `paragraphs` ("narrator", a cast member "alice" or a
+    # variant "alice:whisper"), where a cast gave any sentence a voice other than the narrator's; None:
+    # every sentence is the narrator's (a document read without a cast), and to_json() leaves it out.
+    voices: list[list[str]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.voices is not None and [len(v) for v in self.voices] != [len(p) for p in self.paragraphs]:
+            raise BadInput("the document's voices do not match its sentences (one label per sentence)")
 
     @property
     def sentences(self) -> list[str]:
         return [s for p in self.paragraphs for s in p]
+
+    @property
+    def sentence_voices(self) -> list[str]:
+        """The voice label of each sentence of `sentences`, in order ("narrator" without a cast)."""
+        if self.voices is None:
+            return [NARRATOR] * sum(len(p) for p in self.paragraphs)
+        return [v for p in self.voices for v in p]
 
     def language_of(self, paragraph: int) -> str:
         return self.languages[paragraph] if self.languages else self.language
@@ -83,7 +99,8 @@ class Document:
             "language": self.language,
         }
         data |= {"languages": self.languages} if self.languages else {}
-        return data | ({"meta": self.meta.to_json()} if self.meta else {})
+        voices = {"voices": self.voices} if self.voices is not None else {}
+        return data | ({"meta": self.meta.to_json()} if self.meta else {}) | voices
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
@@ -91,7 +108,8 @@ class Document:
         language = str(data.get("language", DEFAULT_LANGUAGE))
         meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
         languages = [str(code) for code in data.get("languages", [])]
-        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages)
+        voices = [[str(v) for v in p] for p in data["voices"]] if data.get("voices") is not None else None
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages, voices)
 
 
 def read_document(path: Path, language: str | None = None) -> Document:
@@ -110,17 +128,29 @@ def title_from_name(path: Path) -> str:
 
 
 def parse_document(
-    raw: bytes, title: str, origin: str = "document", language: str | None = None, metadata_language: str | None = None
+    raw: bytes,
+    title: str,
+    origin: str = "document",
+    language: str | None = None,
+    metadata_language: str | None = None,
+    voicing: Voicing | None = None,
 ) -> Document:
-    """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected)."""
+    """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected).
+    `voicing`: a cast's markup, importer or dialogue voice (jobs.cast), applied before splitting."""
     text = decode_text(raw, origin)
+    if voicing is not None:
+        text = voicing.prepare(text, origin)
     lang = resolve_language(language, text, metadata_language)
-    paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES, language=lang)
+    voices: list[list[str]] | None = None
+    if voicing is None:
+        paragraphs, chapters = split_document(text, max_sentences=MAX_SENTENCES, language=lang)
+    else:
+        paragraphs, chapters, voices = split_voiced(text, voicing, origin, MAX_SENTENCES, lang)
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
     if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
         raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang)
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, voices=voices)
 
 
 def split_paragraphs(text: str) -> list[list[str]]:
@@ -137,20 +167,9 @@ def split_document(
     out: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     count = 0
-    for raw_lines in _blocks(clean_text(text)):
+    for title, para in _paragraph_texts(text):
         if max_sentences is not None and count > max_sentences:
             break
-        heading = _MD_HEADING.match(raw_lines[0])
-        if heading:
-            title = heading.group(1).strip(" #")
-        elif len(raw_lines) == 1 and _PLAIN_HEADING.match(raw_lines[0]):
-            title = raw_lines[0]
-        else:
-            title = None
-        lines = [_MD_PREFIX.sub("", line) for line in raw_lines]
-        para = _SPACES.sub(" ", " ".join(line for line in lines if line)).strip()
-        if not para:
-            continue
         sentences = sentences_of(para, language)
         if sentences:
             if title and _HAS_WORD.search(title):
@@ -158,6 +177,63 @@ def split_document(
             out.append(sentences)
             count += len(sentences)
     return out, chapters
+
+
+def split_voiced(
+    text: str,
+    voicing: Voicing,
+    origin: str = "document",
+    max_sentences: int | None = None,
+    language: str = DEFAULT_LANGUAGE,
+) -> tuple[list[list[str]], list[tuple[int, str]], list[list[str]] | None]:
+    """split_document with a cast: paragraphs and chapters found as split_document finds them, then
+    each paragraph's runs (`voicing.runs`: tags removed, a voice each) split into sentences, so a
+    voice changes only between sentences. Also each sentence's voice label; None when all are the
+    narrator's."""
+    found = list(_paragraph_texts(text))
+    runs = voicing.runs([para for _, para in found], origin)
+    out: list[list[str]] = []
+    labels: list[list[str]] = []
+    chapters: list[tuple[int, str]] = []
+    count = 0
+    for (title, _), paragraph_runs in zip(found, runs, strict=True):
+        if max_sentences is not None and count > max_sentences:
+            break
+        sentences, voices = voiced_sentences(paragraph_runs, language)
+        if sentences:
+            if title and _HAS_WORD.search(title):
+                chapters.append((len(out), _SPACES.sub(" ", title)[:200]))
+            out.append(sentences)
+            labels.append(voices)
+            count += len(sentences)
+    return out, chapters, labels if any(v != NARRATOR for p in labels for v in p) else None
+
+
+def voiced_sentences(runs: list[Run], language: str = DEFAULT_LANGUAGE) -> tuple[list[str], list[str]]:
+    """One paragraph's runs split into sentences, and each sentence's voice label."""
+    sentences: list[str] = []
+    voices: list[str] = []
+    for voice, text in runs:
+        found = sentences_of(text, language)
+        sentences += found
+        voices += [voice] * len(found)
+    return sentences, voices
+
+
+def _paragraph_texts(text: str) -> Iterator[tuple[str | None, str]]:
+    """Each paragraph's chapter title (None: it starts no chapter) and text on one line, in order."""
+    for raw_lines in _blocks(clean_text(text)):
+        heading = _MD_HEADING.match(raw_lines[0])
+        if heading:
+            title: str | None = heading.group(1).strip(" #")
+        elif len(raw_lines) == 1 and _PLAIN_HEADING.match(raw_lines[0]):
+            title = raw_lines[0]
+        else:
+            title = None
+        lines = [_MD_PREFIX.sub("", line) for line in raw_lines]
+        para = _SPACES.sub(" ", " ".join(line for line in lines if line)).strip()
+        if para:
+            yield title, para
 
 
 def sentences_of(para: str, language: str = DEFAULT_LANGUAGE) -> list[str]:

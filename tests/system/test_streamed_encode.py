@@ -87,7 +87,9 @@ def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, t
     """`--max-part-hours`: a chapter joins the open part or starts the next one once its end is
     known; the parts hold every sample once, in order, with their chapter marks."""
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="a" * 64, output="book.flac", loudness=None, split=split, max_part_hours=25 / 3600)
+    spec = JobSpec(
+        document="d", voice="a" * 64, output="book.flac", loudness=None, split=split, max_part_hours=25 / 3600
+    )
     got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.flac", tmp_path / "s", None)
     whole = JobSpec(document="d", voice="a" * 64, output="exact.wav", loudness=None)
     stitch_bench.old(plan, store, whole, tmp_path / "out" / "exact.wav", tmp_path / "s")

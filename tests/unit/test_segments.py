@@ -51,6 +51,8 @@ def test_a_pause_too_short_for_a_cut_is_never_cut():
     plan = _plan(n, {0: "One", 15: "Two"})
     short = JobSpec(document="d", voice="a" * 64, output="b.m4b", sentence_pause_ms=50, paragraph_pause_ms=50,
                     chapter_pause_ms=50)  # fmt: skip
-    assert not cuts_at_chapters(plan, short) and cuts_at_chapters(plan, JobSpec(document="d", voice="a" * 64, output="b"))
+    assert not cuts_at_chapters(plan, short) and cuts_at_chapters(
+        plan, JobSpec(document="d", voice="a" * 64, output="b")
+    )
     seg = _walk(plan, short, [SAMPLE_RATE * 4] * n, unit_samples=SAMPLE_RATE, block_samples=SAMPLE_RATE)
     assert len(seg.segments) == 1 and len(seg.units) == 1  # one piece, the whole book

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from narrate.jobs.documents.documents import Document, parse_document, title_from_name
+from narrate.jobs.documents.voicing import Voicing
 from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
 from narrate.jobs.settings import MAX_DOCUMENT_BYTES
@@ -24,6 +25,9 @@ class ReadOptions:
     input_format: str | None = None  # one of INPUT_FORMATS; None: by the file's extension
     include_front_matter: bool = False  # EPUB: keep cover, contents and copyright pages
     language: str | None = None  # a --language value; None/"auto": the book's metadata, else detected
+    # A cast's markup, importer or dialogue voice (jobs.cast.reading.CastReading): each sentence gets a
+    # voice label (Document.voices). None: read as without a cast, exactly.
+    voicing: Voicing | None = None
 
 
 DEFAULT_READING = ReadOptions()
@@ -67,16 +71,20 @@ def parse_bytes(raw: bytes, fmt: str, title: str, origin: str, options: ReadOpti
 
 
 def _parse(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions) -> Document:
+    voicing = options.voicing
+    if voicing is not None:
+        voicing.check(fmt, origin)
     if fmt == "epub":
         from narrate.jobs.documents.readers.epub import parse_epub
 
-        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, options.include_front_matter, options.language)
+        front = options.include_front_matter
+        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, front, options.language, voicing)
     if fmt == "html":
         from narrate.jobs.documents.readers.html import parse_html_document
 
-        return parse_html_document(raw, origin, title, options.language)
+        return parse_html_document(raw, origin, title, options.language, voicing)
     if fmt == "pdf":
         from narrate.jobs.documents.readers.pdf import parse_pdf
 
-        return parse_pdf(raw, origin, title, options.language)
-    return parse_document(raw, title=title, origin=origin, language=options.language)
+        return parse_pdf(raw, origin, title, options.language, voicing)
+    return parse_document(raw, title=title, origin=origin, language=options.language, voicing=voicing)

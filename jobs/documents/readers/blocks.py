@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from narrate.jobs.documents.cleaning import clean_text
-from narrate.jobs.documents.documents import BookMeta, Document, sentences_of
+from narrate.jobs.documents.documents import BookMeta, Document, sentences_of, voiced_sentences
 from narrate.jobs.documents.languages import passage_language, resolve_language
+from narrate.jobs.documents.voicing import NARRATOR, Voicing
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import MAX_SENTENCES
 
@@ -36,24 +37,31 @@ def build_document(
     meta: BookMeta | None = None,
     nothing: str = "",
     language: str | None = None,
+    voicing: Voicing | None = None,
 ) -> Document:
     """The Document of these blocks; BadInput if none has a word (`nothing` says what to do then)
     or there are more than MAX_SENTENCES sentences. `language`: a --language value (None/"auto":
-    the book's metadata language, else detected from its text)."""
+    the book's metadata language, else detected from its text). `voicing`: a cast's markup or
+    dialogue voice (jobs.cast), given every block's text before it is split into sentences."""
     blocks = list(blocks)
     sample = " ".join(b.text for b in blocks[:400])
     lang = resolve_language(language, sample, meta.language if meta else None)
+    texts = [one_line(b.text) for b in blocks]
+    runs = voicing.runs(texts, origin) if voicing is not None else None
     paragraphs: list[list[str]] = []
     languages: list[str] = []
+    labels: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     pending: str | None = None
     count = 0
-    for block in blocks:
+    for i, (block, text) in enumerate(zip(blocks, texts, strict=True)):
         if block.chapter is not None and _HAS_WORD.search(block.chapter):
             pending = one_line(block.chapter)[:200]
-        text = one_line(block.text)
         here = passage_language(block.language, lang)
-        sentences = sentences_of(text, here) if _HAS_WORD.search(text) else []
+        if runs is not None:
+            sentences, voices = voiced_sentences(runs[i], here)
+        else:
+            sentences, voices = (sentences_of(text, here) if _HAS_WORD.search(text) else []), []
         if not sentences:
             continue
         if pending:
@@ -61,13 +69,15 @@ def build_document(
             pending = None
         paragraphs.append(sentences)
         languages.append(here)
+        labels.append(voices)
         count += len(sentences)
         if count > MAX_SENTENCES:
             raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
     if not paragraphs:
         raise BadInput(f"{origin} has no text to narrate{nothing}")
     mixed = languages if any(code != lang for code in languages) else []
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, meta=meta, languages=mixed)
+    voiced = labels if any(v != NARRATOR for p in labels for v in p) else None
+    return Document(title, paragraphs, chapters, lang, meta, mixed, voiced)
 
 
 def chapter_level(levels: list[int]) -> int:

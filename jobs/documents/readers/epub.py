@@ -19,6 +19,7 @@ from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.documents.readers.blocks import Block, build_document, one_line
 from narrate.jobs.documents.readers.epub_zip import check_epub_zip
 from narrate.jobs.documents.readers.xhtml import Page, page_of, parse_html
+from narrate.jobs.documents.voicing import Voicing
 from narrate.jobs.errors import BadInput
 
 # epub:type / landmark / guide types of pages that are not reading text.
@@ -38,6 +39,7 @@ def parse_epub(
     max_bytes: int,
     include_front_matter: bool,
     language: str | None = None,
+    voicing: Voicing | None = None,
 ) -> Document:
     check_epub_zip(raw, origin, max_bytes)
     try:
@@ -77,6 +79,7 @@ def parse_epub(
         meta,
         " (all of it is cover, contents or copyright pages, or images)",
         language,
+        voicing,
     )
 
 

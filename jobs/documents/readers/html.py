@@ -10,12 +10,15 @@ from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.documents.encodings import decode_text
 from narrate.jobs.documents.readers.blocks import Block, build_document, chapter_level, one_line
 from narrate.jobs.documents.readers.xhtml import page_of, parse_html
+from narrate.jobs.documents.voicing import Voicing
 
 PAGE_CHROME = frozenset({"nav", "header", "footer", "menu"})
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
 
 
-def parse_html_document(raw: bytes, origin: str, fallback_title: str, language: str | None = None) -> Document:
+def parse_html_document(
+    raw: bytes, origin: str, fallback_title: str, language: str | None = None, voicing: Voicing | None = None
+) -> Document:
     root = parse_html(_decode(raw, origin), origin)
     blocks = page_of(root, drop=PAGE_CHROME).blocks
     level = chapter_level([b.heading for b in blocks if b.heading])
@@ -24,7 +27,7 @@ def parse_html_document(raw: bytes, origin: str, fallback_title: str, language: 
     author = root.xpath("string(//meta[translate(@name,'AUTHOR','author')='author']/@content)")
     meta = BookMeta(title=title[:200], author=one_line(author)[:200], language=(root.get("lang") or "").strip()[:35])
     nothing = " (no paragraphs or headings outside scripts, styles and navigation)"
-    return build_document(marked, title[:200] or fallback_title, origin, meta, nothing, language)
+    return build_document(marked, title[:200] or fallback_title, origin, meta, nothing, language, voicing)
 
 
 def _decode(raw: bytes, origin: str) -> str:

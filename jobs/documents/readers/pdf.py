@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.readers.blocks import Block, build_document, chapter_level
 from narrate.jobs.documents.readers.pdf_headings import PageSizes, heading_levels
+from narrate.jobs.documents.voicing import Voicing
 from narrate.jobs.errors import BadInput
 
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ _SENTENCE_END = re.compile(r"[.!?:\"'”’)\]]$")
 _NO_TEXT = "has no text layer (a scanned PDF?): run OCR first, e.g. ocrmypdf"
 
 
-def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None = None) -> Document:
+def parse_pdf(
+    raw: bytes, origin: str, fallback_title: str, language: str | None = None, voicing: Voicing | None = None
+) -> Document:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
@@ -53,7 +56,8 @@ def parse_pdf(raw: bytes, origin: str, fallback_title: str, language: str | None
     lines = _strip_running_heads([[ln.strip() for ln in p.splitlines() if ln.strip()] for p in pages])
     headings = [{} for _ in lines] if starts else heading_levels((s.finish() for s in sizes), lines)
     blocks = _paragraphs(lines, starts, headings)
-    return build_document(blocks, title[:200] or fallback_title, origin, nothing=f" (it {_NO_TEXT})", language=language)
+    nothing = f" (it {_NO_TEXT})"
+    return build_document(blocks, title[:200] or fallback_title, origin, None, nothing, language, voicing)
 
 
 def _outline(reader: PdfReader) -> dict[int, str]:
