@@ -13,15 +13,16 @@ from typing import Any
 import click
 import redis
 from narrate.jobs.api import submit as api
+from narrate.jobs.api.casting import CastChoice, choose_cast
 from narrate.jobs.api.request import Options
 from narrate.jobs.audio.bookmeta import SPLITS
+from narrate.jobs.cast.reading import MARKUPS
 from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import DEFAULT_MODEL, MAX_FRAMES_CAP, MAX_PAUSE_MS, QUANTS, Settings, default
-from narrate.jobs.voices.choice import VoiceChoice, choose
+from narrate.jobs.voices.choice import VoiceChoice
 
 quant_option = click.option(
     "--quant",
@@ -62,34 +63,68 @@ lexicon_option = click.option(
 
 
 def voice_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--voice NAME|FILE and --instruct, passed to the command as `voice` and `instruct`."""
-    f = click.option(
-        "--instruct",
-        default=None,
-        metavar="TEXT",
-        help="How a preset speaker speaks, e.g. 'calm, warm narrator' (1.7B CustomVoice models; others ignore it).",
-    )(f)
-    return click.option(
-        "--voice",
-        required=True,
-        metavar="NAME|FILE",
-        help="A voice sample file (1-60 s of speech), a saved voice (narrate voice list) or, with a CustomVoice "
-        "--model, a preset speaker (ryan, aiden, ...).",
-    )(f)
+    """--voice (repeatable: the narrator, and NAME=VOICE for a cast), --instruct and the cast's
+    options (--cast, --markup, --dialogue-voice, --strict), passed to the command as `voice` (a
+    tuple), `instruct` and `cast` (a dict); read them with ``choose_voices``."""
+    opts = [
+        click.option("--voice", "voice", multiple=True, metavar="[NAME=]VOICE",
+                     help="The narrator: a voice sample file (1-60 s of speech), a saved voice (narrate voice list) "
+                     "or, with a CustomVoice --model, a preset speaker (ryan, aiden, ...). Again as NAME=VOICE "
+                     "(or NAME:VARIANT=VOICE) for each voice of a cast, which [NAME] tags in the text switch to."),
+        click.option("--instruct", default=None, metavar="TEXT",
+                     help="How a preset narrator speaks, e.g. 'calm, warm narrator' (1.7B CustomVoice models; "
+                     "others ignore it)."),
+        click.option("--cast", "cast_file", type=click.Path(path_type=Path), default=None, metavar="CAST.TOML",
+                     help="The cast: voices, aliases and seeds (docs/cast.md)."),
+        click.option("--markup", type=click.Choice(MARKUPS, case_sensitive=False), default=None,
+                     help="How the text names its voices: narrate's [name] tags (default) or another tool's."),
+        click.option("--dialogue-voice", default=None, metavar="NAME|VOICE",
+                     help="Read quoted speech in this voice (a cast member, or a voice), the rest by the narrator."),
+        click.option("--strict", is_flag=True, help="A [tag] that names nobody in the cast is an error."),
+    ]  # fmt: skip
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+CAST_OPTION_NAMES = ("cast_file", "markup", "dialogue_voice", "strict")
+
+
+def choose_voices(settings: Settings, kw: dict, options: Options,
+                  conn: Connection | None = None) -> tuple[VoiceChoice, CastChoice | None]:  # fmt: skip
+    """Pop --voice, --instruct and the cast's options out of a command's keyword arguments: (the
+    narrator's voice, the cast or None). Files need no server; a name is looked up in the library on
+    `conn`, or on a connection opened for it. Warnings go to stderr."""
+    voices, instruct = tuple(kw.pop("voice")), kw.pop("instruct")
+    cast_opts = {k: kw.pop(k) for k in CAST_OPTION_NAMES}
+    if not voices and cast_opts["cast_file"] is None:
+        raise click.UsageError(
+            "Missing option '--voice' (the narrator: a sample file, a saved voice or a preset speaker), or --cast",
+            click.get_current_context(silent=True),
+        )
+    files_only = all(os.path.lexists(os.path.expanduser(v.partition("=")[2] or v)) for v in voices)
+    if conn is None and not files_only:
+        with Connection(settings) as c:
+            return _choose(settings, voices, instruct, cast_opts, options, c)
+    return _choose(settings, voices, instruct, cast_opts, options, conn)
+
+
+def _choose(settings: Settings, voices: tuple[str, ...], instruct: str | None, cast_opts: dict, options: Options,
+            conn: Connection | None) -> tuple[VoiceChoice, CastChoice | None]:  # fmt: skip
+    narrator, cast = choose_cast(conn.redis if conn is not None else None, settings, voices, options, instruct,
+                                 **cast_opts)  # fmt: skip
+    every = [narrator, *(cast.voices.values() if cast else ())]
+    for warning in dict.fromkeys(w for c in every for w in c.warnings):
+        click.echo(f"warning: {warning}", err=True)
+    return narrator, cast
 
 
 def choose_voice(settings: Settings, voice: str, options: Options, instruct: str | None,
                  conn: Connection | None = None) -> VoiceChoice:  # fmt: skip
-    """The voice `--voice` names (a file needs no server; a name is looked up in the library on
-    `conn`, or on a connection opened for it). Warnings go to stderr."""
-    if conn is None and not os.path.lexists(os.path.expanduser(voice)):
-        with Connection(settings) as c:
-            return choose_voice(settings, voice, options, instruct, c)
-    chosen = choose(conn.redis if conn is not None else None, voice, options.model, ffmpeg_exe(settings.ffmpeg),
-                    instruct, default_model=settings.model)  # fmt: skip
-    for warning in chosen.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    return chosen
+    """One voice (`narrate voice preview`): a file, a saved voice or a preset speaker."""
+    kw = {"voice": (voice,), "instruct": instruct, **dict.fromkeys(CAST_OPTION_NAMES)}
+    kw["strict"] = False
+    return choose_voices(settings, kw, options, conn)[0]
 
 
 def reading_options(f):

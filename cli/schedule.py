@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 from narrate.cli.common import (
-    choose_voice,
+    choose_voices,
     one_line_errors,
     options_from,
     request_options,
@@ -49,7 +49,7 @@ def schedule() -> None:
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
 @request_options()
 @one_line_errors
-def add(name, cron_expr, watch, voice, instruct, output_dir, fmt, tz, **kw) -> None:
+def add(name, cron_expr, watch, output_dir, fmt, tz, **kw) -> None:
     """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed,
     with the options `narrate submit` takes.
 
@@ -58,7 +58,12 @@ def add(name, cron_expr, watch, voice, instruct, output_dir, fmt, tz, **kw) -> N
     options, overrides = options_from(kw)
     settings = settings_from_env(**overrides)
     with Connection(settings) as conn:
-        chosen = choose_voice(settings, voice, options, instruct, conn)
+        chosen, cast = choose_voices(settings, kw, options, conn)
+        if cast is not None:
+            raise click.ClickException(
+                "a schedule keeps one voice for now: add it with one --voice (no NAME=VOICE, --cast, --markup or "
+                "--dialogue-voice); submit cast books with narrate submit"
+            )
         sched = schedules.make(settings, name, cron_expr, watch, chosen, output_dir, fmt, tz, options)
         schedules.add(conn.redis, sched, chosen)
     nxt = cron.next_tick(sched.cron, sched.tz, time.time())

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import redis
 from narrate.cli.common import (
-    choose_voice,
+    choose_voices,
     fail,
     finish,
     one_line_errors,
@@ -51,7 +51,7 @@ from narrate.jobs.settings import Settings
 @click.option("--wait", is_flag=True, help="Wait for the jobs to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object per job (JSON lines).")
 @one_line_errors
-def submit(documents, voice, instruct, output, fmt, at, delay, wait, as_json, **kw) -> None:
+def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
     """Validate the DOCUMENTS and the voice, enqueue one narration job each, print their ids.
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
@@ -60,8 +60,11 @@ def submit(documents, voice, instruct, output, fmt, at, delay, wait, as_json, **
     settings = settings_from_env(**overrides)
     due = when.due(at, delay)
     with Connection(settings) as conn:
-        chosen = choose_voice(settings, voice, options, instruct, conn)
-        reqs = batch.prepare_batch(settings, list(documents), chosen, output, fmt, options)
+        narrator, cast = choose_voices(settings, kw, options, conn)
+        reqs = batch.prepare_batch(settings, list(documents), narrator, output, fmt, options, cast)
+        for req in reqs:
+            if req.cast_line and not as_json:
+                click.echo(f"{req.source}: {req.cast_line}", err=True)
         subs = api.submit_many(settings, conn.redis, reqs, at=due)
         for sub, req in zip(subs, reqs, strict=True):
             _report(sub, req, settings, as_json)
@@ -122,7 +125,7 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: b
 )
 @request_options(queued=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-def run(document, voice, instruct, output, as_json, **kw) -> None:
+def run(document, output, as_json, **kw) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
     import signal
 
@@ -134,8 +137,10 @@ def run(document, voice, instruct, output, as_json, **kw) -> None:
     try:
         options, overrides = options_from(kw)
         settings = settings_from_env(output_dir=out.parent, **overrides)
-        chosen = choose_voice(settings, voice, options, instruct)
-        req = api.prepare(settings, document, chosen, out, options)
+        narrator, cast = choose_voices(settings, kw, options)
+        [req] = api.prepare_many(settings, [document], narrator, [out], options, cast)
+        if req.cast_line:
+            click.echo(req.cast_line, err=True)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

@@ -168,6 +168,11 @@ class Settings:
         "NARRATE_CHAPTER_PAUSE_MS", 2000, reads=CLIENT, parse=_int(0, MAX_PAUSE_MS),
         doc="Silence before a chapter; part of the job.",
     )  # fmt: skip
+    speaker_pause_ms: int = setting(
+        "NARRATE_SPEAKER_PAUSE_MS", 500, reads=CLIENT, parse=_int(0, MAX_PAUSE_MS),
+        doc="Silence where a cast's voice changes within a paragraph (at least; a paragraph's or chapter's "
+        "own pause if longer); part of the job.",
+    )  # fmt: skip
     batch_size: int | None = setting(
         "NARRATE_BATCH_SIZE", None, reads=WORKER, parse=_int(1), shown="by device",
         doc="Sentences synthesized together: 16 on a GPU, 8 on a CPU, fewer if their worst-case KV caches "

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from narrate.jobs.api import submit as api
+from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import FORMATS, check_format
@@ -69,7 +70,9 @@ def prepare_batch(
     output: str | Path | None = None,
     fmt: str | None = None,
     options: Options = DEFAULTS,
+    cast: CastChoice | None = None,
 ) -> list[api.Request]:
-    """Check every document, output and the voice (raises BadInput naming the first bad one)."""
+    """Check every document, output and the voice or cast (raises BadInput naming the first bad one)."""
     paths = [Path(d) for d in documents]
-    return api.prepare_many(settings, paths, voice, output_paths(paths, output, fmt, settings.output_dir), options)
+    outputs = output_paths(paths, output, fmt, settings.output_dir)
+    return api.prepare_many(settings, paths, voice, outputs, options, cast)

@@ -10,20 +10,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
-from narrate.jobs.api.request import DEFAULTS, Options
+from narrate.jobs.api.prepare import Request, prepare, prepare_many, prepare_read
+from narrate.jobs.api.request import Options
 from narrate.jobs.api.status import due_time, status
-from narrate.jobs.audio.bookmeta import BookOptions
-from narrate.jobs.audio.voices import read_voice
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import JobSpec, job_timeout
 from narrate.jobs.documents.budgets import frame_budget
-from narrate.jobs.documents.documents import Document
-from narrate.jobs.documents.readers import read_any
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.fanout import split as fanout
-from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
-from narrate.jobs.outputs.outputs import relative_output
 from narrate.jobs.queue import books, lifecycle
 from narrate.jobs.queue.lifecycle import requeue_front
 from narrate.jobs.queue.queues import queue_for
@@ -32,7 +27,6 @@ from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import check_key_types, fetch, queue
 from narrate.jobs.settings import DAY_S, Settings
-from narrate.jobs.voices.choice import VoiceChoice
 from rq import Queue, Retry, Worker
 from rq.exceptions import DuplicateJobError
 from rq.job import Job, JobStatus
@@ -42,83 +36,6 @@ __all__ = [
     "JOB_FUNCTION", "Options", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
     "prepare_read", "resume", "status", "submit", "submit_many", "submit_unacknowledged", "unattended_queue",
 ]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Request:
-    """A validated narration request: a document, a voice, an output and the options (checked once,
-    by ``Options.make``). Building one touches no server."""
-
-    document: Document
-    voice: VoiceChoice  # a sample (a file or a saved voice) or a preset speaker (jobs.voices.choice)
-    output: str  # relative to the output root
-    options: Options = DEFAULTS
-    source: str = ""  # the document's file name as given (shown by `narrate list`)
-
-    @property
-    def model(self) -> str | None:
-        return self.options.model
-
-    @property
-    def quant(self) -> str | None:
-        return self.options.quant
-
-    @property
-    def overwrite(self) -> bool:
-        return self.options.overwrite
-
-    @property
-    def lexicon(self) -> list[list[str]]:
-        return self.options.lexicon
-
-    @property
-    def book(self) -> BookOptions:
-        return self.options.book
-
-    @property
-    def fan_out(self) -> str | None:
-        return self.options.fan_out
-
-    @property
-    def priority(self) -> str:
-        return self.options.priority
-
-
-def prepare(
-    settings: Settings,
-    document: Path,
-    voice: Path | VoiceChoice,
-    output: str | Path | None = None,
-    options: Options = DEFAULTS,
-) -> Request:
-    """Read and check one document, the voice and the output path before anything is stored or
-    enqueued (raises BadInput). `voice`: a sample file, or a voice chosen by jobs.voices.choice.choose
-    (a saved name or a preset speaker). `options`: validated by ``Options.make``."""
-    return prepare_many(settings, [document], voice, [output], options)[0]
-
-
-def prepare_many(
-    settings: Settings,
-    documents: list[Path],
-    voice: Path | VoiceChoice,
-    outputs: Sequence[str | Path | None],
-    options: Options = DEFAULTS,
-) -> list[Request]:
-    """`prepare` for several documents with one voice (read once): each document and output is
-    checked before any request is made, so one bad file refuses them all, naming it."""
-    docs = [read_any(Path(d), options.reading) for d in documents]
-    rels = [  # a relative output (and the default <document stem>.mp3) is taken from the output root
-        relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
-        for d, out in zip(documents, outputs, strict=True)
-    ]
-    v = (
-        voice
-        if isinstance(voice, VoiceChoice)
-        else VoiceChoice.of_sample(read_voice(Path(voice), ffmpeg_exe(settings.ffmpeg)))
-    )
-    return [
-        Request(doc, v, rel, options, source=Path(d).name) for d, doc, rel in zip(documents, docs, rels, strict=True)
-    ]
 
 
 @dataclass(frozen=True)
@@ -159,16 +76,18 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         document=store.document_id(req.document),
         voice=req.voice.ref.spec_voice,
         instruct=req.voice.ref.instruct,
+        cast=req.cast,
         output=req.output,
         model=req.model,
         quant=req.quant,
-        seed=settings.seed,
+        seed=req.narrator_seed if req.narrator_seed is not None else settings.seed,
         max_frames=settings.max_frames,
         sentence_pause_ms=settings.sentence_pause_ms,
         paragraph_pause_ms=settings.paragraph_pause_ms,
         overwrite=req.overwrite,
         lexicon=req.lexicon,
         chapter_pause_ms=settings.chapter_pause_ms,
+        speaker_pause_ms=settings.speaker_pause_ms,
         **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output
@@ -199,8 +118,9 @@ def _submit(
     q = queue(r, queue_for(queue_name or settings.queue, req.priority))
     _check_queue_keys(r, q)
     store.put_document(r, req.document, p.keep_s)
-    if req.voice.sample is not None:
-        store.put_voice(r, req.voice.sample.sha256, req.voice.sample.wav, p.keep_s)
+    for sample in (req.voice.sample, *req.cast_samples):
+        if sample is not None:
+            store.put_voice(r, sample.sha256, sample.wav, p.keep_s)
     if req.book.cover:
         store.put_cover(r, req.book.cover, p.keep_s)
     earlier = _finished(r, p.job_id)
@@ -342,6 +262,7 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
             "voice": req.voice.describe(),
             **({"voice_name": req.voice.name} if req.voice.name else {}),
             **({"voice_sample": req.voice.sample.sha256} if req.voice.sample else {}),
+            **({"cast": sorted(req.cast)} if req.cast else {}),
             **({"parts": parts} if parts else {}),
         },
         retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
@@ -366,18 +287,6 @@ def unattended_queue(r: redis.Redis, job_id: str) -> str | None:
         return None
     q = queue(r, job.origin)
     return None if Worker.all(queue=q) else q.name
-
-
-# For callers that read their inputs themselves and submit many at once (a schedule tick).
-
-
-def prepare_read(
-    settings: Settings, document: Document, voice: VoiceChoice, output: str | Path, options: Options, source: str = ""
-) -> Request:
-    """`prepare` for a document and voice already read and checked (a schedule tick reads each file
-    once, so what it hashed is what is narrated); the options were checked by ``Options.make``, the
-    output is checked here."""
-    return Request(document, voice, relative_output(settings.output_dir, output), options, source=source)
 
 
 def submit_unacknowledged(settings: Settings, r: redis.Redis, req: Request, queue_name: str | None = None) -> Submitted:

@@ -149,7 +149,9 @@ def write_book(
             book.mark_chapter(plan.chapter_at[index])
         start = book.samples
         book.write_pcm(to_int16(x * gains[index]) if gains is not None else to_int16(x))
-        cues.append(Cue(index, start, book.samples, None, plan.originals[index]))  # as the document writes it
+        cues.append(
+            Cue(index, start, book.samples, None, plan.originals[index], plan.speaker(index))
+        )  # as the document writes it
         if pause:
             book.write_pcm(np.zeros(pause, dtype="<i2"))
         on_sentence(index)

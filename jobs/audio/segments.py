@@ -118,7 +118,9 @@ class Segmenter:
             at = self._start + self._filled
             if i in self.plan.chapter_at:
                 self.chapters.append((at, self.plan.chapter_at[i]))
-            self.cues.append(Cue(i, at, at + got.samples, None, self.plan.originals[i]))  # as written
+            self.cues.append(
+                Cue(i, at, at + got.samples, None, self.plan.originals[i], self.plan.speaker(i))
+            )  # as written
             self._filled += got.samples
             self.next += 1
             pause = self.pause(i)

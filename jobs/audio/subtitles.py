@@ -18,6 +18,7 @@ class Cue:
     end: int  # sample where it ends (its pause not included)
     chapter: int | None  # index into the chapter list, None before the first chapter
     text: str
+    voice: str | None = None  # a cast's label of the voice that reads it (None: the narrator of a one-voice book)
 
 
 def parse_formats(value: str | None) -> str:
@@ -59,6 +60,11 @@ def _vtt_text(text: str) -> str:
     return _one_line(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def _speaker(c: Cue) -> str:
+    """WebVTT's voice span opening the cue, `<v alice>` (SubRip has none: its cues stay plain text)."""
+    return f"<v {_vtt_text(c.voice)}>" if c.voice else ""
+
+
 def srt(cues: list[Cue], rate: int) -> str:
     blocks = [
         f"{n}\n{_clock(c.start, rate, ',')} --> {_clock(c.end, rate, ',')}\n{_one_line(c.text)}\n"
@@ -68,7 +74,9 @@ def srt(cues: list[Cue], rate: int) -> str:
 
 
 def vtt(cues: list[Cue], rate: int) -> str:
-    blocks = [f"{_clock(c.start, rate, '.')} --> {_clock(c.end, rate, '.')}\n{_vtt_text(c.text)}\n" for c in cues]
+    blocks = [
+        f"{_clock(c.start, rate, '.')} --> {_clock(c.end, rate, '.')}\n{_speaker(c)}{_vtt_text(c.text)}\n" for c in cues
+    ]
     return "WEBVTT\n\n" + "\n".join(blocks)
 
 
@@ -81,7 +89,14 @@ def manifest(cues: list[Cue], rate: int, audio: str, samples: int, chapters: lis
         "duration": samples / rate,
         "chapters": [{"title": t, "start": s / rate, "end": e / rate} for s, e, t in chapters],
         "sentences": [
-            {"index": c.index, "start": c.start / rate, "end": c.end / rate, "chapter": c.chapter, "text": c.text}
+            {
+                "index": c.index,
+                "start": c.start / rate,
+                "end": c.end / rate,
+                "chapter": c.chapter,
+                "text": c.text,
+                **({"voice": c.voice} if c.voice else {}),
+            }
             for c in cues
         ],
     }

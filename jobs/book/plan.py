@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
-from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.languages import tts_name
 from narrate.jobs.documents.normalize import Normalizer
+from narrate.jobs.documents.voicing import NARRATOR
 
 
 def sentence_seed(job_seed: int, text: str) -> int:
@@ -35,12 +36,21 @@ class Plan:
         found = {s.index: checkpoints.samples(self.keys[s.index]) for s in self.sentences}
         return {i: n for i, n in found.items() if n is not None}
 
+    def speaker(self, index: int) -> str | None:
+        """The cast's label of the sentence's voice, for subtitles (None in a book of one voice)."""
+        if all(s.voice == NARRATOR for s in self.sentences):
+            return None
+        return self.sentences[index].voice
+
     def pause_after_ms(self, index: int, spec: JobSpec) -> int:
         if index == len(self.sentences) - 1:
             return 0
         if index + 1 in self.chapter_at:
             return spec.chapter_pause_ms
-        return spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
+        pause = spec.paragraph_pause_ms if index in self.paragraph_end else spec.sentence_pause_ms
+        if self.sentences[index].voice != self.sentences[index + 1].voice:  # another speaker takes over
+            pause = max(pause, spec.speaker_pause_ms)
+        return pause
 
 
 def spoken_paragraphs(doc: Document, lexicon: list[list[str]] | None = None) -> list[list[str]]:
@@ -62,16 +72,21 @@ def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
     so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed."""
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
+    refs = spec.voice_refs()
+    labels = doc.sentence_voices
     for p, para in enumerate(spoken_paragraphs(doc, spec.lexicon)):
         language = tts_name(doc.language_of(p))
         for text in para:
-            seed, budget = sentence_seed(spec.seed, text), frame_budget(text, spec.max_frames)
-            sentences.append(Sentence(len(sentences), text, seed, budget, language))
+            label = labels[len(sentences)]
+            if label not in refs:
+                raise BadSpec(f"sentence {len(sentences)} is read by {label!r}, a voice the job's cast does not have")
+            seed, budget = sentence_seed(spec.seed_of(label), text), frame_budget(text, spec.max_frames)
+            sentences.append(Sentence(len(sentences), text, seed, budget, language, label))
         paragraph_end.add(len(sentences) - 1)
     first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
     chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
-    voice = spec.voice_ref.identity  # a sample's sha256, or the speaker with its instruction
-    keys = [checkpoint_key(_keyed_text(s), voice, model_key, quant, s.seed, s.budget) for s in sentences]
+    identity = {label: ref.identity for label, ref in refs.items()}  # a sample's sha256, or a speaker and instruction
+    keys = [checkpoint_key(_keyed_text(s), identity[s.voice], model_key, quant, s.seed, s.budget) for s in sentences]
     return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, doc.sentences)
 
 

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from math import ceil
 
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
+from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.settings import MAX_FRAMES_CAP, MAX_PAUSE_MS, default
 
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
+MAX_CAST = 64  # voices of one book besides its narrator
+LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(:[a-z0-9][a-z0-9_-]{0,63})?")  # alice, alice:whisper
 SPLITS = ("", "chapters", "chapters+book")
 
 
@@ -41,6 +45,22 @@ class JobSpec:
     split: str = ""  # "", "chapters" (one file per chapter only) or "chapters+book"
     max_part_hours: float | None = None  # the book file in parts of at most this long, at chapter boundaries
     instruct: str | None = None  # a preset speaker's style instruction (jobs.book.voice)
+    # A cast's voices besides the narrator (the voice above): label -> {"voice": VoiceRef.spec_voice,
+    # "instruct": str | None, "seed": int | None}; labels as the document's (jobs.documents.voicing).
+    cast: dict[str, dict] | None = None
+    speaker_pause_ms: int = default("speaker_pause_ms")  # where the voice changes within a paragraph
+
+    def voice_refs(self) -> dict[str, VoiceRef]:
+        """Every voice of the job by label: the narrator's and the cast's."""
+        refs = {NARRATOR: self.voice_ref}
+        for label, v in (self.cast or {}).items():
+            refs[label] = VoiceRef.from_spec(v.get("voice"), v.get("instruct"))
+        return refs
+
+    def seed_of(self, label: str) -> int:
+        """The job seed of a voice: its own (a cast's), else the job's."""
+        seed = ((self.cast or {}).get(label) or {}).get("seed")
+        return int(seed) if seed is not None else self.seed
 
     @property
     def voice_ref(self) -> VoiceRef:
@@ -52,6 +72,8 @@ class JobSpec:
             del data["lexicon"]  # the same spec (and job id) as before lexicons existed
         if data["instruct"] is None:
             del data["instruct"]  # likewise before preset voices
+        if data["cast"] is None:
+            del data["cast"], data["speaker_pause_ms"]  # and before casts
         return data
 
     @classmethod
@@ -106,6 +128,28 @@ class JobSpec:
             isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in self.lexicon
         ):
             raise BadSpec("job spec: lexicon is not a list of [word, spoken form] pairs")
+        whole("speaker_pause_ms", 0, MAX_PAUSE_MS)
+        self._check_cast()
+
+    def _check_cast(self) -> None:
+        if self.cast is None:
+            return
+        if not isinstance(self.cast, dict) or not self.cast or len(self.cast) > MAX_CAST:
+            raise BadSpec(f"job spec: cast is not a table of 1-{MAX_CAST} voices")
+        for label, v in self.cast.items():
+            if not isinstance(label, str) or not LABEL.fullmatch(label) or label == NARRATOR:
+                raise BadSpec(f"job spec: cast label {label!r} is not a voice's label")
+            if not isinstance(v, dict) or set(v) - {"voice", "instruct", "seed"}:
+                raise BadSpec(f"job spec: cast voice {label!r} is not {{voice, instruct, seed}}")
+            seed = v.get("seed")
+            if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**63):
+                raise BadSpec(f"job spec: cast voice {label!r} has seed {seed!r}")
+            try:
+                ref = VoiceRef.from_spec(v.get("voice"), v.get("instruct"))
+            except BadVoiceRef as e:
+                raise BadSpec(f"job spec: cast voice {label!r}: {e}") from None
+            if ref.kind == "design":
+                raise BadSpec(f"job spec: cast voice {label!r} is a design (keep a clip of it: narrate voice keep)")
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:

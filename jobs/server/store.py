@@ -37,13 +37,13 @@ def _put(r: redis.Redis, key: str, value: bytes, keep_s: int) -> None:
         p.execute()
 
 
-def keep(r: redis.Redis, doc_id: str, voice_sha: str | None, keep_s: int) -> None:
+def keep(r: redis.Redis, doc_id: str, voice_shas: list[str], keep_s: int) -> None:
     """A job that uses these is running or just ended: keep them at least `keep_s` more seconds
-    (`voice_sha` None: a preset speaker, no sample)."""
+    (`voice_shas`: its voices' samples; a preset speaker has none)."""
     with r.pipeline() as p:
         p.expire(document_key(doc_id), keep_s, gt=True)
-        if voice_sha is not None:
-            p.expire(voice_key(voice_sha), keep_s, gt=True)
+        for sha in voice_shas:
+            p.expire(voice_key(sha), keep_s, gt=True)
         p.execute()
 
 

@@ -25,6 +25,7 @@ from narrate.jobs.book.plan import Plan, make_plan
 from narrate.jobs.book.result import JobResult, Timings
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Engine, Sentence, VoiceEmbedding
+from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.fanout import partaudio
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -38,6 +39,7 @@ from narrate.jobs.task.stitcher import Stitcher
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
+Voices = VoiceEmbedding | dict[str, VoiceEmbedding]  # one voice, or a cast's by label
 CANCEL_POLL_S = 1.0  # while a batch runs, how often the job asks whether it was canceled (one Redis round trip)
 
 
@@ -105,9 +107,9 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
     voice_cache, encoder_runs, first_audio = "unused", 0, None
-    voices: list[VoiceEmbedding] = []
+    voices: list[Voices] = []
 
-    def voice() -> VoiceEmbedding:
+    def voice() -> Voices:
         if not voices:
             voices.append(engine_voice(ctx, engine, spec))
         return voices[0]
@@ -133,7 +135,9 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     if fanned_out:
         partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
     if voices:
-        voice_cache, encoder_runs = ("hit" if voices[0].cache_hit else "miss"), voices[0].encoder_runs
+        every = list(voices[0].values()) if isinstance(voices[0], dict) else [voices[0]]
+        voice_cache = "hit" if all(v.cache_hit for v in every) else "miss"
+        encoder_runs = sum(v.encoder_runs for v in every)
     progress.save()
     _keep_inputs(job, spec)
     wall = time.monotonic() - t0
@@ -166,18 +170,41 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         ),
         segments=book.segments,
         segments_encoded_early=book.encoded_early,
+        voices=_per_voice(plan, checkpoints) if spec.cast else None,
     )
 
 
-def engine_voice(ctx: JobContext, engine: Engine, spec: JobSpec) -> VoiceEmbedding:
-    """The job's voice, ready for the engine (BadInput if this model cannot speak it: no retry); a
-    warning (an instruction the model ignores) goes into the job's meta and the worker's log."""
-    voice = engine.voice(ctx.job.connection, spec.voice_ref)
-    if voice.warning:
-        log.warning("job %s: %s", ctx.job.id, voice.warning)
-        ctx.job.meta["warnings"] = [voice.warning]
+def _per_voice(plan: Plan, checkpoints: CheckpointStore) -> dict[str, dict]:
+    """Sentences and seconds of audio (pauses not counted) read by each voice of a cast."""
+    samples = plan.checkpointed(checkpoints)
+    out: dict[str, dict] = {}
+    for s in plan.sentences:
+        row = out.setdefault(s.voice, {"sentences": 0, "seconds": 0.0})
+        row["sentences"] += 1
+        row["seconds"] = round(row["seconds"] + samples.get(s.index, 0) / SAMPLE_RATE, 3)
+    return out
+
+
+def engine_voice(ctx: JobContext, engine: Engine, spec: JobSpec) -> Voices:
+    """The job's voice (a cast's: every voice by label), ready for the engine (BadInput if this
+    model cannot speak one: no retry, the message names the cast's voice); warnings (an instruction
+    the model ignores) go into the job's meta and the worker's log."""
+    if not spec.cast:
+        found: dict[str, VoiceEmbedding] = {NARRATOR: engine.voice(ctx.job.connection, spec.voice_ref)}
+    else:
+        found = {}
+        for label, ref in spec.voice_refs().items():
+            try:
+                found[label] = engine.voice(ctx.job.connection, ref)
+            except BadInput as e:
+                raise BadInput(f"the cast's voice {label!r}: {e}") from None
+    warnings = list(dict.fromkeys(v.warning for v in found.values() if v.warning))
+    if warnings:
+        for w in warnings:
+            log.warning("job %s: %s", ctx.job.id, w)
+        ctx.job.meta["warnings"] = warnings
         save_meta(ctx.job)
-    return voice
+    return found if spec.cast else found[NARRATOR]
 
 
 def _begin_attempt(ctx: JobContext) -> None:
@@ -204,7 +231,8 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
     """Keep the stored document and voice as long as this job's status and result are kept."""
     keep_s = int(job.result_ttl or 0) + int(job.timeout or 0)
     if keep_s > 0:
-        store.keep(job.connection, spec.document, spec.voice_ref.sample, keep_s)
+        samples = [ref.sample for ref in spec.voice_refs().values() if ref.sample]
+        store.keep(job.connection, spec.document, samples, keep_s)
         if spec.cover:
             job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
 
@@ -212,7 +240,7 @@ def _keep_inputs(job: Job, spec: JobSpec) -> None:
 def _synthesize(
     ctx: JobContext,
     engine: Engine,
-    voice: VoiceEmbedding,
+    voice: Voices,
     plan: Plan,
     todo: list[Sentence],
     checkpoints: CheckpointStore,
