@@ -32,8 +32,8 @@ DIALOGUE = "The night was long.\n\n\u201cWe should leave now.\u201d\n\nShe did n
 IMPORTED = {
     "e2a": "The night was long.\n\n[voice:alice]We should leave.[/voice]\n\n[voice:bob]No. We stay.[/voice]\n",
     "abogen": "The night was long.\n\n<<VOICE:alice>>We should leave.\n\n<<VOICE:bob>>No. We stay.\n",
-    "jsonl": '{"speaker": "narrator", "text": "The night was long."}\n{"speaker": "alice", "text": "We should leave."}\n'
-    '{"speaker": "bob", "text": "No. We stay."}\n',
+    "jsonl": '{"speaker": "narrator", "text": "The night was long."}\n'
+    '{"speaker": "alice", "text": "We should leave."}\n{"speaker": "bob", "text": "No. We stay."}\n',
     "lines": "Narrator: The night was long.\nAlice: We should leave.\nBob: No. We stay.\n",
 }
 
