@@ -101,6 +101,11 @@ def dashboard(bind, port) -> None:
     help="Which to run besides the plain loop: mlx-batch (mlx-audio's batch_generate: many minutes at 16 rows on "
     "a CPU), static, continuous.",
 )  # fmt: skip
+@click.option(
+    "--voice-kind", type=click.Choice(["clone", "preset"]), default="clone", show_default=True,
+    help="preset: also run narrate's static and continuous variants with a preset speaker on a random-weight "
+    "CustomVoice checkpoint of the same size (same sentences, seeds, budgets), to compare with the cloned rows.",
+)  # fmt: skip
 def bench(
     checkpoint,
     size,
@@ -114,12 +119,15 @@ def bench(
     out_json,
     plot_path,
     variants,
+    voice_kind,
 ) -> None:
-    """Benchmark the plain mlx-audio loop against narrate's static and continuous batches."""
+    """Benchmark the plain mlx-audio loop against narrate's static and continuous batches (with
+    --voice-kind preset, also preset-speaker rows against cloned ones)."""
     import signal
 
+    from narrate.worker.bench.checkpoints import preset_checkpoint, random_checkpoint
     from narrate.worker.bench.report import format_table, plot, pyplot
-    from narrate.worker.bench.runner import default_json, parse_families, random_checkpoint, run_bench
+    from narrate.worker.bench.runner import default_json, parse_families, run_bench
     from narrate.worker.bench.workloads import workload as make_workload
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (its temp folder) as on Ctrl-C
@@ -138,6 +146,9 @@ def bench(
             pyplot()  # fails now, not after minutes of measuring
         if checkpoint is None:
             checkpoint = random_checkpoint(home, size, log=lambda m: click.echo(m, err=True))
+        preset = None
+        if voice_kind == "preset":
+            preset = preset_checkpoint(home, checkpoint, log=lambda m: click.echo(m, err=True))
         report = run_bench(
             checkpoint,
             items,
@@ -148,6 +159,7 @@ def bench(
             out_json,
             log=lambda m: click.echo(m, err=True),
             families=families,
+            preset=preset,
         )
         click.echo(format_table(report))
         if plot_path is not None:

@@ -1,5 +1,6 @@
-"""Fixtures and hooks (the helpers the tests share are in helpers/): a tiny random-weight
-Qwen3-TTS checkpoint built by the tests in the real on-disk layout, a synthetic voice, isolated
+"""Fixtures and hooks (the helpers the tests share are in helpers/): tiny random-weight Qwen3-TTS
+checkpoints built by the tests in the real on-disk layout (Base, CustomVoice, VoiceDesign), a
+synthetic voice, isolated
 narrate homes, the embedded server and the external Redis (NARRATE_TEST_REDIS_URL, default
 redis://127.0.0.1:6379/9, flushed). Every test under system/ and bench/ is marked slow:
 `pytest -m "not slow"` runs the in-process tests of unit/."""
@@ -42,6 +43,26 @@ def checkpoint(session_dir) -> Path:
     from narrate.worker.testkit.random_checkpoint import write_checkpoint
 
     return write_checkpoint(session_dir / "tiny-ckpt", size="tiny", dtype="bfloat16", seed=0)
+
+
+@pytest.fixture(scope="session")
+def custom_voice_checkpoint(session_dir) -> Path:
+    """A tiny CustomVoice checkpoint: the nine published preset speakers, no speaker encoder."""
+    from narrate.worker.testkit.random_checkpoint import write_checkpoint
+
+    return write_checkpoint(
+        session_dir / "tiny-custom-voice", size="tiny", dtype="bfloat16", seed=0, kind="custom-voice"
+    )
+
+
+@pytest.fixture(scope="session")
+def voice_design_checkpoint(session_dir) -> Path:
+    """A tiny VoiceDesign checkpoint: voices from a description, no speakers, no speaker encoder."""
+    from narrate.worker.testkit.random_checkpoint import write_checkpoint
+
+    return write_checkpoint(
+        session_dir / "tiny-voice-design", size="tiny", dtype="bfloat16", seed=0, kind="voice-design"
+    )
 
 
 @pytest.fixture(scope="session")

@@ -5,7 +5,7 @@ audio chunks it gets back, and the ``Engine`` protocol that the MLX engine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,6 +23,7 @@ class Sentence:
     seed: int  # sampling seed (see jobs.book.plan.sentence_seed)
     budget: int  # most codec frames this sentence may take
     language: str = "auto"  # what Qwen3-TTS calls the language (jobs.documents.languages.tts_name): english, german...
+    voice: str = "narrator"  # the cast's label of the voice that speaks it (jobs.documents.voicing)
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,10 @@ class Chunk:
 
 @dataclass(frozen=True)
 class VoiceEmbedding:
-    """A voice ready to inject: the embedding (engine-specific), whether it came from the cache,
-    and how often the speaker encoder ran to get it."""
+    """A voice ready for the engine: `value` is engine-specific (the MLX engine's: a RowVoice, a
+    clone's cached embedding, a preset speaker with its instruction or a design), whether it came
+    from the cache and how often the speaker encoder ran to get it (a preset or a design: True, 0:
+    nothing to compute), and a warning for the job (an instruction this model ignores)."""
 
     value: Any
     cache_hit: bool
@@ -60,10 +63,12 @@ class Engine(Protocol):
         ...
 
     def synthesize(
-        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
-    ) -> Iterator[Chunk]:
-        """Audio for every sentence, streamed in chunks (possibly out of reading order); each
-        sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch
+        self, sentences: Sequence[Sentence], voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
+        on_batch: OnBatch | None = None,
+    ) -> Iterator[Chunk]:  # fmt: skip
+        """Audio for every sentence, in `voice`, or with a cast (a mapping) in the voice of each
+        sentence's label (rows of different voices share a batch), streamed in chunks (possibly out
+        of reading order); each sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch
         before its first sentence starts (with continuous batching, rows of the batch before may
         still be running); it may raise to stop: no sentence starts after that, the sentences
         already started finish (their chunks still come), then the exception comes."""

@@ -1,8 +1,11 @@
 """Watches a loaded Qwen3-TTS model while it generates: the dtype of the speaker embedding
-handed to the prefill builder, of the prefill, of the talker's and code predictor's KV caches
-and of the talker logits. Instance-level wrappers only; nothing in mlx-audio is modified."""
+handed to the prefill builder (a clone's x-vector, or a preset speaker's codec embedding), of the
+prefill, of the talker's and code predictor's KV caches and of the talker logits. Instance-level
+wrappers only; nothing in mlx-audio is modified."""
 
 from __future__ import annotations
+
+import mlx.core as mx
 
 
 def _name(dtype) -> str:
@@ -32,9 +35,15 @@ class DtypeProbe:
             self._code_caches.append(c)
             return c
 
+        speakers = model.config.talker_config.spk_id or {}
+
         def prepare_inputs(text, *a, ref_audio=None, **k):
+            speaker = k.get("speaker")
             if ref_audio is not None:  # what the x-vector path will concatenate into the prefill
                 self.seen["embedding"].add(_name(model.extract_speaker_embedding(ref_audio).dtype))
+            elif speaker and speaker.lower() in speakers:  # a preset: its codec embedding takes that place
+                ids = mx.array([[speakers[speaker.lower()]]])
+                self.seen["embedding"].add(_name(talker.get_input_embeddings()(ids).dtype))
             out = prepare(text, *a, ref_audio=ref_audio, **k)
             self.seen["prefill"].add(_name(out[0].dtype))
             return out
@@ -87,9 +96,11 @@ class DtypeProbe:
                         self.seen[key].add(_name(layer.keys.dtype))
         self.checks += 1
 
-    def problems(self, want: str) -> list[str]:
+    def problems(self, want: str, unobserved: tuple[str, ...] = ()) -> list[str]:
+        """What was seen in another dtype than `want`, and what was never seen (but `unobserved`:
+        a designed voice has no speaker embedding)."""
         out = [f"{k}: {sorted(v)} (want {want})" for k, v in self.seen.items() if v and v != {want}]
-        out += [f"{k}: never observed" for k, v in self.seen.items() if not v]
+        out += [f"{k}: never observed" for k, v in self.seen.items() if not v and k not in unobserved]
         return out
 
     def remove(self) -> None:

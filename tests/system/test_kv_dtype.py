@@ -1,5 +1,8 @@
-"""Seed-000 regression: the voice embedding narrate injects is in the talker's dtype, and cloning
-on a bf16 checkpoint keeps the prefill, both KV caches and the logits in bf16 while it runs."""
+"""Seed-000 regression: the voice narrate hands the prefill builder is in the talker's dtype, and
+synthesis on a bf16 checkpoint keeps the prefill, both KV caches and the logits in bf16 while it
+runs, on every path narrate has: a cloned sample on a Base model (its cached x-vector), a preset
+speaker on a CustomVoice model (its codec embedding, with an instruction), a designed voice on a
+VoiceDesign model; each sequential (mlx-audio's generate) and batched (narrate's decode loop)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import pytest
 from helpers.dtype_probe import DtypeProbe
 from narrate.jobs.audio.voices import read_voice
 from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.server import store
 from narrate.jobs.server.connection import Connection
@@ -17,6 +21,7 @@ from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import load, resolve
 
 SENTENCES = [Sentence(0, "Hello there, this is a test.", 1, 6), Sentence(1, "A second one.", 2, 6)]
+PATHS = ["sequential", "batched"]
 
 
 @pytest.fixture(scope="module")
@@ -24,36 +29,69 @@ def loaded(checkpoint):
     return load(resolve(str(checkpoint), None))
 
 
-def synthesize_probed(loaded, voice_wav, env, path: str) -> DtypeProbe:
-    """Narrate's own path: voice cache (Redis) -> injected embedding -> engine, probed mid-stream."""
-    settings = Settings.from_env()
-    voice = read_voice(voice_wav, ffmpeg_exe())
+@pytest.fixture(scope="module")
+def custom_voice(custom_voice_checkpoint):
+    return load(resolve(str(custom_voice_checkpoint), None))
+
+
+@pytest.fixture(scope="module")
+def voice_design(voice_design_checkpoint):
+    return load(resolve(str(voice_design_checkpoint), None))
+
+
+def synthesize_probed(loaded, path: str, ref: VoiceRef, r=None) -> DtypeProbe:
+    """Narrate's own path: the engine's voice (for a clone: the voice cache in Redis and the
+    injected embedding) -> sequential or batched synthesis, probed mid-stream."""
     probe = DtypeProbe(loaded.model)
     try:
-        with Connection(settings) as conn:
-            store.put_voice(conn.redis, voice.sha256, voice.wav, 3600)
-            emb, _ = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
-            engine = MlxEngine(loaded)
-            chunks = engine.sequential(SENTENCES, emb) if path == "sequential" else engine.batched(SENTENCES, emb, 2)
-            for _chunk in chunks:
-                probe.check_live()
+        engine = MlxEngine(loaded)
+        voice = engine.voice(r, ref).value
+        chunks = engine.sequential(SENTENCES, voice) if path == "sequential" else engine.batched(SENTENCES, voice, 2)
+        for _chunk in chunks:
+            probe.check_live()
     finally:
         probe.remove()
     return probe
 
 
-@pytest.mark.parametrize("path", ["sequential", "batched"])
+def clone_probed(loaded, voice_wav, path: str) -> DtypeProbe:
+    voice = read_voice(voice_wav, ffmpeg_exe())
+    with Connection(Settings.from_env()) as conn:
+        store.put_voice(conn.redis, voice.sha256, voice.wav, 3600)
+        return synthesize_probed(loaded, path, VoiceRef.clone(voice.sha256), conn.redis)
+
+
+@pytest.mark.parametrize("path", PATHS)
 def test_cached_embedding_keeps_prefill_kv_and_logits_in_bf16(loaded, voice_wav, env, path):
     assert loaded.talker_dtype == mx.bfloat16
-    probe = synthesize_probed(loaded, voice_wav, env, path)
+    probe = clone_probed(loaded, voice_wav, path)
     assert probe.checks >= len(SENTENCES)
     assert probe.problems("bfloat16") == []
 
 
-@pytest.mark.parametrize("path", ["sequential", "batched"])
+@pytest.mark.parametrize("path", PATHS)
 def test_probe_fails_when_a_float32_embedding_reaches_the_prefill(loaded, voice_wav, env, monkeypatch, path):
     """The check above can fail: without narrate's cast, a float32 x-vector reaches the prefill
     builder (mlx-audio >= 0.4.8 would cast it again inside, so the KV cache alone cannot tell)."""
     monkeypatch.setattr(voice_cache, "cast_to_talker", lambda emb, _loaded: emb.astype(mx.float32))
-    probe = synthesize_probed(loaded, voice_wav, env, path)
+    probe = clone_probed(loaded, voice_wav, path)
     assert any(p.startswith("embedding: ['float32']") for p in probe.problems("bfloat16"))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_preset_speaker_keeps_prefill_kv_and_logits_in_bf16(custom_voice, path):
+    """The speaker's codec embedding (in the x-vector's place) and the instruction's text embedding."""
+    assert custom_voice.talker_dtype == mx.bfloat16
+    probe = synthesize_probed(custom_voice, path, VoiceRef.preset("ryan", "Calm and slow."))
+    assert probe.checks >= len(SENTENCES)
+    assert probe.problems("bfloat16") == []
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_designed_voice_keeps_prefill_kv_and_logits_in_bf16(voice_design, path):
+    """A design has no speaker embedding at all: only its description leads the prefill."""
+    assert voice_design.talker_dtype == mx.bfloat16
+    probe = synthesize_probed(voice_design, path, VoiceRef.design("A deep, warm voice, unhurried."))
+    assert probe.checks >= len(SENTENCES)
+    assert probe.problems("bfloat16", unobserved=("embedding",)) == []
+    assert probe.seen["embedding"] == set()

@@ -148,8 +148,8 @@ def test_a_dropped_generate_keyword_fails_loudly(monkeypatch):
     from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
     from narrate.worker.engine import mlx_compat
 
-    def generate(self, text, ref_audio=None, language="auto", max_tokens=None, stream=False, streaming_interval=2.0,
-                 split_pattern="\n", verbose=False): ...  # fmt: skip
+    def generate(self, text, voice=None, instruct=None, ref_audio=None, language="auto", max_tokens=None,
+                 stream=False, streaming_interval=2.0, split_pattern="\n", verbose=False): ...  # fmt: skip
 
     monkeypatch.setattr(Model, "generate", generate)
     with pytest.raises(mlx_compat.InternalsChanged, match=r"qwen3_tts.Model.generate lacks \['lang_code'\]"):

@@ -7,16 +7,26 @@ from pathlib import Path
 from narrate.jobs.errors import NarrateError
 
 
+def family(name: str) -> str:
+    """A variant's family: plain, mlx-batch, static or continuous (static-8-preset: static)."""
+    return "mlx-batch" if name.startswith("mlx-batch") else name.split("-")[0]
+
+
 def format_table(report: dict) -> str:
-    head = f"{'variant':<15}{'frames':>8}{'frames/s':>10}{'x realtime':>12}{'first audio':>13}{'waste':>8}"
+    w = max(15, *(len(n) + 1 for n in report["variants"]))
+    head = f"{'variant':<{w}}{'frames':>8}{'frames/s':>10}{'x realtime':>12}{'first audio':>13}{'waste':>8}"
     head += f"{'spk enc':>9}{'peak MB':>9}{'vs plain':>10}"
     lines = [head, "-" * len(head)]
     for name, r in report["variants"].items():
         lines.append(
-            f"{name:<15}{r['frames']:>8}{r['frames_per_s']:>10.2f}{r['x_realtime']:>12.3f}"
+            f"{name:<{w}}{r['frames']:>8}{r['frames_per_s']:>10.2f}{r['x_realtime']:>12.3f}"
             f"{r['first_audio_ms']:>10.0f} ms{r['idle_row_waste_pct']:>7.1f}%{r['speaker_encoder_runs']:>9}"
             f"{r['peak_memory_mb']:>9.0f}{r['ratio_to_plain']:>9.2f}x"
         )
+    if report.get("preset_vs_clone"):
+        speaker = report.get("preset", {}).get("speaker", "")
+        ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in report["preset_vs_clone"].items())
+        lines.append(f"preset rows ({speaker}) vs cloned rows, frames/s: {ratios}")
     return "\n".join(lines)
 
 
@@ -35,19 +45,21 @@ def pyplot():
 
 
 def plot(report: dict, path: Path) -> None:
-    """A PNG: x realtime per variant (with its ratio to plain) and time to first audio."""
+    """A PNG: x realtime per variant (with its ratio to plain) and time to first audio; the bars of
+    preset-speaker variants hatched."""
     plt = pyplot()
     names = list(report["variants"])
     rows = [report["variants"][n] for n in names]
     palette = {"plain": "#888888", "mlx-batch": "#55a868", "static": "#4c72b0", "continuous": "#dd8452"}
-    colors = [palette[n.rsplit("-", 1)[0] if n != "plain" else n] for n in names]
+    colors = [palette[family(n)] for n in names]
+    hatches = ["//" if r.get("voice_kind") == "preset" else "" for r in rows]  # preset speakers' rows
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(names) + 2), 7), sharex=True)
-    bars = top.bar(names, [r["x_realtime"] for r in rows], color=colors)
+    bars = top.bar(names, [r["x_realtime"] for r in rows], color=colors, hatch=hatches)
     top.bar_label(bars, labels=[f"{r['ratio_to_plain']:.2f}x" for r in rows], fontsize=8)
     top.set_ylabel("x realtime (audio s / wall s)")
     title = f"narrate bench: {report['workload']} workload, {report['sentences']} sentences"
     top.set_title(f"{title}\n{report['checkpoint']} on {report['device']} (labels: frames/s vs plain)")
-    bottom.bar(names, [r["first_audio_ms"] for r in rows], color=colors)
+    bottom.bar(names, [r["first_audio_ms"] for r in rows], color=colors, hatch=hatches)
     bottom.set_ylabel("time to first audio (ms)")
     bottom.tick_params(axis="x", labelrotation=45)
     fig.tight_layout()

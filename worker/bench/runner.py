@@ -14,36 +14,40 @@ warm-up of every variant:
   continuous-N  narrate's job path: N slots, a finished row leaves at once and the next sentence
                 takes its slot
 
+With ``--voice-kind preset``, also static-N-preset and continuous-N-preset: the same narrate
+variants (sentences, seeds, budgets, batch sizes) with a preset speaker (``PRESET_SPEAKER``) on a
+CustomVoice checkpoint of the same size (a random-weight one, built as the Base one is), beside
+the cloned rows; ``preset_vs_clone`` gives each one's frames/s over its cloned twin's.
+
 EOS is disabled (unless --allow-eos), so every sentence generates exactly its budget and all
 variants do the same work. Reported per variant: codec frames/s, audio seconds per wall second
 (x realtime), time to first audio, idle-row waste (% of the rows a step computed that had already
-finished), speaker-encoder runs, MLX peak memory, and the frames/s ratio to plain. Compare ratios,
-not single times: shared machines are noisy.
+finished), speaker-encoder runs, MLX peak memory, the frames/s ratio to plain and the voice kind
+of its rows (clone or preset). Compare ratios, not single times: shared machines are noisy.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import platform
-import shutil
 import tempfile
 import time
 import wave
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.errors import BadInput
-from narrate.jobs.server.localstate import private_dir
 from narrate.worker.bench.workloads import Item
 from narrate.worker.engine.mlx_compat import shadow
 from narrate.worker.engine.mlx_engine import STREAM_INTERVAL_S, MlxEngine
 from narrate.worker.engine.models import LoadedModel, load, resolve
 from narrate.worker.engine.voice_cache import SpeakerEncoderRuns, speaker_embedding
+from narrate.worker.engine.voices import RowVoice
 
 SAMPLE_RATE = 24_000
 FRAMES_PER_SECOND = 12.5
@@ -53,6 +57,7 @@ REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."
 
 
 FAMILIES = ("plain", "mlx-batch", "static", "continuous")  # mlx-batch: many minutes at 16 rows on a CPU
+PRESET_SPEAKER = "ryan"  # one of the two English presets
 
 
 def parse_families(text: str) -> tuple[str, ...]:
@@ -106,12 +111,18 @@ def _measure(run: Callable[[], Iterator[int]]) -> dict:
     }
 
 
+def preset_voice(loaded: LoadedModel) -> RowVoice:
+    """The preset variants' speaker: PRESET_SPEAKER, or the CustomVoice model's first."""
+    return RowVoice.preset(PRESET_SPEAKER if PRESET_SPEAKER in loaded.speakers else loaded.speakers[0])
+
+
 class Bench:
-    def __init__(self, loaded: LoadedModel, items: list[Item], voice_path: Path):
+    def __init__(self, loaded: LoadedModel, items: list[Item], voice_path: Path, preset: LoadedModel | None = None):
         self.loaded = loaded
         self.model = loaded.model
         self.items = items
         self.voice_path = voice_path
+        self.preset = preset  # the CustomVoice model of the preset variants
         self.embedding: mx.array | None = None
         self.steps: list[tuple[int, int]] = []  # the last narrate run's (rows computed, of them done) per step
         self.padding: list[int] = []  # the last narrate run's padded code-predictor rows per step
@@ -154,11 +165,19 @@ class Bench:
             self.embedding = speaker_embedding(self.loaded, mx.array(voice_samples(self.voice_path.read_bytes())))
         return self.embedding
 
-    def narrate(self, size: int, continuous: bool, items: list[Item] | None = None) -> Iterator[int]:
+    def narrate(
+        self, size: int, continuous: bool, items: list[Item] | None = None, preset: bool = False
+    ) -> Iterator[int]:
+        """narrate's engine; `preset`: on the CustomVoice model, every row the preset speaker."""
         sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(items or self.items)]
-        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0, continuous=continuous)
+        if preset:
+            assert self.preset is not None
+            loaded, voice = self.preset, preset_voice(self.preset)
+        else:
+            loaded, voice = self.loaded, self._voice()
+        engine = MlxEngine(loaded, batch_size=size, runaway_retries=0, continuous=continuous)
         engine.warm_up()  # compiled shapes: at the first warm-up run, never while measuring
-        for c in engine.batched(sentences, self._voice(), size):
+        for c in engine.batched(sentences, voice, size):
             yield c.frames
         self.steps = engine.last_loop.computed if engine.last_loop else []
         self.padding = engine.last_loop.padding if engine.last_loop else []
@@ -185,34 +204,12 @@ def default_json(home: Path) -> Path:
     return home / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
-def _complete(checkpoint: Path) -> bool:
-    return all((checkpoint / name).is_file() for name in ("model.safetensors", "speech_tokenizer/model.safetensors"))
-
-
-def random_checkpoint(home: Path, size: str, log: Callable[[str], None] = print) -> Path:
-    """A random-weight checkpoint of `size` under `home`, written once and reused. It is written
-    into a hidden temp folder and renamed into place: an interrupted run leaves no half checkpoint."""
-    from narrate.worker.testkit.random_checkpoint import write_checkpoint
-
-    path = home / f"bench-checkpoint-{size}"
-    if _complete(path):
-        return path
-    private_dir(home, "NARRATE_HOME")
-    shutil.rmtree(path, ignore_errors=True)  # what an interrupted older version left
-    log(f"writing a random-weight {size} checkpoint to {path}")
-    tmp = home / f".bench-checkpoint-{size}.{os.getpid()}"  # named, so `finally` finds it even if interrupted early
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(mode=0o700)
-        write_checkpoint(tmp, size=size)
-        try:
-            tmp.rename(path)
-        except OSError:
-            if not _complete(path):  # not a concurrent bench that got there first
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return path
+def _load_no_eos(checkpoint: Path, allow_eos: bool) -> LoadedModel:
+    loaded = load(resolve(str(checkpoint), None))
+    if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
+        tc = loaded.model.config.talker_config
+        tc.codec_eos_token_id = tc.vocab_size
+    return loaded
 
 
 def run_bench(
@@ -225,13 +222,18 @@ def run_bench(
     out_json: Path | None = None,
     log: Callable[[str], None] = print,
     families: tuple[str, ...] = FAMILIES,
+    preset: Path | None = None,
 ) -> dict:
+    """Every variant on `checkpoint` (a Base model); with `preset` (a CustomVoice checkpoint of the
+    same size), narrate's variants again with a preset speaker (``--voice-kind preset``)."""
+    if preset is not None and not {"static", "continuous"} & set(families):
+        raise BadInput("--voice-kind preset compares narrate's batches: add static or continuous to --variants")
     t0 = time.perf_counter()
-    loaded = load(resolve(str(checkpoint), None))
+    loaded = _load_no_eos(checkpoint, allow_eos)
     load_s = time.perf_counter() - t0
-    if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
-        tc = loaded.model.config.talker_config
-        tc.codec_eos_token_id = tc.vocab_size
+    presets = _load_no_eos(preset, allow_eos) if preset is not None else None
+    if presets is not None and presets.kind != "custom_voice":
+        raise BadInput(f"--voice-kind preset needs a CustomVoice checkpoint; {preset} is {presets.kind}")
     cfg = loaded.model.config.talker_config
     budgets = [it.budget for it in items]
     report: dict = {
@@ -246,12 +248,16 @@ def run_bench(
         "budgets": {"total": sum(budgets), "min": min(budgets), "max": max(budgets), "each": budgets},
         "eos": "allowed" if allow_eos else "disabled (every sentence generates exactly its budget)",
         "load_s": round(load_s, 2),
+        "voice_kind": "clone" if presets is None else "preset",
         "variants": {},
     }
+    if presets is not None:
+        assert preset is not None
+        report["preset"] = {"checkpoint": preset.name, "speaker": preset_voice(presets).speaker}
     if out_json:
         out_json.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
-        bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()))
+        bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()), presets)
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
         with counting_mlx_audio_runs(loaded.model):
             _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log, families)
@@ -265,15 +271,18 @@ def _variants(
     bench: Bench, batch_sizes: tuple[int, ...], families: tuple[str, ...] = FAMILIES
 ) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
     """(name, rows, run) for plain (always: the baseline), and mlx-batch-N, static-N, continuous-N
-    of the families asked for."""
+    of the families asked for (each narrate one followed by its -preset twin if the bench has a
+    CustomVoice model)."""
     out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
     for n in batch_sizes if "mlx-batch" in families else ():
         out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
+    kinds = (False, True) if bench.preset is not None else (False,)
     for n in batch_sizes:
-        if "static" in families:
-            out.append((f"static-{n}", n, lambda items=None, n=n: bench.narrate(n, False, items)))
-        if "continuous" in families:
-            out.append((f"continuous-{n}", n, lambda items=None, n=n: bench.narrate(n, True, items)))
+        for family, continuous in (("static", False), ("continuous", True)):
+            for p in kinds if family in families else ():
+                out.append(
+                    (f"{family}-{n}" + ("-preset" if p else ""), n, partial(bench.narrate, n, continuous, preset=p))
+                )
     return out
 
 
@@ -302,8 +311,9 @@ def _run_variants(
         res["idle_row_waste_pct"] = round(100 * sum(d for _, d in bench.steps) / computed, 2) if computed else 0.0
         padded = sum(bench.padding)
         res["bucket_padding_pct"] = round(100 * padded / (computed + padded), 2) if computed else 0.0
+        res["voice_kind"] = "preset" if name.endswith("-preset") else "clone"
         report["variants"][name] = res
-        log(f"  {name:<14} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
+        log(f"  {name:<20} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
         if out_json:  # write as results come: long GPU runs keep what they measured
             out_json.write_text(json.dumps(report, indent=2))
     base = report["variants"]["plain"]["frames_per_s"]
@@ -313,9 +323,16 @@ def _run_variants(
         v["speaker_encoder_runs"] for k, v in report["variants"].items() if k.startswith(("static-", "continuous-"))
     )
     report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: must be 1
+    if bench.preset is not None:  # each preset variant's frames/s over its cloned twin's
+        clone = report["variants"]
+        report["preset_vs_clone"] = {
+            k.removesuffix("-preset"): round(v["frames_per_s"] / clone[k.removesuffix("-preset")]["frames_per_s"], 3)
+            for k, v in report["variants"].items()
+            if k.endswith("-preset")
+        }
     report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
     best = max(
-        (k for k in report["variants"] if k.startswith("continuous-")),
+        (k for k in report["variants"] if k.startswith("continuous-") and not k.endswith("-preset")),
         key=lambda k: report["variants"][k]["frames_per_s"],
         default=None,
     )

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
 from narrate.worker.engine.decode_loop import FIRST_CHUNK, DecodeLoop, Row
+from narrate.worker.engine.voices import RowVoice
 
 SeedFor = Callable[[int, int], int]  # (sentence seed, attempt) -> the seed of that take
+VoiceFor = Callable[[Sentence], RowVoice]  # the voice a sentence is spoken in
 # Continuous: the first rows of a synthesis run alone until their first audio chunk is out, then
 # the batch fills up; so the first audio comes as fast as from a batch of FIRST_ROWS.
 FIRST_ROWS = 4
@@ -55,12 +57,14 @@ class Admission:
         size: int,
         retries: int,
         seed_for: SeedFor,
+        voice_for: VoiceFor,
         on_batch: OnBatch | None = None,
     ):
         self.loop = loop
         self.size = size  # the most rows at once
         self.retries = retries
         self.seed_for = seed_for
+        self.voice_for = voice_for
         self.on_batch = on_batch
         self.queue: deque[_Group] = deque(_Group(list(g), 0) for g in groups)
         self.waiting: deque[tuple[Sentence, _Group]] = deque()
@@ -132,10 +136,15 @@ class Admission:
         return True
 
     def add_rows(self, take: Sequence[tuple[Sentence, _Group]]) -> None:
-        """Sentences into the loop, each seeded for its group's attempt."""
+        """Sentences into the loop, each seeded for its group's attempt, each in its voice."""
         for s, g in take:
             self.owner[s.index] = g
-        self.loop.add([Row(s.index, self.seed_for(s.seed, g.attempt), s.budget, s.text, s.language) for s, g in take])
+        self.loop.add(
+            [
+                Row(s.index, self.seed_for(s.seed, g.attempt), s.budget, self.voice_for(s), s.text, s.language)
+                for s, g in take
+            ]
+        )
 
     def _out(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
         for c in chunks:
@@ -177,7 +186,9 @@ def run(
     size: int,
     retries: int,
     seed_for: SeedFor,
+    voice_for: VoiceFor,
     on_batch: OnBatch | None = None,
 ) -> Iterator[Chunk]:
-    """All sentences of `groups` through `loop`, at most `size` rows at a time; chunks out."""
-    yield from Admission(loop, groups, size, retries, seed_for, on_batch).run()
+    """All sentences of `groups` through `loop`, at most `size` rows at a time, each in the voice
+    `voice_for` gives it; chunks out."""
+    yield from Admission(loop, groups, size, retries, seed_for, voice_for, on_batch).run()

@@ -1,8 +1,10 @@
-"""narrate's batched decode loop for mlx-audio Qwen3-TTS: many sentences of one voice per forward
-pass, each row on its own terms, rows joining and leaving between steps (continuous batching).
+"""narrate's batched decode loop for mlx-audio Qwen3-TTS: many sentences per forward pass, each
+row on its own terms and in its own voice, rows joining and leaving between steps (continuous
+batching).
 
-mlx-audio builds each joining group's prefill (``_prepare_batch_inputs``, every row with the
-injected x-vector: see mlx_compat.py); from there this loop drives the talker, the code predictor
+mlx-audio builds each joining group's prefill (``_prepare_batch_inputs``, every row with its own
+voice: a clone's cached x-vector, a preset speaker with its instruction, or a design's
+description; see mlx_compat.VoiceRows); from there this loop drives the talker, the code predictor
 and the codec itself, so that:
 
 - every row samples from its own counter-based random stream (sampling.py), keyed by its own
@@ -32,8 +34,9 @@ from narrate.jobs.book.synthesis import Chunk
 from narrate.worker.engine.batch_rows import Rows, join, keep
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.codec_stream import CodecWorker, RowCodec
-from narrate.worker.engine.mlx_compat import xvector_rows
+from narrate.worker.engine.mlx_compat import VoiceRows
 from narrate.worker.engine.sampling import UINT32, options, sample_rows
+from narrate.worker.engine.voices import RowVoice
 
 FIRST_CHUNK = 4  # frames in a row's first audio chunk (fast first audio)
 LATER_CHUNK = 24  # frames in later chunks (fewer, larger codec calls)
@@ -52,6 +55,7 @@ class Row:
     index: int  # sentence index in the document
     seed: int
     budget: int
+    voice: RowVoice  # what the row is spoken in (rows of one batch may differ)
     text: str = ""
     language: str = "auto"  # Qwen3-TTS's name (english, german...) or auto
     frames: int = 0  # frames generated (also the sampler's frame counter)
@@ -70,9 +74,9 @@ def suppressed_tokens(vocab: int, eos: int) -> mx.array:
 class DecodeLoop:
     """A batch that rows join (`add`) and leave; `step` advances every running row one frame."""
 
-    def __init__(self, model, placeholder: mx.array, size: int, continuous: bool = True, threaded_codec: bool = True):
+    def __init__(self, model, size: int, continuous: bool = True, threaded_codec: bool = True):
         self.model = model
-        self.placeholder = placeholder
+        self.voices = VoiceRows(model)  # the rows' voices as mlx-audio's prefill builder takes them
         self.size = size  # the most rows at once (the code predictor's compiled buckets)
         self.continuous = continuous
         self.talker_opts, self.sub_opts = options(model.generate_config)
@@ -126,9 +130,14 @@ class DecodeLoop:
     def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array]:
         """Prefill rows that join: their logits and hidden state, their caches joined to the batch."""
         model = self.model
-        with xvector_rows(model, self.placeholder):
+        speakers = [self.voices.speaker(r.voice.embedding, r.voice.speaker) for r in group]
+        with self.voices.active():
             batch = model._prepare_batch_inputs(
-                [r.text for r in group], language=group[0].language, return_metadata=True
+                [r.text for r in group],
+                language=group[0].language,
+                speakers=speakers,
+                instructs=[r.voice.instruct for r in group],
+                return_metadata=True,
             )
         cache = model.talker.make_cache()
         mask = batch.attention_mask if len(group) > 1 else None

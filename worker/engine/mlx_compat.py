@@ -1,14 +1,18 @@
 """Everything narrate needs from mlx-audio's Qwen3-TTS beyond its public API, in one place.
 
 mlx-audio 0.6.2 batches cloned voices only in ICL mode (reference audio *and* transcript); its
-x-vector path refuses to batch, and it recomputes the speaker embedding on every call. Two narrow
-instance-level patches fix that for narrate:
+x-vector path refuses to batch, and it recomputes the speaker embedding on every call. Its batch
+builder (``_prepare_batch_inputs``) does take a speaker and an instruction per row, which it hands
+to ``_prepare_generation_inputs`` with each row's text: a CustomVoice preset (the speaker's codec
+embedding where Base puts the x-vector, plus the instruction) or a VoiceDesign description. So
+every row of a batch can have a voice of its own; ``VoiceRows`` adds the one thing missing, a
+cloned row's own cached x-vector, with two narrow instance-level patches while a prefill is built:
 
-- ``injected_voice`` shadows ``extract_speaker_embedding`` on the model instance so it returns
-  narrate's cached embedding (already cast to the talker's dtype): the speaker encoder never runs;
-- ``xvector_rows`` wraps ``_prepare_generation_inputs`` while a batch is built, passing a
-  placeholder reference (``placeholder_reference``) so every row takes the x-vector path and gets
-  the injected embedding (the batch builder itself passes no reference audio).
+- a cloned row's speaker is a tag no checkpoint has (``CLONE_SPEAKER``); the shadowed
+  ``_prepare_generation_inputs`` turns it into that row's placeholder reference audio (one per
+  distinct embedding: ``PLACEHOLDER_REFERENCE_SAMPLES``), so the row takes mlx-audio's x-vector path;
+- the shadowed ``extract_speaker_embedding`` returns the cached embedding (already cast to the
+  talker's dtype) that belongs to the placeholder it is given: the speaker encoder never runs.
 
 narrate's decode loop (decode_loop.py) then drives the talker, code predictor and codec itself.
 Every mlx-audio internal that worker/ touches is listed in ``REQUIRED_INTERNALS``;
@@ -28,9 +32,13 @@ from typing import Any
 import mlx.core as mx
 
 # The reference "audio" handed to mlx-audio so it takes its x-vector path: 0.1 s of silence at
-# 24 kHz. Its content is never read (``extract_speaker_embedding`` is shadowed); it only has to
-# be an mx.array, which mlx-audio passes through untouched.
+# 24 kHz, one array per distinct embedding. Its content is never read (``extract_speaker_embedding``
+# is shadowed); it only has to be an mx.array, which mlx-audio passes through untouched (its
+# identity names the embedding).
 PLACEHOLDER_REFERENCE_SAMPLES = 2400
+# A cloned row's speaker while its prefill is built: the index of its embedding after the prefix.
+# Qwen3's speaker names are lower-case words ([a-z0-9_-]): none starts with a NUL.
+CLONE_SPEAKER = "\x00narrate-clone:"
 
 # Where the names below live, under mlx_audio.
 MODULES = {
@@ -47,7 +55,7 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
     # Callables, with the parameters narrate passes by name (empty: it must only exist).
     "signatures": {
         "utils.load_model": ("model_path",),
-        "qwen3_tts.Model._prepare_batch_inputs": ("texts", "language", "return_metadata"),
+        "qwen3_tts.Model._prepare_batch_inputs": ("texts", "language", "speakers", "instructs", "return_metadata"),
         "qwen3_tts.Model._prepare_generation_inputs": (
             "text",
             "language",
@@ -64,8 +72,11 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
             "pad_when_index_clamped",
         ),
         "qwen3_tts.Model.extract_speaker_embedding": ("audio", "sr"),
+        "qwen3_tts.Model.get_supported_speakers": (),
         "qwen3_tts.Model.generate": (
             "text",
+            "voice",  # a CustomVoice preset speaker
+            "instruct",  # its style, or a VoiceDesign description
             "lang_code",
             "ref_audio",
             "max_tokens",
@@ -104,8 +115,9 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
             "attention_mask",
             "prefill_lens",
         ),
-        "config.ModelConfig": ("tts_model_type", "talker_config"),
+        "config.ModelConfig": ("tts_model_type", "tts_model_size", "talker_config"),
         "config.Qwen3TTSTalkerConfig": (
+            "spk_id",  # the preset speakers (get_supported_speakers; the prefill builder's lookup)
             "vocab_size",
             "codec_eos_token_id",
             "num_code_groups",
@@ -292,32 +304,53 @@ def shadow(obj: Any, name: str, value: Any) -> Iterator[None]:
             setattr(obj, name, previous)
 
 
-def injected_voice(model: Any, embedding: mx.array) -> contextlib.AbstractContextManager[None]:
-    """Make the model's x-vector path use `embedding` instead of running the speaker encoder."""
+class VoiceRows:
+    """Each row's own voice for mlx-audio's prefill builders (see the module docstring). ``speaker``
+    gives a row's speaker argument (a cloned row's tag, or the preset's name); ``placeholder`` a
+    cloned voice's reference audio for ``generate``; while ``active``, mlx-audio builds the rows
+    with them. One per synthesis: it keeps one placeholder per distinct embedding."""
 
-    def cached(audio: mx.array, sr: int = 24000) -> mx.array:
-        return embedding
+    def __init__(self, model: Any):
+        self.model = model
+        self._clones: list[tuple[mx.array, mx.array]] = []  # (placeholder, embedding)
 
-    return shadow(model, "extract_speaker_embedding", cached)
+    def _index(self, embedding: mx.array) -> int:
+        for i, (_, known) in enumerate(self._clones):
+            if known is embedding:
+                return i
+        self._clones.append((mx.zeros((PLACEHOLDER_REFERENCE_SAMPLES,), dtype=mx.float32), embedding))
+        return len(self._clones) - 1
 
+    def placeholder(self, embedding: mx.array) -> mx.array:
+        return self._clones[self._index(embedding)][0]
 
-def xvector_rows(model: Any, placeholder: mx.array) -> contextlib.AbstractContextManager[None]:
-    """While active, every row the batch builder makes carries the (injected) x-vector."""
-    inner = model._prepare_generation_inputs
+    def speaker(self, embedding: mx.array | None, preset: str | None) -> str | None:
+        """The speaker argument of a row: a clone's tag (its `embedding`), else the `preset` (or None)."""
+        return preset if embedding is None else f"{CLONE_SPEAKER}{self._index(embedding)}"
 
-    def with_reference(text, language="auto", speaker=None, ref_audio=None, ref_text=None, instruct=None):
-        ref = placeholder if ref_audio is None else ref_audio
-        return inner(text, language=language, speaker=speaker, ref_audio=ref, ref_text=ref_text, instruct=instruct)
+    def _embedding(self, audio: mx.array) -> mx.array:
+        for placeholder, embedding in self._clones:
+            if placeholder is audio:
+                return embedding
+        raise InternalsChanged("mlx-audio asked for the speaker embedding of a reference narrate did not hand it")
 
-    return shadow(model, "_prepare_generation_inputs", with_reference)
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        """While active, the model builds a cloned row from its own cached embedding."""
+        inner = self.model._prepare_generation_inputs
 
+        def per_row(text, language="auto", speaker=None, ref_audio=None, ref_text=None, instruct=None):
+            if isinstance(speaker, str) and speaker.startswith(CLONE_SPEAKER):
+                ref_audio, speaker = self._clones[int(speaker.removeprefix(CLONE_SPEAKER))][0], None
+            return inner(
+                text, language=language, speaker=speaker, ref_audio=ref_audio, ref_text=ref_text, instruct=instruct
+            )
 
-_placeholder: mx.array | None = None
+        def cached(audio: mx.array, sr: int = 24000) -> mx.array:
+            return self._embedding(audio)
 
-
-def placeholder_reference() -> mx.array:
-    """The placeholder reference audio (see PLACEHOLDER_REFERENCE_SAMPLES), made once."""
-    global _placeholder
-    if _placeholder is None:
-        _placeholder = mx.zeros((PLACEHOLDER_REFERENCE_SAMPLES,), dtype=mx.float32)
-    return _placeholder
+        with (
+            shadow(self.model, "extract_speaker_embedding", cached),
+            shadow(self.model, "_prepare_generation_inputs", per_row),
+        ):
+            yield

@@ -1,31 +1,36 @@
-"""The MLX synthesis engine: sentences in, streamed audio chunks out, in one injected (cached)
-voice. It implements narrate.jobs.book.synthesis.Engine.
+"""The MLX synthesis engine: sentences in, streamed audio chunks out. It implements
+narrate.jobs.book.synthesis.Engine for the three kinds of Qwen3-TTS model (voices.py): a Base
+model clones a sample from its cached x-vector (the speaker encoder never runs here), a
+CustomVoice model speaks a preset speaker, a VoiceDesign model a described voice.
 
-Two paths, both with the voice embedding injected (mlx_compat.injected_voice: the speaker
-encoder never runs here) and a per-sentence frame budget:
+Two paths, each sentence with its own seed and frame budget:
 
-- ``batched`` (the job path): narrate's x-vector batching (decode_loop.py), sentences grouped by
-  length within a reading-order window and admitted into a continuous batch (admission.py), each
-  row with its own seed and budget; a runaway is synthesized again with a new seed;
-- ``sequential``: mlx-audio's own ``Model.generate`` (x-vector cloning, stream=True), one
-  sentence at a time, seeded per sentence (used by the benchmark and the dtype tests).
+- ``batched`` (the job path): narrate's batching (decode_loop.py), sentences grouped by length
+  within a reading-order window and admitted into a continuous batch (admission.py); every row has
+  its own voice (mlx_compat.VoiceRows), so rows of different voices share a batch; a runaway is
+  synthesized again with a new seed;
+- ``sequential``: mlx-audio's own ``Model.generate``, one sentence at a time, streamed (used by
+  the benchmark and the dtype tests): ``ref_audio`` (a clone's placeholder, its x-vector
+  injected), ``voice`` and ``instruct`` (a preset), or ``instruct`` (a design).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
-from narrate.worker.engine import admission
+from narrate.jobs.book.voice import VoiceRef
+from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import DecodeLoop
-from narrate.worker.engine.mlx_compat import check_internals, injected_voice, placeholder_reference
+from narrate.worker.engine.mlx_compat import VoiceRows, check_internals
 from narrate.worker.engine.models import LoadedModel
 from narrate.worker.engine.sampling import options
+from narrate.worker.engine.voices import RowVoice
 
 # Sentences are reordered by length only within a window of this many batches, so the writer
 # never holds more than a window's audio while it waits for the next sentence in reading order.
@@ -46,6 +51,10 @@ KV_PREFILL_ALLOWANCE = 256
 # attempt, kept to 31 bits like every sentence seed.
 RETRY_SEED_STEP = 0x9E3779B9
 SEED_MASK = 0x7FFFFFFF
+
+# A voice for `batched`: one for every sentence (a RowVoice, or a bare x-vector: a clone), or each
+# sentence's own, by sentence index (rows of different voices share the batch).
+Voices = RowVoice | mx.array | Mapping[int, RowVoice]
 
 
 def is_gpu() -> bool:
@@ -86,8 +95,29 @@ def retry_seed(seed: int, attempt: int) -> int:
     return (seed + RETRY_SEED_STEP * attempt) & SEED_MASK
 
 
+def voice_of_each(sentences: Sequence[Sentence], voice: Voices) -> dict[int, RowVoice]:
+    """Each sentence's voice, by sentence index."""
+    if isinstance(voice, Mapping):
+        missing = [s.index for s in sentences if s.index not in voice]
+        if missing:
+            raise ValueError(f"no voice for sentences {missing[:10]}")
+        return {s.index: voice[s.index] for s in sentences}
+    one = voices.as_row_voice(voice)
+    return {s.index: one for s in sentences}
+
+
+def generate_voice(voice: RowVoice, rows: VoiceRows) -> dict:
+    """mlx-audio ``generate``'s voice arguments for `voice` (a clone: its placeholder in `rows`)."""
+    if voice.kind == "clone":
+        assert voice.embedding is not None
+        return {"ref_audio": rows.placeholder(voice.embedding)}
+    if voice.kind == "preset":
+        return {"voice": voice.speaker, "instruct": voice.instruct}
+    return {"instruct": voice.instruct}
+
+
 class MlxEngine:
-    """A loaded Qwen3-TTS Base model as a narrate.jobs.book.synthesis.Engine."""
+    """A loaded Qwen3-TTS model (Base, CustomVoice or VoiceDesign) as a narrate.jobs.book.synthesis.Engine."""
 
     def __init__(
         self,
@@ -116,12 +146,13 @@ class MlxEngine:
     def quant(self) -> str:
         return self.loaded.resolved.quant
 
-    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
-        """The stored voice's embedding in the talker's dtype, from the Redis cache if there."""
+    def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
+        """The voice ready for this model (its value a voices.RowVoice): a clone's embedding in the
+        talker's dtype (from the Redis cache if there), a preset speaker, a design. BadInput if the
+        model cannot speak it (voices.refusal); an instruction it ignores comes back as a warning."""
         from narrate.worker.engine.voice_cache import voice_embedding
 
-        embedding, hit = voice_embedding(r, self.loaded, voice_sha)
-        return VoiceEmbedding(embedding, hit, 0 if hit else 1)  # a miss runs the speaker encoder once
+        return voices.voice_for(self.loaded, ref, lambda sha: voice_embedding(r, self.loaded, sha))
 
     def warm_up(self, progress: Callable[[], None] | None = None) -> None:
         """Compile the decode step for every row count a batch of this engine can have (the
@@ -133,33 +164,51 @@ class MlxEngine:
         step.warm_up(size, self.loaded.talker_dtype, progress)
 
     def synthesize(
-        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
+        self,
+        sentences: Sequence[Sentence],
+        voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
+        on_batch: OnBatch | None = None,
     ) -> Iterator[Chunk]:
-        """The job path: batched x-vector synthesis (chunks may come out of reading order).
-        `on_batch` is told the sentence indices of each batch before it starts."""
+        """The job path: batched synthesis, every sentence in `voice`, or with a cast (a mapping)
+        each in the voice of its label (``Sentence.voice``), rows of different voices in one batch
+        (chunks may come out of reading order). `on_batch` is told the sentence indices of each
+        batch before it starts."""
         size = self.batch_size
         if size is None:
             size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
-        return self.batched(sentences, voice.value, size, on_batch)
+        if not isinstance(voice, Mapping):
+            return self.batched(sentences, voice.value, size, on_batch)
+        missing = sorted({s.voice for s in sentences} - set(voice))
+        if missing:
+            raise ValueError(f"the cast has no voice {', '.join(map(repr, missing))}")
+        return self.batched(sentences, {s.index: voice[s.voice].value for s in sentences}, size, on_batch)
 
     def batched(
-        self, sentences: Sequence[Sentence], embedding: mx.array, size: int, on_batch: OnBatch | None = None
+        self, sentences: Sequence[Sentence], voice: Voices, size: int, on_batch: OnBatch | None = None
     ) -> Iterator[Chunk]:
         """Groups of similar length through one decode loop, at most `size` rows at a time
         (continuous: a finished row's slot goes to the next sentence at once; static: each group
-        runs to its last row); a runaway row (budget used, no EOS) is synthesized again with a
-        new seed, up to `runaway_retries` times, after its group."""
+        runs to its last row), each row in its sentence's voice; a runaway row (budget used, no
+        EOS) is synthesized again with a new seed, up to `runaway_retries` times, after its group.
+        BadInput if the model cannot speak one of the voices."""
         check_internals(self.loaded.model)
-        model = self.loaded.model
-        with injected_voice(model, embedding):
-            loop = DecodeLoop(model, placeholder_reference(), size, self.continuous, self.threaded_codec)
-            self.last_loop = loop
-            yield from admission.run(loop, batches(sentences, size), size, self.runaway_retries, retry_seed, on_batch)
+        each = voice_of_each(sentences, voice)
+        for v in {id(v): v for v in each.values()}.values():
+            voices.check(self.loaded, v)
+        loop = DecodeLoop(self.loaded.model, size, self.continuous, self.threaded_codec)
+        self.last_loop = loop
+        groups = batches(sentences, size)
+        yield from admission.run(
+            loop, groups, size, self.runaway_retries, retry_seed, lambda s: each[s.index], on_batch
+        )
 
-    def sequential(self, sentences: Sequence[Sentence], embedding: mx.array) -> Iterator[Chunk]:
-        """Each sentence alone through mlx-audio's generate, in order, streamed."""
+    def sequential(self, sentences: Sequence[Sentence], voice: RowVoice | mx.array) -> Iterator[Chunk]:
+        """Each sentence alone through mlx-audio's generate, in order, streamed, in `voice`."""
         model = self.loaded.model
-        with injected_voice(model, embedding):
+        one = voices.as_row_voice(voice)
+        voices.check(self.loaded, one)
+        rows = VoiceRows(model)
+        with rows.active():
             for s in sentences:
                 mx.random.seed(s.seed)
                 frames = 0
@@ -167,12 +216,12 @@ class MlxEngine:
                 for r in model.generate(
                     text=s.text,
                     lang_code=s.language,
-                    ref_audio=placeholder_reference(),
                     max_tokens=s.budget,
                     stream=True,
                     streaming_interval=STREAM_INTERVAL_S,
                     split_pattern="",
                     verbose=False,
+                    **generate_voice(one, rows),
                 ):
                     if pending is not None:
                         yield pending

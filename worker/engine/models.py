@@ -1,5 +1,6 @@
-"""Model resolution (Hugging Face ids and local checkpoints), quantization at load, and the
-warm model cache keyed by (model, quantization).
+"""Model resolution (Hugging Face ids and local checkpoints), quantization at load, what a
+loaded model can speak (its kind: Base clones samples, CustomVoice speaks preset speakers,
+VoiceDesign voices from a description), and the warm model cache keyed by (model, quantization).
 
 Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the device default
 (6bit with Apple Metal; bf16 on CPU and CUDA, where quantized matmuls are 4-5x slower):
@@ -18,7 +19,7 @@ import io
 import logging
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import mlx.core as mx
@@ -73,11 +74,22 @@ def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolve
     return Resolved(model, q, BITS.get(q), local=False)
 
 
+KINDS = ("base", "custom_voice", "voice_design")  # config.json's tts_model_type
+KIND_NAMES = {"base": "Base", "custom_voice": "CustomVoice", "voice_design": "VoiceDesign"}  # the model ids' suffixes
+NO_INSTRUCTION_SIZE = "0b6"  # tts_model_size of the 0.6B models: mlx-audio drops a preset's instruction there
+
+
 @dataclass
 class LoadedModel:
     model: nn.Module
     resolved: Resolved
     key: str  # identity of the weights (see model_key.py): keys voice embeddings and checkpoints
+    kind: str = "base"  # base | custom_voice | voice_design (config tts_model_type)
+    speakers: list[str] = field(default_factory=list)  # preset speakers, sorted, lower case ([] unless custom_voice)
+    # Whether a preset's instruction reaches the model: not on a 0.6B model (mlx-audio drops it
+    # there) nor on a Base one (it has no instruction path). A VoiceDesign model always reads its
+    # description.
+    follows_instruct: bool = False
 
     @property
     def talker_dtype(self) -> mx.Dtype:
@@ -158,8 +170,12 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
     log.info("loading %s (%s)", resolved.source, resolved.quant)
     with _quiet_loader(), _hub_errors(resolved):
         model = load_model(resolved.source)
-    if getattr(model.config, "tts_model_type", None) != "base" or model.speaker_encoder is None:
-        raise BadInput(f"{resolved.source} is not a Qwen3-TTS Base model (voice cloning needs Base)")
+    kind = getattr(model.config, "tts_model_type", None)
+    if kind not in KINDS or (kind == "base") != (model.speaker_encoder is not None):
+        raise BadInput(
+            f"{resolved.source} is not a Qwen3-TTS model narrate knows (tts_model_type {kind!r}; "
+            f"narrate speaks {', '.join(KIND_NAMES.values())} models)"
+        )
     if resolved.quantize_bits:
         if not is_metal():
             log.warning(
@@ -171,7 +187,15 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
         n = quantize(model, resolved.quantize_bits)
         log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
     mx.eval(model.parameters())
-    return LoadedModel(model=model, resolved=resolved, key=model_key(resolved, hashes))
+    speakers = sorted(s.lower() for s in model.get_supported_speakers()) if kind == "custom_voice" else []
+    return LoadedModel(
+        model=model,
+        resolved=resolved,
+        key=model_key(resolved, hashes),
+        kind=kind,
+        speakers=speakers,
+        follows_instruct=kind != "base" and getattr(model.config, "tts_model_size", None) != NO_INSTRUCTION_SIZE,
+    )
 
 
 class ModelCache:

@@ -28,6 +28,7 @@ from narrate.jobs.task import part as parts
 from narrate.jobs.task.clip import clip_job
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.voices.clips import CLIP_FUNCTION
+from narrate.worker.process import yielding
 from narrate.worker.process.claiming import ClaimingWorker
 from redis import Redis, RedisError
 from rq import Queue
@@ -124,13 +125,19 @@ class NarrateWorker(ClaimingWorker):
             return
         self._stop_signalled = True
         self.stop_event.set()  # the running job stops after its batch in flight
+        ctx = self.context
+        if ctx is not None:
+            ctx.stop.set()  # its own flag (worker.process.yielding sets it too)
         super().request_stop(signum, frame)
 
     def execute_job(self, job: Job, queue: Queue):
         ctx = self.make_context(job)
-        ctx.stop = self.stop_event
+        ctx.stop = threading.Event()  # the job's own: set by a stop of the worker, or to yield to clip jobs
         job.context = ctx  # type: ignore[attr-defined]
         self.context = ctx
+        if self.stop_event.is_set():
+            ctx.stop.set()
+        clips = yielding.watch(self.connection, self.queues, job, ctx.stop, self.settings.clip_yield_s, self.name)
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeats, args=(job, stop), daemon=True)
         beat.start()
@@ -139,6 +146,8 @@ class NarrateWorker(ClaimingWorker):
         finally:
             stop.set()
             beat.join(timeout=5)
+            if clips is not None:
+                clips.close()
             self.context = None
             if ctx.canceled == "deleted":
                 self._forget(job)
@@ -202,7 +211,8 @@ class NarrateWorker(ClaimingWorker):
             self.cleanup_execution(job, pipeline=pipeline)
             requeue_front(self.connection, job, "warm_stop", pipeline=pipeline)
             pipeline.execute()
-        log.info("job %s requeued after a warm stop", job.id)
+        why = "a warm stop" if self.stop_event.is_set() else "yielding to clip jobs (it continues after them)"
+        log.info("job %s requeued after %s", job.id, why)
 
 
 def _stopped_early(job: Job) -> bool:

@@ -16,11 +16,12 @@ import json
 import os
 import signal
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
+from narrate.jobs.book.voice import VoiceRef
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
 
@@ -33,12 +34,17 @@ class FakeEngine:
     def __init__(self, batch_size: int | None = None):
         self.batch_size = batch_size or 4
 
-    def voice(self, r: Any, voice_sha: str) -> VoiceEmbedding:
-        return VoiceEmbedding(None, cache_hit=True, encoder_runs=0)
+    def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
+        """Any voice (clone, preset, design) is spoken the same: the tones depend on the text alone."""
+        return VoiceEmbedding(ref, cache_hit=True, encoder_runs=0)
 
     def synthesize(
-        self, sentences: Sequence[Sentence], voice: VoiceEmbedding, on_batch: OnBatch | None = None
+        self,
+        sentences: Sequence[Sentence],
+        voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
+        on_batch: OnBatch | None = None,
     ) -> Iterator[Chunk]:
+        """Tones by text (`voice`, one or a cast's, changes nothing), in batches of `batch_size`."""
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
         log = os.environ.get("NARRATE_FAKE_LOG")
         text_log = os.environ.get("NARRATE_FAKE_TEXT_LOG")

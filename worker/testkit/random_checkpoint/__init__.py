@@ -12,8 +12,8 @@ CPU: the tests), ``0.6b`` and ``1.7b`` (the exact tensor shapes of Qwen3-TTS-12H
 ``narrate bench --random``).
 
 Kinds (config.json's ``tts_model_type``): ``base`` (``-Base``: clones a voice sample through its
-speaker encoder), ``custom-voice`` (``-CustomVoice``: the nine published preset speakers in
-``talker_config.spk_id``, two of them dialect speakers; no speaker encoder) and ``voice-design``
+speaker encoder), ``custom-voice`` (``-CustomVoice``: four of the nine published preset speakers
+in ``talker_config.spk_id``, one of them a dialect speaker; no speaker encoder) and ``voice-design``
 (``-VoiceDesign``: a voice from a text description; no speaker encoder, no speakers). The weights
 are a pure function of size, dtype and seed; the kinds share every tensor but the speaker
 encoder's.

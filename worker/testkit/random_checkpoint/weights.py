@@ -179,7 +179,9 @@ def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
     mx.save_safetensors(str(out / "speech_tokenizer" / "model.safetensors"), torch_params, metadata={"format": "pt"})
 
 
-def write_checkpoint(out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0, *, kind: str = "base") -> Path:
+def write_checkpoint(
+    out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0, *, kind: str = "base"
+) -> Path:
     """Write a random-weight checkpoint of `size` (tiny, 0.6b, 1.7b) and `kind` (base,
     custom-voice, voice-design; or the config's spelling, custom_voice...) into `out`; returns
     `out`. The model weights are in `dtype`, the codec's in float32 (as published). The kinds share
