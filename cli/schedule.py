@@ -59,13 +59,8 @@ def add(name, cron_expr, watch, output_dir, fmt, tz, **kw) -> None:
     settings = settings_from_env(**overrides)
     with Connection(settings) as conn:
         chosen, cast = choose_voices(settings, kw, options, conn)
-        if cast is not None:
-            raise click.ClickException(
-                "a schedule keeps one voice for now: add it with one --voice (no NAME=VOICE, --cast, --markup or "
-                "--dialogue-voice); submit cast books with narrate submit"
-            )
-        sched = schedules.make(settings, name, cron_expr, watch, chosen, output_dir, fmt, tz, options)
-        schedules.add(conn.redis, sched, chosen)
+        sched = schedules.make(settings, name, cron_expr, watch, chosen, output_dir, fmt, tz, options, cast)
+        schedules.add(conn.redis, sched, chosen, cast)
     nxt = cron.next_tick(sched.cron, sched.tz, time.time())
     click.echo(f"schedule {name} added: next run {cron.show(nxt, sched.tz)}")
 

@@ -108,8 +108,13 @@ def read_with_cast(
     out = []
     for path in documents:
         doc, report = read_cast(Path(path), cast.reading, options.reading)
-        used = set(doc.sentence_voices)
-        samples = tuple(c.sample for label, c in cast.voices.items() if label in used and c.sample is not None)
         line = cast_line(doc, cast.reading.cast, report, settings.speaker_pause_ms / 1000)
-        out.append(CastDocument(doc, spec_cast(cast, used), samples, line))
+        out.append(cast_document(doc, cast, line))
     return out
+
+
+def cast_document(doc: Document, cast: CastChoice, line: str = "") -> CastDocument:
+    """A document already read with the cast (a schedule's tick reads its files itself)."""
+    used = set(doc.sentence_voices)
+    samples = tuple(c.sample for label, c in cast.voices.items() if label in used and c.sample is not None)
+    return CastDocument(doc, spec_cast(cast, used), samples, line)

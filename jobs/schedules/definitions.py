@@ -26,10 +26,13 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import redis
+from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.audio.voices import Voice, voice_samples
 from narrate.jobs.book.voice import VoiceRef
+from narrate.jobs.cast.reading import CastReading
 from narrate.jobs.documents.readers import ReadOptions
+from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError, printable
 from narrate.jobs.outputs.outputs import check_format, relative_output
 from narrate.jobs.schedules import cron
@@ -74,6 +77,9 @@ class Schedule:
     created: float = 0.0
     instruct: str | None = None  # a preset speaker's instruction
     voice_name: str | None = None  # the saved voice or preset it was added with (pinned: jobs.voices.library)
+    # A cast: {"reading": CastReading JSON, "voices": {label: {"voice", "instruct", "name"}}}; the
+    # samples kept like the narrator's (schedule-voice:<sha256>).
+    cast: dict | None = None
 
     @property
     def voice_ref(self) -> VoiceRef:
@@ -160,6 +166,7 @@ def make(
     fmt: str = "mp3",
     tz: str | None = None,
     options: Options = DEFAULTS,
+    cast: CastChoice | None = None,
 ) -> Schedule:
     """Check everything a schedule needs (raises BadInput); touches no server. `voice` was chosen
     (jobs.voices.choice: a sample is kept with the schedule), `options` checked by ``Options.make``
@@ -179,15 +186,37 @@ def make(
         name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=voice.ref.spec_voice,
         queue=settings.queue, options=options.to_json(),
         job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
-        instruct=voice.ref.instruct, voice_name=voice.name,
+        instruct=voice.ref.instruct, voice_name=voice.name, cast=_cast_json(cast),
     )  # fmt: skip
+
+
+def _cast_json(cast: CastChoice | None) -> dict | None:
+    if cast is None:
+        return None
+    voices = {label: {"voice": c.ref.spec_voice, "instruct": c.ref.instruct, "name": c.name}
+              for label, c in cast.voices.items()}  # fmt: skip
+    return {"reading": cast.reading.to_json(), "voices": voices}
+
+
+def _samples(sched: Schedule) -> set[str]:
+    """The sha256s of the samples a schedule keeps: its narrator's and its cast's."""
+    refs = [sched.voice_ref, *(VoiceRef.from_spec(v["voice"], v.get("instruct")) for v in _cast_voices(sched))]
+    return {ref.sample for ref in refs if ref.sample}
+
+
+def _cast_voices(sched: Schedule) -> list[dict]:
+    return list(((sched.cast or {}).get("voices") or {}).values())
+
+
+def _names(sched: Schedule) -> set[str]:
+    return {n for n in [sched.voice_name, *(v.get("name") for v in _cast_voices(sched))] if n}
 
 
 def pin_name(sched: Schedule) -> str:
     return f"schedule {sched.name}"
 
 
-def add(r: redis.Redis, sched: Schedule, voice: VoiceChoice) -> None:
+def add(r: redis.Redis, sched: Schedule, voice: VoiceChoice, cast: CastChoice | None = None) -> None:
     """Store a new schedule (with its own copy of a sample); its first tick is the first time after
     now that its expression names."""
     state = {"last_tick": sched.created, "runs": 0}
@@ -200,10 +229,11 @@ def add(r: redis.Redis, sched: Schedule, voice: VoiceChoice) -> None:
                         f"schedule {sched.name!r} exists; remove it first (narrate schedule remove {sched.name})"
                     )
                 p.multi()
-                if voice.sample is not None:
-                    p.set(voice_key(sched.voice), voice.sample.wav)
-                if sched.voice_name:
-                    p.sadd(library.pins_key(sched.voice_name), pin_name(sched))
+                for chosen in (voice, *(cast.voices.values() if cast else ())):
+                    if chosen.sample is not None:
+                        p.set(voice_key(chosen.sample.sha256), chosen.sample.wav)
+                for name in _names(sched):
+                    p.sadd(library.pins_key(name), pin_name(sched))
                 p.hset(SCHEDULES, sched.name, sched.to_json())
                 for part in PARTS:
                     p.delete(key(sched.name, part))
@@ -240,14 +270,14 @@ def remove(r: redis.Redis, name: str) -> Schedule:
             try:
                 p.watch(SCHEDULES)
                 sched = get(r, name)
-                others = [s for s in all_schedules(r) if s.name != name and s.voice == sched.voice]
+                kept = set().union(*(_samples(s) for s in all_schedules(r) if s.name != name))
                 p.multi()
                 p.hdel(SCHEDULES, name)
                 p.delete(*(key(name, part) for part in PARTS))
-                if sched.voice_name:
-                    p.srem(library.pins_key(sched.voice_name), pin_name(sched))
-                if not others and sched.voice_ref.kind == "clone":
-                    p.delete(voice_key(sched.voice))
+                for voice_name in _names(sched):
+                    p.srem(library.pins_key(voice_name), pin_name(sched))
+                for sha in _samples(sched) - kept:
+                    p.delete(voice_key(sha))
                 p.execute()
                 return sched
             except redis.WatchError:
@@ -259,15 +289,31 @@ def load_voice(r: redis.Redis, sched: Schedule) -> VoiceChoice:
     ref = sched.voice_ref
     if ref.kind != "clone":
         return VoiceChoice(ref, None, sched.voice_name)
-    wav = r.get(voice_key(sched.voice))
+    return VoiceChoice(ref, _kept_sample(r, sched, sched.voice, "the voice"), sched.voice_name)
+
+
+def load_cast(r: redis.Redis, sched: Schedule) -> CastChoice | None:
+    """The schedule's cast (its samples from the schedule's own copies), or None."""
+    if not sched.cast:
+        return None
+    voices = {}
+    for label, v in (sched.cast.get("voices") or {}).items():
+        ref = VoiceRef.from_spec(v["voice"], v.get("instruct"))
+        sample = _kept_sample(r, sched, ref.sample, f"the cast's voice {label!r}") if ref.sample else None
+        voices[label] = VoiceChoice(ref, sample, v.get("name"))
+    reading = CastReading.from_json(sched.cast["reading"])
+    return CastChoice(reading, voices, reading.cast.seed_of(NARRATOR))
+
+
+def _kept_sample(r: redis.Redis, sched: Schedule, sha: str, what: str) -> Voice:
+    wav = r.get(voice_key(sha))
     assert wav is None or isinstance(wav, bytes)  # narrate's clients return bytes (decode_responses off)
-    if wav is None or hashlib.sha256(wav).hexdigest() != sched.voice:
+    if wav is None or hashlib.sha256(wav).hexdigest() != sha:
         raise NarrateError(
-            f"the voice of schedule {sched.name!r} is {'gone from' if wav is None else 'damaged on'} the server; "
+            f"{what} of schedule {sched.name!r} is {'gone from' if wav is None else 'damaged on'} the server; "
             "remove the schedule and add it again"
         )
-    seconds = len(voice_samples(wav)) / SAMPLE_RATE
-    return VoiceChoice(ref, Voice(wav=wav, sha256=sched.voice, seconds=seconds), sched.voice_name)
+    return Voice(wav=wav, sha256=sha, seconds=len(voice_samples(wav)) / SAMPLE_RATE)
 
 
 def state(r: redis.Redis, name: str) -> dict:

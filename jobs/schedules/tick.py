@@ -30,10 +30,12 @@ import os
 import socket
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import redis
 from narrate.jobs.api import submit as api
+from narrate.jobs.api.casting import cast_document
 from narrate.jobs.documents.documents import title_from_name
 from narrate.jobs.documents.readers import format_of, parse_bytes
 from narrate.jobs.errors import BadInput, NarrateError
@@ -194,6 +196,7 @@ class _Tick:
         self.keys = {part: key(sched.name, part) for part in ("docs", "skipped", "seen")}
         self.docs, self.skipped, self.seen = (_load(r, k) for k in self.keys.values())
         self.voice = schedules.load_voice(r, sched)
+        self.cast = schedules.load_cast(r, sched)
 
     def run(self, tick: float | None) -> dict:
         self.report: dict = {
@@ -289,8 +292,12 @@ class _Tick:
         try:
             opts = sched.opts
             fmt = format_of(Path(entry.name), opts.reading.input_format)
-            doc = parse_bytes(raw, fmt, title_from_name(Path(entry.name)), entry.shown, opts.reading)
+            reading = replace(opts.reading, voicing=self.cast.reading) if self.cast else opts.reading
+            doc = parse_bytes(raw, fmt, title_from_name(Path(entry.name)), entry.shown, reading)
             req = api.prepare_read(s, doc, self.voice, sched.output_for(s.output_dir, entry.stem), opts, entry.name)
+            if self.cast is not None:
+                c = cast_document(doc, self.cast)
+                req = replace(req, cast=c.spec, cast_samples=c.samples, narrator_seed=self.cast.narrator_seed)
         except BadInput as e:
             self._skip(entry, str(e))
             return

@@ -6,6 +6,8 @@ line, and nothing is stored or enqueued by it."""
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
@@ -206,3 +208,31 @@ def test_a_schedule_pins_the_name_it_was_added_with(lib, home, voice_wav):
     assert "schedule nightly" in one_error_line(voice(env, "remove", "alice"))
     assert invoke(env, "schedule", "remove", "nightly").returncode == 0
     assert voice(env, "remove", "alice").returncode == 0
+
+
+def test_a_schedule_keeps_its_cast_and_each_tick_reads_documents_with_it(lib, home, voice_wav, tmp_path):
+    """`schedule add` with a cast: its samples are kept with the schedule, every tick reads the
+    folder's documents with the cast's markup, and the job's spec carries the voices a document uses."""
+    env, r = lib
+    alice = write_voice(tmp_path / "alice.wav", seconds=2.0, amplitude=0.2)
+    assert voice(env, "add", "alice", str(alice)).returncode == 0
+    (home / "watched").mkdir()
+    story = home / "watched" / "story.txt"
+    story.write_text('The night was long. [alice] "We should leave."\n\nThe end.\n')
+    os.utime(story, (time.time() - 60, time.time() - 60))  # written a minute ago: not still being written
+    ran = invoke(env, "schedule", "add", "tales", "--cron", "0 2 * * *", "--watch", str(home / "watched"),
+                 "--voice", str(voice_wav), "--voice", "alice=alice")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert voice(env, "remove", "alice").returncode == 1  # the schedule was added with its name
+    assert voice(env, "remove", "alice", "--force").returncode == 0  # the schedule keeps its own copy
+    ran = invoke(env, "schedule", "run", "tales", "--json")
+    assert ran.returncode == 0, ran.stderr
+    report = json.loads(ran.stdout)
+    assert len(report["submitted"]) == 1, json.dumps(report)
+    [sub] = report["submitted"]
+    spec = spec_of(r, sub["job"])
+    [rec] = [json.loads(v) for v in r.hvals("narrate:schedules")]
+    assert spec["cast"] == {"alice": {"voice": rec["cast"]["voices"]["alice"]["voice"], "instruct": None, "seed": None}}
+    assert r.exists(f"narrate:voice:{spec['cast']['alice']['voice']}")  # stored with the job
+    assert invoke(env, "schedule", "remove", "tales").returncode == 0
+    assert not r.keys("narrate:schedule-voice:*")
