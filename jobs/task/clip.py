@@ -5,6 +5,8 @@ the output root. A clip is seconds of audio: no checkpoints, a retry makes it ag
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.budgets import frame_budget
@@ -15,6 +17,8 @@ from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, record_failure
 from narrate.jobs.task.progress import Progress, save_meta
 from narrate.jobs.voices.clips import ClipSpec, put_clip, wav_bytes
+
+log = logging.getLogger("narrate.jobs")
 
 
 def clip_job(ctx: JobContext, spec_json: dict) -> dict:
@@ -35,6 +39,7 @@ def _clip(ctx: JobContext, spec: ClipSpec) -> dict:
     job.meta["model"] = f"{engine.source} ({engine.quant})"
     voice = engine.voice(r, spec.ref)
     if voice.warning:
+        log.warning("job %s: %s", job.id, voice.warning)
         job.meta["warnings"] = [voice.warning]
     spoken = Normalizer(spec.language)(spec.text)
     budget = frame_budget(spoken, spec.max_frames)

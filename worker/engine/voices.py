@@ -17,7 +17,6 @@ directly (the benchmark, the tests). An instruction the model ignores is no erro
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,8 +26,6 @@ from narrate.jobs.book.synthesis import VoiceEmbedding
 from narrate.jobs.book.voice import KINDS, VoiceRef
 from narrate.jobs.errors import BadInput
 from narrate.worker.engine.models import KIND_NAMES, LoadedModel
-
-log = logging.getLogger("narrate.worker")
 
 # The published model of each kind, suggested when a model cannot speak a voice (VoiceDesign
 # exists in 1.7B only).
@@ -136,8 +133,7 @@ def voice_for(
         raise BadInput(why)
     warning = None
     if ref.instruct and ref.kind != "design" and not loaded.follows_instruct:
-        warning = ignored_instruct(loaded)
-        log.warning("%s", warning)
+        warning = ignored_instruct(loaded)  # logged by the job that asked, with its id
     if ref.kind == "clone":
         if not ref.sample:
             raise BadInput("a cloned voice needs a sample (its sha256)")
