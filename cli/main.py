@@ -16,6 +16,7 @@ from narrate.cli.cast import cast  # noqa: E402
 from narrate.cli.chapters import chapters  # noqa: E402
 from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, watch  # noqa: E402
 from narrate.cli.schedule import schedule, scheduler  # noqa: E402
+from narrate.cli.serve import serve  # noqa: E402
 from narrate.cli.services import bench, dashboard, worker  # noqa: E402
 from narrate.cli.submit import run, submit  # noqa: E402
 from narrate.cli.voice import voice_group  # noqa: E402
@@ -31,7 +32,7 @@ COMMANDS = (
     submit, run, chapters, cast, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
     voice_group,  # voices by name
     schedule, scheduler,  # recurring batches
-    worker, dashboard, bench,  # services and tools
+    worker, dashboard, serve, bench,  # services and tools
     cache_group,  # the sentence cache
 )  # fmt: skip
 for command in COMMANDS:

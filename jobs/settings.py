@@ -96,6 +96,22 @@ def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
     return parse
 
 
+def _names(_name: str, raw: str) -> tuple[str, ...]:
+    return tuple(h.strip() for h in raw.split(",") if h.strip())
+
+
+def _pairs(name: str, raw: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for entry in (e.strip() for e in raw.split(",")):
+        key, sep, value = entry.partition("=")
+        if not entry:
+            continue
+        if not sep or not key.strip() or not value.strip():
+            raise BadInput(f"{name}: {entry!r} is not NAME=VOICE; give pairs such as alloy=alice,onyx=ryan")
+        pairs.append((key.strip().lower(), value.strip()))
+    return tuple(pairs)
+
+
 def _str(_name: str, raw: str) -> str:
     return raw
 
@@ -242,6 +258,38 @@ class Settings:
         doc="Comma-separated extra host names `narrate dashboard` answers (besides loopback and `--bind`): "
         "`name:port` exactly, or a bare `name` on the dashboard's port and bare (behind a proxy). Pages on "
         "these names may also post to it.",
+    )  # fmt: skip
+    clip_yield_s: float = setting(
+        "NARRATE_CLIP_YIELD_S", 10.0, reads=WORKER, parse=_seconds(0.0), shown="`10`",
+        doc="A book (or part) that has run this many seconds on a worker yields it to clip jobs waiting on the "
+        "high-priority queue (`POST /v1/audio/speech`, voice previews) that no idle worker took: it ends after its "
+        "batch in flight, goes back to the front of its queue and continues from its checkpoints once they are "
+        "spoken. `0`: never.",
+    )  # fmt: skip
+    api_key: str | None = setting(
+        "NARRATE_API_KEY", None, reads=CLIENT, shown="unset",
+        doc="The key of `narrate serve`'s HTTP API: once set, every request needs `Authorization: Bearer KEY`, on "
+        "loopback too; required to serve on any address but loopback. Never printed.",
+    )  # fmt: skip
+    serve_hosts: tuple[str, ...] = setting(
+        "NARRATE_SERVE_HOSTS", (), reads=CLIENT, shown="unset", parse=_names,
+        doc="Comma-separated extra host names `narrate serve` answers (besides loopback and `--bind`), as "
+        "`NARRATE_DASHBOARD_HOSTS` for the dashboard; pages on these names may also post to it.",
+    )  # fmt: skip
+    callback_hosts: tuple[str, ...] = setting(
+        "NARRATE_CALLBACK_HOSTS", (), reads=CLIENT, shown="unset", parse=_names,
+        doc="Comma-separated hosts (`name` or `name:port`) a narration's `callback_url` may name; unset: no "
+        "callbacks (the API posts to no host nobody listed).",
+    )  # fmt: skip
+    openai_voices: tuple[tuple[str, str], ...] = setting(
+        "NARRATE_OPENAI_VOICES", (), reads=CLIENT, shown="unset", parse=_pairs,
+        doc="OpenAI voice names for `POST /v1/audio/speech`, each mapped to a saved voice or preset speaker: "
+        "`alloy=alice,onyx=ryan`. Unmapped OpenAI names are refused, saying so.",
+    )  # fmt: skip
+    serve_stall_s: float = setting(
+        "NARRATE_SERVE_STALL_S", 30.0, reads=CLIENT, parse=_seconds(0.1), shown="`30`",
+        doc="Seconds `narrate serve` waits for the next piece of a request's body before it answers 408 and "
+        "drops the request (a slow or stalled upload holds nothing longer).",
     )  # fmt: skip
     scheduler_interval_s: float = setting(
         "NARRATE_SCHEDULER_INTERVAL_S", 5.0, reads=BOTH, parse=_seconds(0.05), shown="`5`",

@@ -58,17 +58,18 @@ def check_instruct(instruct: str | None) -> str | None:
     return text
 
 
-def choose(r: redis.Redis | None, arg: str | Path, model: str | None, ffmpeg: str,
-           instruct: str | None = None, default_model: str | None = None) -> VoiceChoice:  # fmt: skip
+def choose(r: redis.Redis | None, arg: str | Path, model: str | None, ffmpeg: str, instruct: str | None = None,
+           default_model: str | None = None, files: bool = True) -> VoiceChoice:  # fmt: skip
     """The voice `arg` names for a job on `model` (None: the worker's NARRATE_MODEL, taken to be
     `default_model`, this host's NARRATE_MODEL). `r`: the server that holds the library (None:
-    files only, no names). Raises BadInput with one line."""
+    files only, no names). `files=False`: `arg` is never read as a path on this host (a name from
+    the HTTP API: a saved voice or a preset speaker only). Raises BadInput with one line."""
     text = os.fspath(arg)
     if not text.strip():
         raise BadInput("--voice is empty: give a voice sample file, a saved voice's name or a preset speaker")
     instruct = check_instruct(instruct)
     path = Path(text).expanduser()
-    is_file = os.path.lexists(path)
+    is_file = files and os.path.lexists(path)
     record = library.find(r, text) if r is not None and is_name(text) else None
     model = model or default_model
     known = facts(model)
@@ -84,7 +85,7 @@ def choose(r: redis.Redis | None, arg: str | Path, model: str | None, ffmpeg: st
         return _sample(VoiceChoice.of_sample(library.sample(r, record), record.name), model, known, instruct)
     if is_name(text) and _is_preset(text.lower(), known):
         return _preset(text.lower(), model, known, instruct)
-    raise _not_found(r, text, model, known)
+    raise _not_found(r, text, model, known, files)
 
 
 def _is_preset(name: str, known: ModelFacts | None) -> bool:
@@ -118,7 +119,13 @@ def _preset(name: str, model: str | None, known: ModelFacts | None, instruct: st
     return VoiceChoice(VoiceRef.preset(name, instruct), None, name, tuple(warnings))
 
 
-def _not_found(r: redis.Redis | None, text: str, model: str | None, known: ModelFacts | None) -> BadInput:
+def _not_found(r: redis.Redis | None, text: str, model: str | None, known: ModelFacts | None,
+               files: bool = True) -> BadInput:  # fmt: skip
+    if not files and not is_name(text):
+        return BadInput(
+            f"voice {text[:80]!r} is not a voice name; give a saved voice's name (GET /v1/audio/voices), a preset "
+            "speaker, or a sample as a data: URL or an upload"
+        )
     if not is_name(text) or os.sep in text or "/" in text:
         return BadInput(
             f"voice file {text} does not exist; give a voice sample file, a saved voice or a preset speaker"
@@ -138,4 +145,6 @@ def _not_found(r: redis.Redis | None, text: str, model: str | None, known: Model
         )
     if known is not None and known.kind == "voice_design":
         return BadInput(f"{said}; model {model} is a VoiceDesign model: design a voice with narrate voice design")
+    if not files:
+        return BadInput(f"{said}; give a saved voice's name, a preset speaker, or a sample as a data: URL or an upload")
     return BadInput(f"{said}, and no file {text} here; give a voice sample file, a saved voice or a preset speaker")

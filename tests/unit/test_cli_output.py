@@ -14,7 +14,7 @@ from helpers.ops import one_error_line, submit_json
 from helpers.servers import EXTERNAL_REDIS_URL
 
 COMMANDS = ("submit", "run", "chapters", "cast", "status", "list", "watch", "cancel", "resume", "info", "fetch",
-            "schedule", "scheduler", "worker", "dashboard", "bench", "cache", "voice")  # fmt: skip
+            "schedule", "scheduler", "worker", "dashboard", "serve", "bench", "cache", "voice")  # fmt: skip
 
 
 def test_help_names_every_command(env):

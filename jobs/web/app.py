@@ -1,0 +1,109 @@
+"""The ASGI app of `narrate serve` (FastAPI): the `/v1` routes, the OpenAPI document at
+/openapi.json and its page at /docs, every route behind the guard (jobs/web/guard.py), and a
+lifespan that sends due callbacks (jobs/web/callbacks.py) and clears uploads a killed server left.
+The pages for people will be routes of this same app."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import re
+import shutil
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from narrate.jobs.errors import BadInput
+from narrate.jobs.web import callbacks, errors
+from narrate.jobs.web.guard import Guard, is_loopback, served_hosts
+from narrate.jobs.web.state import Web
+from narrate.jobs.web.uploads import MULTIPART_CAP
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+VERSION = "1"
+_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+DOCS_ASSETS = "https://cdn.jsdelivr.net"  # where FastAPI's /docs page loads Swagger UI from
+
+
+def check_exposure(bind: str, api_key: str | None) -> None:
+    """Off loopback the API needs a key (raises BadInput saying so)."""
+    if api_key is not None and not api_key.strip():
+        raise BadInput("NARRATE_API_KEY is blank; set it to a long random value, or unset it on loopback")
+    if api_key is not None and len(api_key) < 16:
+        raise BadInput("NARRATE_API_KEY is shorter than 16 characters; use a long random value (openssl rand -hex 24)")
+    if not is_loopback(bind) and not api_key:
+        raise BadInput(
+            f"refusing to serve on {bind} without an API key: set NARRATE_API_KEY (every request then needs "
+            "Authorization: Bearer KEY), or bind to 127.0.0.1"
+        )
+
+
+def _docs_page() -> tuple[str, bytes]:
+    """The /docs page and a Content Security Policy that lets it run (its one inline script by hash,
+    Swagger UI from FastAPI's CDN, requests to this server only)."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    html = bytes(get_swagger_ui_html(openapi_url="/openapi.json", title="narrate API").body).decode()
+    hashes = " ".join(
+        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
+        for s in _INLINE_SCRIPT.findall(html)
+    )
+    policy = (
+        f"default-src 'none'; script-src {DOCS_ASSETS} {hashes}; style-src {DOCS_ASSETS}; "
+        f"img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; frame-ancestors 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    return html, policy.encode()
+
+
+def make_app(web: Web, bind: str, port: int) -> Guard:
+    """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+    from narrate.jobs.web import narrations, speech, voices
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        uploads = Path(web.settings.home).expanduser() / "uploads"
+        for stale in uploads.glob("up-*"):  # a killed server's uploads
+            shutil.rmtree(stale, ignore_errors=True)
+        sender = asyncio.create_task(callbacks.loop(web))
+        try:
+            yield
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+
+    app = FastAPI(
+        title="narrate",
+        version=VERSION,
+        summary="Documents narrated by a queue of Qwen3-TTS workers; OpenAI's speech endpoint on the same workers.",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.web = web
+    errors.install(app)
+    for router in (narrations.router, speech.router, voices.router):
+        app.include_router(router)
+    html, docs_policy = _docs_page()
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return HTMLResponse(html)
+
+    hosts = served_hosts(bind, port, web.settings.serve_hosts)
+    return Guard(app, hosts, web.settings.api_key, web.settings.serve_stall_s, MULTIPART_CAP, {"/docs": docs_policy})
+
+
+def serve(app: Guard, bind: str, port: int) -> None:
+    """Serve until interrupted (uvicorn, one process; the routes' Redis calls run in its threads)."""
+    import uvicorn
+
+    uvicorn.run(app, host=bind, port=port, log_level="info", proxy_headers=False, server_header=False,
+                timeout_keep_alive=5, limit_concurrency=256)  # fmt: skip

@@ -1,0 +1,153 @@
+"""Every error of the HTTP API as OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``,
+with the status code that fits: a message a person can act on, never a traceback or a server path."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import redis
+from narrate.jobs.errors import BadInput, JobNotFound, NarrateError, ServerUnavailable
+from narrate.jobs.server.durability import NotDurable
+from narrate.jobs.voices.library import VoiceNotFound
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse
+
+log = logging.getLogger("narrate.serve")
+
+TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    408: "timeout_error",
+    409: "conflict_error",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+    416: "invalid_request_error",
+    422: "invalid_request_error",
+    500: "server_error",
+    502: "server_error",
+    503: "service_unavailable",
+    504: "timeout_error",
+    507: "insufficient_storage",
+}
+
+
+class ApiError(Exception):
+    """An error the API answers as it is: its status, message, and the parameter it is about."""
+
+    def __init__(self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.param = param
+        self.headers = headers or {}
+
+
+def body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": None}}
+
+
+def status_of(e: BaseException) -> int:
+    """The status code of an exception narrate raises (what the CLI prints as one line)."""
+    if isinstance(e, ApiError):
+        return e.status
+    if isinstance(e, JobNotFound | VoiceNotFound):
+        return 404
+    if isinstance(e, BadInput):
+        return 400
+    if isinstance(e, NotDurable):
+        return 507
+    if isinstance(e, ServerUnavailable | redis.RedisError):
+        return 503
+    return 500
+
+
+def message_of(e: BaseException) -> str:
+    if isinstance(e, ApiError):
+        return e.message
+    if isinstance(e, redis.RedisError):
+        return f"the Redis server refused or did not answer: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    if isinstance(e, NarrateError):
+        return str(e)
+    return "the server failed; see its log (narrate serve) for the reason"
+
+
+def response(
+    status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    from fastapi.responses import JSONResponse
+
+    return JSONResponse(body(status, message, param), status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    """Exception handlers: narrate's errors, FastAPI's validation errors and HTTP errors, anything else."""
+    from fastapi.exceptions import RequestValidationError
+    from starlette.exceptions import HTTPException
+
+    async def narrate_error(_request: Request, e: Exception) -> JSONResponse:
+        status = status_of(e)
+        if status >= 500 and not isinstance(e, ApiError):
+            log.warning("request failed: %s", message_of(e))
+        return response(status, message_of(e), getattr(e, "param", None), getattr(e, "headers", None))
+
+    async def invalid(_request: Request, e: Exception) -> JSONResponse:
+        assert isinstance(e, RequestValidationError)
+        first = e.errors()[0] if e.errors() else {}
+        if first.get("type") == "json_invalid":
+            return response(422, "the body is not valid JSON; send a JSON object (Content-Type: application/json)")
+        where = [p for p in first.get("loc", ()) if isinstance(p, str) and p not in ("body", "query", "path")]
+        param = ".".join(where) or None
+        said = first.get("msg", "invalid request")
+        return response(422, f"{param + ': ' if param else ''}{said}", param)
+
+    async def http_error(_request: Request, e: Exception) -> JSONResponse:
+        assert isinstance(e, HTTPException)
+        said = {404: "no such endpoint; see /docs", 405: "method not allowed here; see /docs"}
+        message = e.detail if isinstance(e.detail, str) and e.status_code not in said else said.get(e.status_code, "")
+        return response(e.status_code, message or str(e.detail), headers=dict(e.headers or {}))
+
+    async def unexpected(_request: Request, e: Exception) -> JSONResponse:
+        log.exception("request failed")
+        return response(500, message_of(e))
+
+    app.add_exception_handler(NarrateError, narrate_error)
+    app.add_exception_handler(ApiError, narrate_error)
+    app.add_exception_handler(redis.RedisError, narrate_error)
+    app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(HTTPException, http_error)
+    app.add_exception_handler(Exception, unexpected)
+
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+
+
+def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """`responses=` of a route: each error code with the error body's schema."""
+    said = {400: "bad input", 401: "no or wrong API key", 403: "refused (Host/Origin)", 404: "not found",
+            409: "conflict", 413: "too large", 415: "not multipart/form-data", 416: "range not satisfiable",
+            422: "malformed request", 503: "no server or worker", 504: "timed out"}  # fmt: skip
+    return {
+        c: {"description": said.get(c, "error"), "content": {"application/json": {"schema": ERROR_SCHEMA}}}
+        for c in codes
+    }

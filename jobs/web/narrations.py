@@ -1,0 +1,171 @@
+"""`/v1/narrations`: documents narrated by the queue, as `narrate submit` does it (the same checks,
+all before anything is enqueued; the same content-derived job id, so a repeated POST is the same
+narration), then status, events, cancel, resume, files and delete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated, Any, Literal
+
+import redis
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from narrate.jobs.api import submit as submit_api
+from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
+from narrate.jobs.queue.cancel import cancel as cancel_job
+from narrate.jobs.server.records import fetch
+from narrate.jobs.web import callbacks, outputs, submitting, views
+from narrate.jobs.web.errors import ApiError, documented, status_of
+from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
+from narrate.jobs.web.state import web_of
+from narrate.jobs.web.uploads import read_form
+from starlette.concurrency import run_in_threadpool
+
+router = APIRouter(tags=["narrations"])
+State = Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
+EVENT_POLL_S = 0.5
+KEEPALIVE_S = 15.0
+MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/mp4", ".m4a": "audio/mp4", ".flac": "audio/flac", ".ogg": "audio/ogg",
+         ".opus": "audio/ogg", ".wav": "audio/wav", ".srt": "application/x-subrip", ".vtt": "text/vtt",
+         ".json": "application/json"}  # fmt: skip
+
+
+@router.post(
+    "/v1/narrations",
+    status_code=202,
+    response_model=Narration | NarrationList,
+    responses=documented(400, 401, 403, 408, 409, 413, 415, 503),
+    openapi_extra=submitting.FORM,
+)
+async def create(request: Request) -> JSONResponse:
+    """Narrate one or more documents (`file`, repeated) or a `text`, in `voice` or an uploaded
+    `voice_sample`: 202 and the narration (or a list, for several documents), `Location` its URL.
+    The same request again returns the same narration (`duplicate` says what it was)."""
+    web = web_of(request)
+    form = await read_form(request, web.settings.home)
+    try:
+        made = await run_in_threadpool(submitting.submit, web, form)
+    except NarrateError as e:
+        raise ApiError(status_of(e), form.plain(str(e)), getattr(e, "param", None)) from None
+    finally:
+        form.remove()
+    if len(made) == 1:
+        return JSONResponse(made[0], status_code=202, headers={"Location": f"/v1/narrations/{made[0]['id']}"})
+    return JSONResponse({"object": "list", "data": made}, status_code=202)
+
+
+@router.get("/v1/narrations", response_model=NarrationList, responses=documented(401, 403, 422))
+def list_narrations(request: Request, status: Annotated[State | None, Query()] = None) -> dict[str, Any]:
+    """Every narration of the server's queues, newest first (`status` keeps one state)."""
+    web = web_of(request)
+    return {"object": "list", "data": views.listed(web.redis, web.settings, status)}
+
+
+@router.get("/v1/narrations/{narration_id}", response_model=Narration, responses=documented(401, 403, 404))
+def get_narration(request: Request, narration_id: str) -> dict[str, Any]:
+    """Status, progress, outputs (with their URLs) and error of one narration."""
+    web = web_of(request)
+    return views.narration(web.redis, web.settings, narration_id)
+
+
+@router.get(
+    "/v1/narrations/{narration_id}/events",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/event-stream": sse(["narration"])},
+                     "description": "`narration` events, the last at a terminal state"},
+               **documented(401, 403, 404)},
+)  # fmt: skip
+async def events(request: Request, narration_id: str) -> StreamingResponse:
+    """Server-sent events: the narration object each time it changes, until it ends."""
+    web = web_of(request)
+    first = await run_in_threadpool(views.narration, web.redis, web.settings, narration_id)
+
+    async def stream() -> AsyncIterator[bytes]:
+        last, said, quiet = None, first, time.monotonic()
+        while True:
+            if said != last:
+                yield f"event: narration\ndata: {json.dumps(said)}\n\n".encode()
+                last, quiet = said, time.monotonic()
+                if said["status"] in views.TERMINAL:
+                    return
+            elif time.monotonic() - quiet > KEEPALIVE_S:
+                yield b": keep-alive\n\n"
+                quiet = time.monotonic()
+            await asyncio.sleep(EVENT_POLL_S)
+            try:
+                said = await run_in_threadpool(views.narration, web.redis, web.settings, narration_id)
+            except (JobNotFound, redis.RedisError):  # deleted meanwhile, or the server went away: the end
+                return
+
+    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+@router.post("/v1/narrations/{narration_id}/cancel", response_model=Narration, responses=documented(401, 403, 404, 409))
+def cancel(request: Request, narration_id: str) -> dict[str, Any]:
+    """Cancel: a queued or scheduled narration is taken out; a running one stops within a second
+    (its finished sentences are kept: resume continues it). 409 if it already ended."""
+    web = web_of(request)
+    try:
+        said = cancel_job(web.redis, views.check_id(narration_id), "narrate serve")
+    except BadInput as e:
+        raise ApiError(409, str(e)) from None
+    return {**views.narration(web.redis, web.settings, narration_id), "action": said}
+
+
+@router.post("/v1/narrations/{narration_id}/resume", response_model=Narration, responses=documented(401, 403, 404, 409))
+def resume(request: Request, narration_id: str) -> dict[str, Any]:
+    """Requeue a failed or cancelled narration (or one whose worker is gone); it continues from its
+    checkpoints. 409 if there is nothing to resume."""
+    web = web_of(request)
+    [(_, said)] = submit_api.resume(web.redis, [views.check_id(narration_id)], web.settings.queue)
+    if said.startswith("left alone"):
+        raise ApiError(409, f"narration {narration_id} was {said.removeprefix('left alone ')}: nothing to resume")
+    return {**views.narration(web.redis, web.settings, narration_id), "action": said}
+
+
+@router.get(
+    "/v1/narrations/{narration_id}/files/{name:path}",
+    response_class=FileResponse,
+    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+                     "description": "the file (HTTP Range: 206)"},
+               206: {"description": "part of the file (Range)"}, **documented(401, 403, 404, 416)},
+)  # fmt: skip
+def file(request: Request, narration_id: str, name: str) -> FileResponse:
+    """One file the narration wrote (its `outputs`): the book, subtitles, chapter files; HTTP Range
+    requests get 206."""
+    web = web_of(request)
+    found = views.files_of(web.redis, web.settings, narration_id)
+    for out in found:
+        if out.name == name:
+            return FileResponse(out.path, filename=out.path.name, media_type=_media(out.path.suffix))
+    listed = ", ".join(f.name for f in found) or "none yet: it has not finished"
+    raise ApiError(404, f"narration {narration_id} wrote no file {name[:100]!r} here (its files: {listed})")
+
+
+def _media(suffix: str) -> str:
+    return MEDIA.get(suffix.lower(), "application/octet-stream")
+
+
+@router.delete("/v1/narrations/{narration_id}", response_model=Deleted, responses=documented(401, 403, 404, 409))
+def delete(request: Request, narration_id: str) -> dict[str, Any]:
+    """Remove an ended narration: its files (those still as it wrote them) and its record. 409 while
+    it is queued, scheduled or running (cancel it first)."""
+    web = web_of(request)
+    st = views.narration(web.redis, web.settings, narration_id)
+    if st["status"] not in views.TERMINAL:
+        raise ApiError(409, f"narration {narration_id} is {st['status']}; cancel it first (POST .../cancel)")
+    removed = [f.name for f in views.files_of(web.redis, web.settings, narration_id)]
+    job = fetch(web.redis, narration_id)
+    if removed:
+        result = job.return_value() or {}
+        removed = outputs.remove(web.redis, web.settings.output_dir, narration_id, result["output_relative"])
+    for part in (job.meta or {}).get("parts") or []:
+        part_job = fetch(web.redis, part) if web.redis.exists(f"rq:job:{part}") else None
+        if part_job is not None:
+            part_job.delete()
+    job.delete()
+    callbacks.forget(web.redis, narration_id)
+    return {"id": narration_id, "object": "narration.deleted", "deleted": True, "files": removed}

@@ -1,0 +1,147 @@
+"""The API's bodies as pydantic models: what /openapi.json documents and what responses are checked
+against (the schema test walks every documented path)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Output(BaseModel):
+    name: str = Field(description="Relative to the book's folder: book.mp3, book.srt, book/01 - One.mp3")
+    url: str
+    bytes: int
+    duration_s: float | None
+
+
+class Chapter(BaseModel):
+    title: str
+    start_s: float
+
+
+class Progress(BaseModel):
+    sentences_done: int
+    sentences_total: int
+    audio_s: float
+    realtime_factor: float | None
+    eta_s: float | None
+    chapters: list[Chapter]
+
+
+class Narration(BaseModel):
+    id: str
+    object: Literal["narration"] = "narration"
+    status: Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
+    created_at: str | None
+    started_at: str | None = None
+    ended_at: str | None = None
+    scheduled_for: str | None = None
+    priority: str | None = None
+    document: str | None = None
+    voice: str | None = None
+    progress: Progress
+    duration_s: float | None = None
+    outputs: list[Output]
+    error: str | None = None
+    stopping: bool = Field(False, description="a running narration asked to cancel: it stops within a second")
+    duplicate: str | None = Field(
+        None, description="on POST: what the identical earlier request was (queued, scheduled, done, resumed...)"
+    )
+    note: str | None = None
+    action: str | None = Field(None, description="on cancel and resume: what was done")
+
+
+class NarrationList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Narration]
+
+
+class Deleted(BaseModel):
+    id: str
+    object: Literal["narration.deleted"] = "narration.deleted"
+    deleted: bool
+    files: list[str]
+
+
+class SpeechRequest(BaseModel):
+    """OpenAI's `POST /v1/audio/speech` body, and narrate's `language` and `seed`."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field(description="tts-1, tts-1-hd and gpt-4o-mini-tts are the server's default model")
+    input: str = Field(description="At most 4,096 characters (longer: 413; narrate a document with /v1/narrations)")
+    voice: str | dict[str, str] = Field(
+        description="A saved voice's name, a preset speaker, an OpenAI voice name mapped by NARRATE_OPENAI_VOICES, "
+        'a sample as a data: URL (data:audio/wav;base64,...), or {"id": NAME}'
+    )
+    instructions: str | None = None
+    response_format: Literal["mp3", "opus", "aac", "flac", "wav", "pcm"] = "mp3"
+    speed: float = Field(1.0, description="1.0 only (any other: 400)")
+    stream_format: Literal["audio", "sse"] = "audio"
+    language: str | None = Field(None, description="narrate: the input's language (auto: detected)")
+
+
+class Model(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[Model]
+
+
+class Voice(BaseModel):
+    """Kokoro-FastAPI's list entry (`id`, `name`), with narrate's record."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    name: str
+    kind: str
+    description: str | None = None
+    created_at: str | None = None
+    sha256: str | None = None
+    seconds: float | None = None
+    speaker: str | None = None
+
+
+class VoiceList(BaseModel):
+    voices: list[Voice]
+
+
+class VoiceDeleted(BaseModel):
+    id: str
+    object: Literal["voice.deleted"] = "voice.deleted"
+    deleted: bool
+    kept_by: list[str] = Field(default_factory=list, description="jobs and schedules that keep their own copy")
+
+
+def multipart(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    """`openapi_extra` of a route that reads its multipart body itself (jobs/web/uploads.py)."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    return {"requestBody": {"required": True, "content": {"multipart/form-data": {"schema": schema}}}}
+
+
+def text(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+def binary(description: str) -> dict[str, Any]:
+    return {"type": "string", "format": "binary", "description": description}
+
+
+def sse(events: list[str]) -> dict[str, Any]:
+    """The schema of one server-sent event (`event:` one of `events`, `data:` a JSON object)."""
+    return {
+        "schema": {
+            "type": "object",
+            "required": ["data"],
+            "properties": {"event": {"type": "string", "enum": events}, "data": {"type": "string"}},
+        }
+    }

@@ -1,0 +1,240 @@
+"""`POST /v1/audio/speech` on narrate's workers: the input is split into sentences (the documents'
+splitter) and grouped into lines a clip job speaks (the first sentence alone, for fast first audio;
+then up to the clip's line limit); each line is a preview clip job (jobs/api/voices.py `preview`:
+high priority, on any worker, under the host lock), all enqueued at once, in order. Each clip comes
+back through Redis as a WAV; its samples are streamed as soon as its job finishes, encoded by one
+ffmpeg for the whole answer (mp3, opus, aac, flac) or sent as they are (pcm, wav)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import io
+import os
+import struct
+import time
+import wave
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+from narrate.jobs.api import submit as submit_api
+from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api.model_choice import is_hub_id
+from narrate.jobs.documents.documents import parse_document
+from narrate.jobs.errors import BadInput
+from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.outputs.outputs import AAC, FORMATS
+from narrate.jobs.queue.cancel import cancel
+from narrate.jobs.server.records import find
+from narrate.jobs.settings import MAX_VOICE_BYTES, SAMPLE_RATE, Settings
+from narrate.jobs.voices import clips
+from narrate.jobs.voices.choice import VoiceChoice, choose
+from narrate.jobs.web.errors import ApiError
+from rq.job import Job
+
+MAX_INPUT_CHARS = 4096
+OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
+                 "marin", "cedar")  # fmt: skip
+ENCODE = {
+    "mp3": ["-f", "mp3", *FORMATS[".mp3"][1]],
+    "opus": ["-f", "ogg", *FORMATS[".opus"][1]],
+    "aac": ["-f", "adts", *AAC],
+    "flac": ["-f", "flac", "-c:a", "flac"],
+}
+MEDIA = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac", "wav": "audio/wav",
+         "pcm": "audio/pcm"}  # fmt: skip
+POLL_S = 0.05
+NO_WORKER_CHECK_S = 10.0  # a supervisor restarts a crashed worker within seconds
+WAIT_S = 900.0  # a clip waits at most this long for a worker (a running book's batch, a model load)
+
+
+@dataclass(frozen=True)
+class Speech:
+    lines: list[str]
+    voice: VoiceChoice
+    language: str
+    model: str | None  # None: the workers' NARRATE_MODEL
+
+
+def check_model(model: str, settings: Settings) -> str | None:
+    """OpenAI's names and the server's own model are the workers' default; a hub id is passed on;
+    anything else (a path on this host) is refused."""
+    if model in OPENAI_MODELS or model == settings.model:
+        return None
+    if is_hub_id(model):
+        return model
+    raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default)", "model")
+
+
+def sample_from_data_url(url: str, folder: Path) -> Path:
+    """A voice sample sent as a data: URL, written to `folder` (the only way a request names a sample)."""
+    head, sep, data = url.partition(",")
+    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
+        raise ApiError(400, "a voice sample is a base64 data: URL (data:audio/wav;base64,...)", "voice")
+    if len(data) > MAX_VOICE_BYTES * 4 // 3 + 4:
+        raise ApiError(413, f"the voice sample is larger than {MAX_VOICE_BYTES // 2**20} MiB, the limit", "voice")
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "the voice sample's data: URL is not valid base64", "voice") from None
+    path = folder / "voice-sample"
+    path.write_bytes(raw)
+    return path
+
+
+def choose_voice(r: redis.Redis, settings: Settings, voice: str, model: str | None, instruct: str | None,
+                 folder: Path) -> VoiceChoice:  # fmt: skip
+    """A saved voice, a preset speaker, an OpenAI name mapped by NARRATE_OPENAI_VOICES, or a data: URL."""
+    ffmpeg = ffmpeg_exe(settings.ffmpeg)
+    mapped = dict(settings.openai_voices).get(voice.lower())
+    try:
+        if voice.startswith("data:"):
+            return choose(r, sample_from_data_url(voice, folder), model, ffmpeg, instruct, settings.model)
+        return choose(r, mapped or voice, model, ffmpeg, instruct, settings.model, files=False)
+    except BadInput as e:
+        if mapped is None and voice.lower() in OPENAI_VOICES:
+            raise ApiError(
+                400,
+                f"voice {voice!r} is an OpenAI voice name, which this server does not map: set "
+                f"NARRATE_OPENAI_VOICES={voice.lower()}=NAME (a saved voice or a preset speaker) on the server, "
+                "or name a saved voice (GET /v1/audio/voices)",
+                "voice",
+            ) from None
+        raise ApiError(400, str(e).replace(f"{folder}{os.sep}", ""), "voice") from None
+
+
+def lines_of(text: str, language: str | None) -> tuple[list[str], str]:
+    """(the lines the clip jobs speak, the language): the first sentence alone, then sentences joined
+    up to a clip's limit."""
+    doc = parse_document(text.encode(), title="speech", origin="input", language=language)
+    lines: list[str] = []
+    for sentence in doc.sentences:
+        s = str(sentence)
+        if len(lines) > 1 and len(lines[-1]) + 1 + len(s) <= clips.MAX_LINE_CHARS:
+            lines[-1] += " " + s
+        else:
+            lines.append(s)
+    return lines, doc.language
+
+
+def prepare(r: redis.Redis, settings: Settings, body: dict, folder: Path) -> Speech:
+    """Check a speech request (raises ApiError or BadInput); nothing is enqueued."""
+    if body["speed"] != 1.0:
+        raise ApiError(400, f"speed {body['speed']}: only 1.0 is supported (narrate speaks at its own pace)", "speed")
+    text = body["input"]
+    if len(text) > MAX_INPUT_CHARS:
+        raise ApiError(413, f"input is {len(text)} characters; the limit is {MAX_INPUT_CHARS}: narrate a longer "
+                       "text as a document with POST /v1/narrations", "input")  # fmt: skip
+    if not text.strip():
+        raise ApiError(400, "input is empty; give the text to speak", "input")
+    model = check_model(body["model"], settings)
+    voice = body["voice"]["id"] if isinstance(body["voice"], dict) and "id" in body["voice"] else body["voice"]
+    if not isinstance(voice, str):
+        raise ApiError(400, 'voice: give a name, a data: URL or {"id": NAME}', "voice")
+    chosen = choose_voice(r, settings, voice, model, body.get("instructions"), folder)
+    lines, language = lines_of(text, body.get("language"))
+    return Speech(lines, chosen, language, model)
+
+
+def enqueue(r: redis.Redis, settings: Settings, speech: Speech) -> list[str]:
+    """One clip job per line, in order (identical lines, and requests, share their clip jobs)."""
+    return [
+        voices_api.preview(settings, r, speech.voice, line, speech.language, speech.model).id for line in speech.lines
+    ]
+
+
+def drop(r: redis.Redis, job_ids: list[str]) -> None:
+    """Cancel the clip jobs not yet done (the client went away, or no worker takes them)."""
+    for job_id in job_ids:
+        with contextlib.suppress(Exception):
+            cancel(r, job_id, "narrate serve: the speech request ended")
+
+
+def _state(r: redis.Redis, job_id: str) -> str:
+    raw = r.hget(Job.key_for(job_id), "status")
+    return raw.decode() if isinstance(raw, bytes) else "gone"
+
+
+async def wait_clip(r: redis.Redis, job_id: str, deadline: float) -> bytes:
+    """The clip's 16-bit samples once its job finished (raises ApiError when it failed, or no worker
+    takes it). Waiting holds no thread: only each look at Redis runs in one."""
+    checked = time.monotonic()
+    while True:
+        state = await asyncio.to_thread(_state, r, job_id)
+        if state == "finished":
+            return await asyncio.to_thread(_samples, r, job_id)
+        if state in ("failed", "stopped", "canceled", "gone"):
+            job = await asyncio.to_thread(find, r, job_id)
+            error = ((job.meta or {}).get("error") if job is not None else None) or state
+            raise ApiError(502, f"the worker could not speak it ({error})")
+        now = time.monotonic()
+        if state == "queued" and now - checked > NO_WORKER_CHECK_S:
+            checked = now
+            if await asyncio.to_thread(submit_api.unattended_queue, r, job_id):
+                raise ApiError(503, "no worker takes jobs from this server's queues; start one (narrate worker)")
+        if now > deadline:
+            raise ApiError(504, f"no worker spoke it within {WAIT_S:.0f} s (busy, or none is running)")
+        await asyncio.sleep(POLL_S)
+
+
+def _samples(r: redis.Redis, job_id: str) -> bytes:
+    with wave.open(io.BytesIO(clips.get_clip(r, job_id, 1))) as w:
+        return bytes(w.readframes(w.getnframes()))
+
+
+def wav_header(frames: int | None) -> bytes:
+    """A 24 kHz mono 16-bit WAV header; `frames` None: a stream of unknown length (sizes at their maximum)."""
+    data = 0xFFFFFFFF - 36 if frames is None else frames * 2
+    return (b"RIFF" + struct.pack("<I", min(36 + data, 0xFFFFFFFF)) + b"WAVEfmt "
+            + struct.pack("<IHHIIHH", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * 2, 2, 16)
+            + b"data" + struct.pack("<I", data))  # fmt: skip
+
+
+async def pcm_stream(r: redis.Redis, job_ids: list[str], first: bytes) -> AsyncIterator[bytes]:
+    """The samples of every clip in order (the first already waited for), as each finishes."""
+    yield first
+    deadline = time.monotonic() + WAIT_S
+    for job_id in job_ids[1:]:
+        yield await wait_clip(r, job_id, deadline)
+
+
+async def encoded(pcm: AsyncIterator[bytes], fmt: str, settings: Settings, single: bool) -> AsyncIterator[bytes]:
+    """`pcm` in the response format: pcm and wav as they come, the others through one ffmpeg."""
+    if fmt in ("pcm", "wav"):
+        if fmt == "wav" and not single:
+            yield wav_header(None)
+        async for chunk in pcm:
+            yield wav_header(len(chunk) // 2) + chunk if fmt == "wav" and single else chunk
+        return
+    proc = await asyncio.create_subprocess_exec(
+        ffmpeg_exe(settings.ffmpeg), "-hide_banner", "-nostdin", "-v", "error", "-f", "s16le", "-ar",
+        str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0", *ENCODE[fmt], "pipe:1",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+
+    async def feed() -> None:
+        assert proc.stdin is not None
+        try:
+            async for chunk in pcm:
+                proc.stdin.write(chunk)
+                await proc.stdin.drain()
+        finally:
+            proc.stdin.close()
+
+    feeder = asyncio.create_task(feed())
+    try:
+        while block := await proc.stdout.read(1 << 16):
+            yield block
+        await feeder  # raises what the feed raised (a clip that failed)
+    finally:
+        feeder.cancel()
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+        await proc.wait()

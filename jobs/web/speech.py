@@ -1,0 +1,112 @@
+"""OpenAI's speech endpoint (`POST /v1/audio/speech`) and model list (`GET /v1/models`), on narrate's
+workers (jobs/web/speaking.py): the request is checked before anything is enqueued, the first clip is
+waited for before the answer starts (so a failure still gets its status code), the rest is streamed
+as it is spoken; a client that goes away cancels the clip jobs not yet done."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import shutil
+import time
+from collections.abc import AsyncIterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+from narrate.jobs.api.model_choice import is_hub_id
+from narrate.jobs.web import speaking
+from narrate.jobs.web.errors import ApiError, documented
+from narrate.jobs.web.schemas import Model, ModelList, SpeechRequest, sse
+from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.uploads import private_folder
+from starlette.concurrency import run_in_threadpool
+
+router = APIRouter(tags=["speech"])
+log = logging.getLogger("narrate.serve")
+STARTED = int(time.time())
+
+
+@router.get("/v1/models", response_model=ModelList, responses=documented(401, 403))
+def models(request: Request) -> ModelList:
+    """The model names `model` takes: OpenAI's (the default model) and the workers' default."""
+    settings = web_of(request).settings
+    own = [settings.model] if is_hub_id(settings.model) else []  # a path on this host is not shown
+    names = [*speaking.OPENAI_MODELS, *own]
+    return ModelList(data=[Model(id=n, created=STARTED, owned_by="narrate") for n in dict.fromkeys(names)])
+
+
+BINARY = {"schema": {"type": "string", "format": "binary"}}
+AUDIO = {
+    "content": {
+        **{m: BINARY for m in dict.fromkeys(speaking.MEDIA.values())},
+        "text/event-stream": sse(["speech.audio.delta", "speech.audio.done", "error"]),
+    },
+    "description": "the audio, streamed as it is spoken",
+}
+
+
+@router.post(
+    "/v1/audio/speech",
+    response_class=StreamingResponse,
+    responses={200: AUDIO, **documented(400, 401, 403, 408, 413, 422, 502, 503, 504)},
+)
+async def speech(request: Request, body: SpeechRequest) -> StreamingResponse:
+    """Speak `input` (at most 4,096 characters) in `voice`; `stream_format` sse sends
+    `speech.audio.delta` events (base64 audio) and a last `speech.audio.done`."""
+    web = web_of(request)
+    folder = private_folder(web.settings.home)  # a sample sent as a data: URL is read from here
+    try:
+        said = await run_in_threadpool(speaking.prepare, web.redis, web.settings, body.model_dump(), folder)
+        job_ids = await run_in_threadpool(speaking.enqueue, web.redis, web.settings, said)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    try:
+        deadline = time.monotonic() + speaking.WAIT_S
+        first = await speaking.wait_clip(web.redis, job_ids[0], deadline)
+    except BaseException:
+        await run_in_threadpool(speaking.drop, web.redis, job_ids)
+        raise
+    audio = speaking.encoded(speaking.pcm_stream(web.redis, job_ids, first), body.response_format, web.settings,
+                             single=len(job_ids) == 1)  # fmt: skip
+    if body.stream_format == "sse":
+        return StreamingResponse(_events(audio, web, job_ids, len(body.input)), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-store"})  # fmt: skip
+    return StreamingResponse(_guarded(audio, web, job_ids), media_type=speaking.MEDIA[body.response_format],
+                             headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
+async def _guarded(
+    audio: AsyncIterator[bytes], web: Web, job_ids: list[str], tell: bool = False
+) -> AsyncIterator[bytes]:
+    """The audio; when a later clip fails, the answer (already begun) just ends (`tell`: raises it
+    for the events to say); the clips not yet spoken are dropped when it ends early."""
+    done = False
+    try:
+        async for block in audio:
+            yield block
+        done = True
+    except Exception as e:  # noqa: BLE001 - a status code was sent already: the log says why it ended
+        log.warning("speech ended early: %s", e.message if isinstance(e, ApiError) else repr(e))
+        if tell:
+            raise
+    finally:
+        if not done:  # the client went away, or a clip failed
+            await run_in_threadpool(speaking.drop, web.redis, job_ids)
+
+
+async def _events(audio: AsyncIterator[bytes], web: Web, job_ids: list[str], chars: int) -> AsyncIterator[bytes]:
+    sent = 0
+    try:
+        async for block in _guarded(audio, web, job_ids, tell=True):
+            sent += len(block)
+            event = {"type": "speech.audio.delta", "audio": base64.b64encode(block).decode()}
+            yield f"event: speech.audio.delta\ndata: {json.dumps(event)}\n\n".encode()
+    except Exception as e:  # noqa: BLE001 - said as the last event
+        said = e.message if isinstance(e, ApiError) else "the audio could not be encoded; see the server's log"
+        error = {"type": "error", "error": {"message": said, "type": "server_error"}}
+        yield f"event: error\ndata: {json.dumps(error)}\n\n".encode()
+        return
+    usage = {"input_tokens": chars, "output_tokens": sent, "total_tokens": chars + sent}
+    done = {"type": "speech.audio.done", "usage": usage}
+    yield f"event: speech.audio.done\ndata: {json.dumps(done)}\n\n".encode()

@@ -1,0 +1,104 @@
+"""`/v1/audio/voices`: the voice library over HTTP (jobs/api/voices.py, as `narrate voice`).
+`GET` is Kokoro-FastAPI's list shape (`{"voices": [{"id", "name", ...}]}`, which Open WebUI reads);
+`POST` takes vLLM-Omni's multipart upload fields (`name`, `audio_sample`, `consent`, `ref_text`,
+`description` or `speaker_description`); `DELETE` is refused while queued jobs or schedules name
+the voice, unless `force`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api.model_choice import is_hub_id
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.voices import library
+from narrate.jobs.voices.names import check_name
+from narrate.jobs.web.errors import ApiError, documented, status_of
+from narrate.jobs.web.schemas import Voice as VoiceModel
+from narrate.jobs.web.schemas import VoiceDeleted, VoiceList, binary, multipart, text
+from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.uploads import Form, read_form
+from starlette.concurrency import run_in_threadpool
+
+router = APIRouter(tags=["voices"])
+UPLOAD = multipart(
+    {
+        "name": text("The voice's name: 1-64 letters, digits, - or _"),
+        "audio_sample": binary("1-60 s of one person's clean speech (wav, flac, mp3, m4a)"),
+        "consent": {"type": "boolean", "description": "true: you have the right to use this voice (required)"},
+        "ref_text": text("What the sample says"),
+        "description": text("What the voice is"),
+        "speaker_description": text("vLLM-Omni's name for description"),
+    },
+    required=["name", "audio_sample", "consent"],
+)
+
+
+def _voice(row: dict[str, Any]) -> dict[str, Any]:
+    return {"id": row["name"], **{k: v for k, v in row.items() if k != "id"}}
+
+
+@router.get("/v1/audio/voices", response_model=VoiceList, responses=documented(400, 401, 403))
+def list_voices(
+    request: Request, model: Annotated[str | None, Query(description="also its preset speakers")] = None
+) -> dict[str, Any]:
+    """The saved voices (and, with `model`, a CustomVoice model's preset speakers)."""
+    web = web_of(request)
+    if model is not None and model != web.settings.model and not is_hub_id(model):
+        raise ApiError(400, "model: give a Hugging Face id (org/name) or the server's model", "model")
+    return {"voices": [_voice(row) for row in voices_api.list_voices(web.redis, model)]}
+
+
+@router.post(
+    "/v1/audio/voices",
+    status_code=201,
+    response_model=VoiceModel,
+    responses=documented(400, 401, 403, 408, 409, 413, 415),
+    openapi_extra=UPLOAD,
+)
+async def add_voice(request: Request) -> JSONResponse:
+    """Save a voice sample under `name` (checked and normalized as `narrate voice add` does);
+    `consent` must be true. 409 if the name is taken."""
+    web = web_of(request)
+    form = await read_form(request, web.settings.home)
+    try:
+        row = await run_in_threadpool(_add, web, form)
+    except NarrateError as e:
+        raise ApiError(status_of(e), form.plain(str(e))) from None
+    finally:
+        form.remove()
+    return JSONResponse(row, status_code=201, headers={"Location": f"/v1/audio/voices/{row['id']}"})
+
+
+def _add(web: Web, form: Form) -> dict[str, Any]:
+    if not form.flag("consent"):
+        raise ApiError(400, "consent must be true: save only a voice you have the right to use (your own, or one "
+                       "whose speaker agreed)", "consent")  # fmt: skip
+    name = form.value("name")
+    sample = form.file("audio_sample")
+    if name is None or sample is None:
+        raise ApiError(400, "send name and audio_sample (a file: -F audio_sample=@me.wav)", "name" if not name else
+                       "audio_sample")  # fmt: skip
+    if library.find(web.redis, check_name(name)) is not None:
+        raise ApiError(409, f"a voice named {name.lower()!r} exists; DELETE it first or choose another name", "name")
+    description = form.value("description") or form.value("speaker_description")
+    try:
+        voices_api.add(web.settings, web.redis, name, sample.path, description, form.value("ref_text"))
+    except BadInput as e:
+        raise ApiError(409 if "exists" in str(e) else 400, str(e)) from None
+    return _voice(next(r for r in voices_api.list_voices(web.redis) if r["name"] == name.lower()))
+
+
+@router.delete("/v1/audio/voices/{name}", response_model=VoiceDeleted, responses=documented(401, 403, 404, 409))
+def delete_voice(request: Request, name: str, force: Annotated[bool, Query()] = False) -> dict[str, Any]:
+    """Remove a saved voice; 409 while queued, scheduled or recurring jobs name it, unless `force`
+    (they keep their own copy of the sample)."""
+    web = web_of(request)
+    try:
+        record, users = voices_api.remove(web.redis, web.settings, name, force)
+    except BadInput as e:
+        said = str(e).replace("so `narrate voice remove", "so DELETE with ?force=true (`narrate voice remove")
+        raise ApiError(409, said.replace("--force` removes", "--force`) removes")) from None
+    return {"id": record.name, "object": "voice.deleted", "deleted": True, "kept_by": users}
