@@ -20,7 +20,7 @@ def test_forged_jobs_run_nothing(env, home, external_redis):
     assert not marker.exists()
     for job in (forged, forged_cb, pickled):
         job = Job.fetch(job.id, connection=external_redis, serializer=JSONSerializer) if job is not pickled else job
-        assert job.get_status(refresh=True).value == "failed"
+        assert job.get_status(refresh=True).value == "failed", job.id
     assert (
         "not a narrate job function"
         in Job.fetch(forged.id, connection=external_redis, serializer=JSONSerializer).latest_result().exc_string

@@ -22,6 +22,7 @@ from narrate.jobs.fanout.split import PART_FUNCTION
 from narrate.jobs.queue.queues import priority_of
 from redis import Redis, RedisError
 from rq import Queue
+from rq.exceptions import DeserializationError
 from rq.job import Job
 from rq.worker_registration import get_keys
 
@@ -41,8 +42,13 @@ def _when(raw: bytes) -> datetime:
 
 
 def yields(job: Job) -> bool:
-    """Books and their parts from a normal or low priority queue yield; clips never do."""
-    return job.func_name in (JOB_FUNCTION, PART_FUNCTION) and priority_of(job.origin or "") != "high"
+    """Books and their parts from a normal or low priority queue yield; clips never do, nor a job
+    whose payload cannot be read (forged, pickled: the worker refuses it when it runs it)."""
+    try:
+        name = job.func_name
+    except DeserializationError:
+        return False
+    return name in (JOB_FUNCTION, PART_FUNCTION) and priority_of(job.origin or "") != "high"
 
 
 class ClipWatch:
