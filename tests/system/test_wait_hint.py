@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 
 from helpers.fake import fake_env
 from helpers.procs import NARRATE, start_worker, stop_worker, wait_until
@@ -43,7 +42,10 @@ def test_no_hint_while_a_worker_listens(env, home, voice_wav, external_redis):
     try:
         doc = home / "doc.txt"
         doc.write_text("One sentence.")
-        time.sleep(3)  # the worker is up and listening
+        from rq import Queue, Worker
+
+        q = Queue("narrate", connection=external_redis)
+        wait_until(lambda: Worker.all(queue=q), 60, "the worker listening")  # started, registered on the queue
         args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.wav"), "--wait"]
         proc = subprocess.run([*NARRATE, *args], env=e, capture_output=True,
                               text=True, timeout=60)  # fmt: skip
