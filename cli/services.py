@@ -106,6 +106,11 @@ def dashboard(bind, port) -> None:
     help="preset: also run narrate's static and continuous variants with a preset speaker on a random-weight "
     "CustomVoice checkpoint of the same size (same sentences, seeds, budgets), to compare with the cloned rows.",
 )  # fmt: skip
+@click.option(
+    "--voices", type=click.IntRange(1, 32), default=1, show_default=True, metavar="N",
+    help="N > 1: also run narrate's static and continuous variants with the sentences' voices assigned round-robin "
+    "from N cloned voices (rows of N voices share every batch), to compare with rows of one voice.",
+)  # fmt: skip
 def bench(
     checkpoint,
     size,
@@ -120,9 +125,11 @@ def bench(
     plot_path,
     variants,
     voice_kind,
+    voices,
 ) -> None:
     """Benchmark the plain mlx-audio loop against narrate's static and continuous batches (with
-    --voice-kind preset, also preset-speaker rows against cloned ones)."""
+    --voice-kind preset, also preset-speaker rows against cloned ones; with --voices N, also rows of
+    N cloned voices against rows of one)."""
     import signal
 
     from narrate.worker.bench.checkpoints import preset_checkpoint, random_checkpoint
@@ -160,6 +167,7 @@ def bench(
             log=lambda m: click.echo(m, err=True),
             families=families,
             preset=preset,
+            voices=voices,
         )
         click.echo(format_table(report))
         if plot_path is not None:

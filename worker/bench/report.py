@@ -27,6 +27,9 @@ def format_table(report: dict) -> str:
         speaker = report.get("preset", {}).get("speaker", "")
         ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in report["preset_vs_clone"].items())
         lines.append(f"preset rows ({speaker}) vs cloned rows, frames/s: {ratios}")
+    if report.get("multi_vs_one"):
+        ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in report["multi_vs_one"].items())
+        lines.append(f"rows of {report['voices']} voices vs rows of one voice, frames/s: {ratios}")
     return "\n".join(lines)
 
 
@@ -46,13 +49,13 @@ def pyplot():
 
 def plot(report: dict, path: Path) -> None:
     """A PNG: x realtime per variant (with its ratio to plain) and time to first audio; the bars of
-    preset-speaker variants hatched."""
+    preset-speaker variants hatched //, those of rows of many voices xx."""
     plt = pyplot()
     names = list(report["variants"])
     rows = [report["variants"][n] for n in names]
     palette = {"plain": "#888888", "mlx-batch": "#55a868", "static": "#4c72b0", "continuous": "#dd8452"}
     colors = [palette[family(n)] for n in names]
-    hatches = ["//" if r.get("voice_kind") == "preset" else "" for r in rows]  # preset speakers' rows
+    hatches = ["//" if r.get("voice_kind") == "preset" else "xx" if r.get("voices", 1) > 1 else "" for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(names) + 2), 7), sharex=True)
     bars = top.bar(names, [r["x_realtime"] for r in rows], color=colors, hatch=hatches)
     top.bar_label(bars, labels=[f"{r['ratio_to_plain']:.2f}x" for r in rows], fontsize=8)

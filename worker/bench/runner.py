@@ -19,11 +19,18 @@ variants (sentences, seeds, budgets, batch sizes) with a preset speaker (``PRESE
 CustomVoice checkpoint of the same size (a random-weight one, built as the Base one is), beside
 the cloned rows; ``preset_vs_clone`` gives each one's frames/s over its cloned twin's.
 
+With ``--voices K`` (K > 1), also static-N-Kvoices and continuous-N-Kvoices: the same narrate
+variants with the sentences' voices assigned round-robin from K cloned voices (K synthetic samples,
+K x-vectors: voices.py), through the job path of a cast (``MlxEngine.synthesize`` with a voice per
+label), so rows of K voices share every batch; ``multi_vs_one`` gives each one's frames/s over its
+one-voice twin's.
+
 EOS is disabled (unless --allow-eos), so every sentence generates exactly its budget and all
 variants do the same work. Reported per variant: codec frames/s, audio seconds per wall second
 (x realtime), time to first audio, idle-row waste (% of the rows a step computed that had already
-finished), speaker-encoder runs, MLX peak memory, the frames/s ratio to plain and the voice kind
-of its rows (clone or preset). Compare ratios, not single times: shared machines are noisy.
+finished), speaker-encoder runs, MLX peak memory, the frames/s ratio to plain, the voice kind
+of its rows (clone or preset) and how many voices its rows speak. Compare ratios, not single
+times: shared machines are noisy.
 """
 
 from __future__ import annotations
@@ -33,23 +40,21 @@ import json
 import platform
 import tempfile
 import time
-import wave
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
 import mlx.core as mx
-import numpy as np
-from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
+from narrate.worker.bench.voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.workloads import Item
 from narrate.worker.engine.mlx_compat import shadow
 from narrate.worker.engine.mlx_engine import STREAM_INTERVAL_S, MlxEngine
 from narrate.worker.engine.models import LoadedModel, load, resolve
-from narrate.worker.engine.voice_cache import SpeakerEncoderRuns, speaker_embedding
+from narrate.worker.engine.voice_cache import SpeakerEncoderRuns
 from narrate.worker.engine.voices import RowVoice
 
-SAMPLE_RATE = 24_000
 FRAMES_PER_SECOND = 12.5
 # batch_generate clones a voice in context: it needs the reference audio's transcript. The bench
 # voice is a synthetic tone (random weights do not care what it says); this is what it "says".
@@ -57,7 +62,6 @@ REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."
 
 
 FAMILIES = ("plain", "mlx-batch", "static", "continuous")  # mlx-batch: many minutes at 16 rows on a CPU
-PRESET_SPEAKER = "ryan"  # one of the two English presets
 
 
 def parse_families(text: str) -> tuple[str, ...]:
@@ -67,25 +71,6 @@ def parse_families(text: str) -> tuple[str, ...]:
     if unknown or not families:
         raise BadInput(f"--variants {text!r}: choose from {', '.join(FAMILIES)}, comma-separated")
     return families
-
-
-def synthetic_voice(seconds: float = 4.0) -> np.ndarray:
-    """A voiced harmonic signal with a wobbling pitch (no speech synthesizer needed)."""
-    t = np.arange(int(SAMPLE_RATE * seconds)) / SAMPLE_RATE
-    f0 = 120 + 15 * np.sin(2 * np.pi * 3 * t)
-    phase = 2 * np.pi * np.cumsum(f0) / SAMPLE_RATE
-    sig = sum(np.sin(k * phase) / k for k in range(1, 20))
-    sig *= 0.5 + 0.5 * np.sin(2 * np.pi * 2.5 * t) ** 2
-    return (0.3 * sig / np.abs(sig).max()).astype(np.float32)
-
-
-def _write_wav(path: Path, samples: np.ndarray) -> Path:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
-        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return path
 
 
 def _measure(run: Callable[[], Iterator[int]]) -> dict:
@@ -111,21 +96,25 @@ def _measure(run: Callable[[], Iterator[int]]) -> dict:
     }
 
 
-def preset_voice(loaded: LoadedModel) -> RowVoice:
-    """The preset variants' speaker: PRESET_SPEAKER, or the CustomVoice model's first."""
-    return RowVoice.preset(PRESET_SPEAKER if PRESET_SPEAKER in loaded.speakers else loaded.speakers[0])
+def voices_suffix(voices: int) -> str:
+    """The name suffix of the variants whose rows speak `voices` cloned voices (1: none)."""
+    return f"-{voices}voices" if voices > 1 else ""
 
 
 class Bench:
-    def __init__(self, loaded: LoadedModel, items: list[Item], voice_path: Path, preset: LoadedModel | None = None):
+    def __init__(
+        self, loaded: LoadedModel, items: list[Item], voice_paths: list[Path], preset: LoadedModel | None = None
+    ):
         self.loaded = loaded
         self.model = loaded.model
         self.items = items
-        self.voice_path = voice_path
+        self.voice_paths = voice_paths  # --voices N samples; the first is the one voice of every other variant
+        self.voice_path = voice_paths[0]
         self.preset = preset  # the CustomVoice model of the preset variants
-        self.embedding: mx.array | None = None
+        self.embeddings: list[mx.array] = []
         self.steps: list[tuple[int, int]] = []  # the last narrate run's (rows computed, of them done) per step
         self.padding: list[int] = []  # the last narrate run's padded code-predictor rows per step
+        self.batch_voices: list[int] = []  # the last narrate run's distinct voices per batch (engine group)
 
     def plain(self, items: list[Item] | None = None) -> Iterator[int]:
         for i, it in enumerate(items or self.items):
@@ -158,27 +147,36 @@ class Bench:
                     yield useful
             self.steps.append((sum(made), sum(m - b for m, b in zip(made, budgets, strict=True))))
 
-    def _voice(self) -> mx.array:
-        if self.embedding is None:  # computed once per benchmark run, like the worker's cache
-            from narrate.jobs.audio.voices import voice_samples
-
-            self.embedding = speaker_embedding(self.loaded, mx.array(voice_samples(self.voice_path.read_bytes())))
-        return self.embedding
+    def _voices(self) -> list[mx.array]:
+        if not self.embeddings:  # computed once per benchmark run, like the worker's cache
+            self.embeddings = clone_embeddings(self.loaded, self.voice_paths)
+        return self.embeddings
 
     def narrate(
-        self, size: int, continuous: bool, items: list[Item] | None = None, preset: bool = False
+        self, size: int, continuous: bool, items: list[Item] | None = None, preset: bool = False, voices: int = 1
     ) -> Iterator[int]:
-        """narrate's engine; `preset`: on the CustomVoice model, every row the preset speaker."""
-        sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(items or self.items)]
-        if preset:
-            assert self.preset is not None
-            loaded, voice = self.preset, preset_voice(self.preset)
-        else:
-            loaded, voice = self.loaded, self._voice()
+        """narrate's engine; `preset`: on the CustomVoice model, every row the preset speaker;
+        `voices` > 1: sentence i in cloned voice i % `voices`, as a cast (one voice per label)."""
+        sentences = [
+            Sentence(i, it.text, 1000 + i, it.budget, voice=f"voice{i % voices}")
+            for i, it in enumerate(items or self.items)
+        ]
+        loaded = self.preset if preset else self.loaded
+        assert loaded is not None
         engine = MlxEngine(loaded, batch_size=size, runaway_retries=0, continuous=continuous)
         engine.warm_up()  # compiled shapes: at the first warm-up run, never while measuring
-        for c in engine.batched(sentences, voice, size):
+        groups: list[list[int]] = []
+        if preset:
+            chunks = engine.batched(sentences, preset_voice(loaded), size, groups.append)
+        elif voices > 1:  # the job path of a cast: rows of every voice in one batch
+            embeddings = self._voices()[:voices]
+            cast = {f"voice{k}": VoiceEmbedding(RowVoice.clone(e), True, 0) for k, e in enumerate(embeddings)}
+            chunks = engine.synthesize(sentences, cast, groups.append)
+        else:
+            chunks = engine.batched(sentences, self._voices()[0], size, groups.append)
+        for c in chunks:
             yield c.frames
+        self.batch_voices = [len({i % voices for i in g}) for g in groups]
         self.steps = engine.last_loop.computed if engine.last_loop else []
         self.padding = engine.last_loop.padding if engine.last_loop else []
 
@@ -223,11 +221,16 @@ def run_bench(
     log: Callable[[str], None] = print,
     families: tuple[str, ...] = FAMILIES,
     preset: Path | None = None,
+    voices: int = 1,
 ) -> dict:
     """Every variant on `checkpoint` (a Base model); with `preset` (a CustomVoice checkpoint of the
-    same size), narrate's variants again with a preset speaker (``--voice-kind preset``)."""
-    if preset is not None and not {"static", "continuous"} & set(families):
-        raise BadInput("--voice-kind preset compares narrate's batches: add static or continuous to --variants")
+    same size), narrate's variants again with a preset speaker (``--voice-kind preset``); with
+    `voices` > 1, again with rows of that many cloned voices (``--voices``)."""
+    for asked, option in ((preset is not None, "--voice-kind preset"), (voices > 1, "--voices")):
+        if asked and not {"static", "continuous"} & set(families):
+            raise BadInput(f"{option} compares narrate's batches: add static or continuous to --variants")
+    if not 1 <= voices <= MAX_VOICES:
+        raise BadInput(f"--voices {voices}: give 1 to {MAX_VOICES}")
     t0 = time.perf_counter()
     loaded = _load_no_eos(checkpoint, allow_eos)
     load_s = time.perf_counter() - t0
@@ -249,6 +252,7 @@ def run_bench(
         "eos": "allowed" if allow_eos else "disabled (every sentence generates exactly its budget)",
         "load_s": round(load_s, 2),
         "voice_kind": "clone" if presets is None else "preset",
+        "voices": voices,
         "variants": {},
     }
     if presets is not None:
@@ -257,7 +261,7 @@ def run_bench(
     if out_json:
         out_json.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
-        bench = Bench(loaded, items, _write_wav(Path(tmp) / "voice.wav", synthetic_voice()), presets)
+        bench = Bench(loaded, items, voice_files(Path(tmp), voices), presets)
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
         with counting_mlx_audio_runs(loaded.model):
             _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log, families)
@@ -272,18 +276,28 @@ def _variants(
 ) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
     """(name, rows, run) for plain (always: the baseline), and mlx-batch-N, static-N, continuous-N
     of the families asked for (each narrate one followed by its -preset twin if the bench has a
-    CustomVoice model)."""
+    CustomVoice model, and its -Kvoices twin if it has K > 1 voices)."""
     out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
     for n in batch_sizes if "mlx-batch" in families else ():
         out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
-    kinds = (False, True) if bench.preset is not None else (False,)
+    many = len(bench.voice_paths)
+    twins = [("", {})]  # (name suffix, narrate's keyword arguments)
+    twins += [("-preset", {"preset": True})] if bench.preset is not None else []
+    twins += [(voices_suffix(many), {"voices": many})] if many > 1 else []
     for n in batch_sizes:
         for family, continuous in (("static", False), ("continuous", True)):
-            for p in kinds if family in families else ():
-                out.append(
-                    (f"{family}-{n}" + ("-preset" if p else ""), n, partial(bench.narrate, n, continuous, preset=p))
-                )
+            for suffix, kw in twins if family in families else ():
+                out.append((f"{family}-{n}{suffix}", n, partial(bench.narrate, n, continuous, **kw)))
     return out
+
+
+def _twin_ratios(variants: dict, suffix: str) -> dict[str, float]:
+    """Each `suffix` variant's frames/s over its twin's without the suffix, by the twin's name."""
+    return {
+        k.removesuffix(suffix): round(v["frames_per_s"] / variants[k.removesuffix(suffix)]["frames_per_s"], 3)
+        for k, v in variants.items()
+        if k.endswith(suffix)
+    }
 
 
 def _run_variants(
@@ -298,13 +312,13 @@ def _run_variants(
     """Warm every variant up, then measure each in turn into report["variants"]."""
     variants = _variants(bench, batch_sizes, families)
     enc_total0 = SpeakerEncoderRuns.count
-    bench._voice()  # narrate's one speaker-encoder run for this voice, for every narrate variant
+    bench._voices()  # narrate's one speaker-encoder run per voice, for every narrate variant
     narrate_runs = SpeakerEncoderRuns.count - enc_total0
     for _, rows, fn in variants:  # warm-up: compile kernels for the shapes the variants use
         for _ in fn(items=[Item(it.text, warmup_frames) for it in bench.items[:rows]]):
             pass
     for name, _, fn in variants:
-        bench.steps, bench.padding = [], []
+        bench.steps, bench.padding, bench.batch_voices = [], [], []
         res = _measure(fn)
         computed = sum(r for r, _ in bench.steps)
         res["rows_computed"] = computed if name != "plain" else res["frames"]  # mlx-batch: row-frames
@@ -312,6 +326,10 @@ def _run_variants(
         padded = sum(bench.padding)
         res["bucket_padding_pct"] = round(100 * padded / (computed + padded), 2) if computed else 0.0
         res["voice_kind"] = "preset" if name.endswith("-preset") else "clone"
+        many = len(bench.voice_paths)
+        res["voices"] = many if many > 1 and name.endswith(voices_suffix(many)) else 1
+        if res["voices"] > 1:  # how many of them share a batch (length-sorted groups of reading-order windows)
+            res["voices_per_batch"] = {"min": min(bench.batch_voices), "max": max(bench.batch_voices)}
         report["variants"][name] = res
         log(f"  {name:<20} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
         if out_json:  # write as results come: long GPU runs keep what they measured
@@ -322,17 +340,18 @@ def _run_variants(
     narrate_runs += sum(
         v["speaker_encoder_runs"] for k, v in report["variants"].items() if k.startswith(("static-", "continuous-"))
     )
-    report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: must be 1
+    report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: one per voice
     if bench.preset is not None:  # each preset variant's frames/s over its cloned twin's
-        clone = report["variants"]
-        report["preset_vs_clone"] = {
-            k.removesuffix("-preset"): round(v["frames_per_s"] / clone[k.removesuffix("-preset")]["frames_per_s"], 3)
-            for k, v in report["variants"].items()
-            if k.endswith("-preset")
-        }
+        report["preset_vs_clone"] = _twin_ratios(report["variants"], "-preset")
+    if len(bench.voice_paths) > 1:  # each many-voice variant's frames/s over its one-voice twin's
+        report["multi_vs_one"] = _twin_ratios(report["variants"], voices_suffix(len(bench.voice_paths)))
     report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
     best = max(
-        (k for k in report["variants"] if k.startswith("continuous-") and not k.endswith("-preset")),
+        (
+            k
+            for k, v in report["variants"].items()
+            if k.startswith("continuous-") and v["voice_kind"] == "clone" and v["voices"] == 1
+        ),
         key=lambda k: report["variants"][k]["frames_per_s"],
         default=None,
     )
