@@ -331,7 +331,7 @@ def _run_variants(
         if res["voices"] > 1:  # how many of them share a batch (length-sorted groups of reading-order windows)
             res["voices_per_batch"] = {"min": min(bench.batch_voices), "max": max(bench.batch_voices)}
         report["variants"][name] = res
-        log(f"  {name:<20} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
+        log(f"  {name:<22} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
         if out_json:  # write as results come: long GPU runs keep what they measured
             out_json.write_text(json.dumps(report, indent=2))
     base = report["variants"]["plain"]["frames_per_s"]
