@@ -95,14 +95,19 @@ def normalize_voice(raw: bytes, origin: str, ffmpeg: str) -> Voice:
     rms = float(np.std(level))  # about the mean: a constant level (DC, or NaN samples decoded) is no sound
     if rms < SILENCE_RMS:
         raise BadInput(f"{origin} is silent (RMS {rms:.1e} about a level of {np.mean(level):+.2f}); record some speech")
+    wav = wav_bytes(pcm)
+    return Voice(wav=wav, sha256=hashlib.sha256(wav).hexdigest(), seconds=seconds)
+
+
+def wav_bytes(pcm16: bytes) -> bytes:
+    """24 kHz mono 16-bit PCM as WAV bytes (a normalized voice, a clip)."""
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:
         w.setnchannels(1)
         w.setsampwidth(2)
         w.setframerate(SAMPLE_RATE)
-        w.writeframes(pcm)
-    wav = buf.getvalue()
-    return Voice(wav=wav, sha256=hashlib.sha256(wav).hexdigest(), seconds=seconds)
+        w.writeframes(pcm16)
+    return buf.getvalue()
 
 
 def voice_samples(wav: bytes) -> np.ndarray:

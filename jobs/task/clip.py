@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+from narrate.jobs.audio.voices import wav_bytes
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.documents.languages import tts_name
@@ -16,7 +17,7 @@ from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, record_failure
 from narrate.jobs.task.progress import Progress, save_meta
-from narrate.jobs.voices.clips import ClipSpec, put_clip, wav_bytes
+from narrate.jobs.voices.clips import ClipSpec, put_clip
 
 log = logging.getLogger("narrate.jobs")
 

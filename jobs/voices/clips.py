@@ -7,16 +7,14 @@ whichever host made them:
 
 from __future__ import annotations
 
-import io
 import json
-import wave
 from dataclasses import asdict, dataclass, field
 
 import redis
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.server.store import PREFIX
-from narrate.jobs.settings import DAY_S, MAX_FRAMES_CAP, SAMPLE_RATE, default
+from narrate.jobs.settings import DAY_S, MAX_FRAMES_CAP, default
 
 # Qwen's own example of a designed voice's line, and a pangram for previews.
 PANGRAM = "The quick brown fox jumps over the lazy dog, and then it naps in the warm afternoon sun."
@@ -30,16 +28,6 @@ def clip_key(job_id: str, number: int) -> str:
 
 def draft_key(name: str) -> str:
     return f"{PREFIX}voice-design:{name}"
-
-
-def wav_bytes(pcm16: bytes) -> bytes:
-    buf = io.BytesIO()
-    with wave.open(buf, "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(SAMPLE_RATE)
-        w.writeframes(pcm16)
-    return buf.getvalue()
 
 
 def put_clip(r: redis.Redis, job_id: str, number: int, wav: bytes, keep_s: int) -> str:
