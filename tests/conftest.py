@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import redis
 from helpers.audio import write_voice
+from helpers.chromium import SKIP_REASON, find_chromium, launch_args
 from helpers.servers import EXTERNAL_REDIS_URL
 
 TESTS = Path(__file__).resolve().parent
@@ -115,3 +116,11 @@ def external_redis(env, monkeypatch):
     yield client
     client.flushdb()
     client.close()
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args):
+    """pytest-playwright's browser: the installed Chromium (the test is skipped where there is none)."""
+    if find_chromium() is None:
+        pytest.skip(SKIP_REASON)
+    return {**browser_type_launch_args, **launch_args()}

@@ -44,6 +44,8 @@ def status(r: redis.Redis, job_id: str) -> dict:
     if state == JobStatus.SCHEDULED:
         due = due_time(r, job)
         out["scheduled_for"] = due.isoformat() if due else None
+    if state == JobStatus.STARTED and meta.get("host"):
+        out["host"] = meta["host"]  # the host running it
     if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
         out["cancel_requested"] = True  # it stops within a second
     if state is not None and state.value == "finished":

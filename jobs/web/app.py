@@ -1,7 +1,8 @@
 """The ASGI app of `narrate serve` (FastAPI): the `/v1` routes, the OpenAPI document at
-/openapi.json and its page at /docs, every route behind the guard (jobs/web/guard.py), and a
-lifespan that sends due callbacks (jobs/web/callbacks.py) and clears uploads a killed server left.
-The pages for people will be routes of this same app."""
+/openapi.json and its page at /docs, the pages for people (jobs/web/pages.py, voice_pages.py,
+login.py; their templates and static files), every route behind the guard (jobs/web/guard.py),
+and a lifespan that sends due callbacks (jobs/web/callbacks.py) and clears uploads a killed
+server left."""
 
 from __future__ import annotations
 
@@ -64,7 +65,9 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
-    from narrate.jobs.web import narrations, speech, voices
+    from narrate.jobs.web import login, narrations, pages, speech, voice_pages, voices
+    from narrate.jobs.web.templating import STATIC
+    from starlette.staticfiles import StaticFiles
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -89,8 +92,9 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     )
     app.state.web = web
     errors.install(app)
-    for router in (narrations.router, speech.router, voices.router):
+    for router in (narrations.router, speech.router, voices.router, login.router, pages.router, voice_pages.router):
         app.include_router(router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
     html, docs_policy = _docs_page()
 
     @app.get("/docs", include_in_schema=False)

@@ -5,8 +5,10 @@ for an API that scripts and SDKs call too).
 - Host: only the server's own names (loopback names and the bind address, with the port, plus
   NARRATE_SERVE_HOSTS); anything else is 400 (DNS rebinding).
 - The key: once NARRATE_API_KEY is set, every request needs ``Authorization: Bearer KEY``
-  (compared in constant time), on loopback too; 401 otherwise. Off loopback the server does not
-  start without it (jobs/web/app.py).
+  (compared in constant time), on loopback too, or the pages' session cookie that the login form
+  sets (an HMAC of the key: HttpOnly, SameSite=Strict); 401 otherwise, and a page opened in a
+  browser is sent to /login. The login form and the pages' static files need neither. Off
+  loopback the server does not start without a key (jobs/web/app.py).
 - Origin: a request that changes state (any method but GET/HEAD/OPTIONS) carrying an Origin (else
   a Referer) of another site, or ``Sec-Fetch-Site`` other than same-origin, is 403; one with
   neither (curl, the openai SDK: not a browser) is served. A read carrying a foreign Origin, or
@@ -19,11 +21,13 @@ for an API that scripts and SDKs call too).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from narrate.jobs.dashboard.guard import allowed_hosts
 from narrate.jobs.errors import BadInput
@@ -46,6 +50,22 @@ HEADERS = {
     b"cross-origin-resource-policy": b"same-origin",
 }
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
+SESSION_COOKIE = "narrate_session"
+PUBLIC_PATHS = ("/login", "/static/")  # the login form and what it loads: no key needed
+API_PATHS = ("/v1/", "/openapi.json", "/docs")
+
+
+def session_token(api_key: str) -> str:
+    """The pages' session cookie for `api_key` (changing the key logs every browser out)."""
+    return hmac.new(api_key.encode(), b"narrate page session", hashlib.sha256).hexdigest()
+
+
+def _cookie(header: str, name: str) -> str:
+    try:
+        jar = SimpleCookie(header)
+    except CookieError:
+        return ""
+    return jar[name].value if name in jar else ""
 
 
 def is_loopback(bind: str) -> bool:
@@ -91,6 +111,7 @@ class Guard:
         self.app = app
         self.hosts = hosts
         self.key = f"Bearer {api_key}".encode() if api_key else None
+        self.session = session_token(api_key).encode() if api_key else None
         self.stall_s = stall_s
         self.multipart_cap = multipart_cap
         self.policies = policies or {}
@@ -100,7 +121,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        refused = self.check(scope["method"], headers)
+        refused = self.check(scope["method"], headers, scope["path"])
         if refused is not None:
             await _reply(send, *refused)
             return
@@ -112,20 +133,21 @@ class Guard:
         policy = self.policies.get(scope["path"], API_POLICY)
         await self.app(scope, self._receive(receive, cap, hint), _secured(send, policy))
 
-    def check(self, method: str, headers: dict[str, str]) -> tuple[int, str, dict[str, str]] | None:
+    def check(self, method: str, headers: dict[str, str], path: str = "/") -> tuple[int, str, dict[str, str]] | None:
         """(status, message, headers) of a refusal, or None to serve the request."""
         host = headers.get("host", "").strip().lower()
         if host not in self.hosts:
             return 400, f"Host {host[:100]!r} is not served here (add it to NARRATE_SERVE_HOSTS)", {}
-        if self.key is not None:
-            given = headers.get("authorization", "").strip().encode()
-            if not hmac.compare_digest(given, self.key):
-                said = "a wrong API key" if given else "no API key"
-                return (
-                    401,
-                    f"{said}: send Authorization: Bearer KEY (NARRATE_API_KEY)",
-                    {"www-authenticate": 'Bearer realm="narrate"'},
-                )
+        if self.key is not None and not path.startswith(PUBLIC_PATHS) and not self._signed_in(headers):
+            if method in ("GET", "HEAD") and not path.startswith(API_PATHS) and _is_page_load(headers):
+                return 303, "sign in first: /login", {"location": f"/login?next={quote(path[:500], safe='/')}"}
+            given = headers.get("authorization", "").strip()
+            said = "a wrong API key" if given else "no API key"
+            return (
+                401,
+                f"{said}: send Authorization: Bearer KEY (NARRATE_API_KEY)",
+                {"www-authenticate": 'Bearer realm="narrate"'},
+            )
         origin, fetch_site = headers.get("origin"), headers.get("sec-fetch-site")
         if method in SAFE_METHODS:
             navigation = headers.get("sec-fetch-mode") == "navigate"
@@ -140,6 +162,14 @@ class Guard:
         if source is not None and origin_host(source) not in self.hosts:
             return 403, f"refused a cross-site request from {source[:100]}", {}
         return None
+
+    def _signed_in(self, headers: dict[str, str]) -> bool:
+        assert self.key is not None and self.session is not None
+        given = headers.get("authorization", "").strip().encode()
+        if given and hmac.compare_digest(given, self.key):
+            return True
+        cookie = _cookie(headers.get("cookie", ""), SESSION_COOKIE).encode()
+        return bool(cookie) and hmac.compare_digest(cookie, self.session)
 
     def _cap(self, path: str, headers: dict[str, str]) -> tuple[int, str]:
         if headers.get("content-type", "").lower().startswith("multipart/form-data"):
@@ -165,6 +195,13 @@ class Guard:
             return message
 
         return bounded
+
+
+def _is_page_load(headers: dict[str, str]) -> bool:
+    """A browser opening a page (not a script's or htmx's request)."""
+    if headers.get("hx-request"):
+        return False
+    return headers.get("sec-fetch-mode") == "navigate" or "text/html" in headers.get("accept", "")
 
 
 def _secured(send: Send, policy: bytes) -> Send:

@@ -20,7 +20,7 @@ from narrate.jobs.server.records import fetch
 from narrate.jobs.web import callbacks, outputs, submitting, views
 from narrate.jobs.web.errors import ApiError, documented, status_of
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
-from narrate.jobs.web.state import web_of
+from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.uploads import read_form
 from starlette.concurrency import run_in_threadpool
 
@@ -153,7 +153,11 @@ def _media(suffix: str) -> str:
 def delete(request: Request, narration_id: str) -> dict[str, Any]:
     """Remove an ended narration: its files (those still as it wrote them) and its record. 409 while
     it is queued, scheduled or running (cancel it first)."""
-    web = web_of(request)
+    return delete_narration(web_of(request), narration_id)
+
+
+def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
+    """Remove an ended narration's files (those still as it wrote them), parts and record."""
     st = views.narration(web.redis, web.settings, narration_id)
     if st["status"] not in views.TERMINAL:
         raise ApiError(409, f"narration {narration_id} is {st['status']}; cancel it first (POST .../cancel)")

@@ -40,6 +40,7 @@ class Narration(BaseModel):
     priority: str | None = None
     document: str | None = None
     voice: str | None = None
+    host: str | None = Field(None, description="the host (or hosts, for a book fanned out) working on it")
     progress: Progress
     duration_s: float | None = None
     outputs: list[Output]

@@ -173,6 +173,9 @@ class _Parts:
             self._out.close()
             self._out = None
             assert self._path is not None
+            if self._size == 0 and (self._filename == "" or self._name == "text"):
+                self._path.unlink()  # a browser's empty file input or empty text box: not sent
+                return
             upload = Upload(self._name, self._path.name, self._path, self._size)
             self.form.files.setdefault(self._name, []).append(upload)
         else:

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers.books import book
-from helpers.browser import SKIP_REASON, dump_dom, find_chromium
+from helpers.chromium import SKIP_REASON, find_chromium
 from helpers.dashboard import dashboard, fail_job, queue, request
 from helpers.fake import fake_env
 from helpers.ops import job_meta, submit_book
@@ -22,9 +22,6 @@ from markupsafe import escape
 from rq.job import Job
 from rq.results import Result
 from rq.serializers import JSONSerializer
-
-CHROMIUM = find_chromium()
-
 
 STATES = ("queued", "started", "scheduled", "finished", "failed")
 
@@ -53,8 +50,9 @@ def cell(text: str, cls: str) -> str:
     return m.group(2).strip()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason=SKIP_REASON)
-def test_a_person_sees_progress_eta_and_due_times_while_a_job_runs(env, home, voice_wav, external_redis):
+@pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
+def test_a_person_sees_progress_eta_and_due_times_while_a_job_runs(env, home, voice_wav, external_redis, page):
+    browser_page = page
     r = external_redis
     e = fake_env(env, home, delay_ms=100)
     quick = submit_book(e, home, voice_wav, book(2), name="quick")
@@ -84,8 +82,8 @@ def test_a_person_sees_progress_eta_and_due_times_while_a_job_runs(env, home, vo
             current = [w["current_job"] for w in workers_json]
             assert [c["call_string"] for c in current if c != "idle"] == ["narrate long (240 sentences) -&gt; long.wav"]
 
-            page = dump_dom(CHROMIUM, f"{base}/narrate")
-            running = row(page, long)
+            dom = rendered(browser_page, f"{base}/narrate")
+            running = row(dom, long)
             percent = float(cell(running, "percent").rstrip("%"))
             done = job_meta(r, long)["progress"]["done"]
             assert 5 <= percent <= 100 * done / 240 + 0.1, running
@@ -94,22 +92,28 @@ def test_a_person_sees_progress_eta_and_due_times_while_a_job_runs(env, home, vo
             assert re.fullmatch(r"\d+ s|\d+ min \d\d s|\d+ h \d\d min", cell(running, "eta")), running
             assert "<progress" in running
             assert worker_name(r, long) in running
-            scheduled = row(page, later)
+            scheduled = row(dom, later)
             assert due.astimezone().strftime("%Y-%m-%d %H:%M:%S") in cell(scheduled, "due"), scheduled
             assert re.search(r"\(in (1 h 5\d|2 h 00) min\)", cell(scheduled, "due")), scheduled
-            assert html.escape(MARKUP, quote=False) in scheduled and "<img" not in page
-            assert str(home / "out" / "quick.wav") in row(page, quick)
-            assert cell(row(page, bad), "desc error") == "RuntimeError: made to fail by the test"
-            assert "waiting" in row(page, waiting)
+            assert html.escape(MARKUP, quote=False) in scheduled and "<img" not in dom
+            assert str(home / "out" / "quick.wav") in row(dom, quick)
+            assert cell(row(dom, bad), "desc error") == "RuntimeError: made to fail by the test"
+            assert "waiting" in row(dom, waiting)
 
-            workers = dump_dom(CHROMIUM, f"{base}/0/view/workers")
+            workers = rendered(browser_page, f"{base}/0/view/workers")
             assert "narrate long (240 sentences)" in workers, workers[-3000:]
             assert "narrate_job(" not in workers
-            queues = dump_dom(CHROMIUM, f"{base}/0/view/queues")
+            queues = rendered(browser_page, f"{base}/0/view/queues")
             assert 'href="/narrate"' in queues
         assert wait_for_job(long, timeout=5, states=("started",))
     finally:
         stop_worker(worker)
+
+
+def rendered(page, url: str) -> str:
+    """The page's DOM as a person sees it once its scripts have fetched what they show."""
+    page.goto(url, wait_until="networkidle")
+    return page.content()
 
 
 def worker_name(r, job_id: str) -> str:

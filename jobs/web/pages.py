@@ -1,0 +1,207 @@
+"""The pages for people: New (documents, a voice, the options of `narrate submit`), Queue (every job
+of the queues, from Redis: a reload, a restart or another browser shows the same), Job (live
+progress by server-sent events, errors, downloads) and Books (the finished ones: player, chapter
+jumps, downloads, delete). They parse a form, call the same functions as the HTTP API (which call
+jobs/api), and render a template; every action is a plain form POST answered by a redirect, so
+each works without script and a reload never repeats it."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from narrate.jobs.api import submit as submit_api
+from narrate.jobs.api import voices as voices_api
+from narrate.jobs.documents.readers import ReadOptions, read_any
+from narrate.jobs.documents.readers.summary import summarize
+from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
+from narrate.jobs.queue.cancel import cancel as cancel_job
+from narrate.jobs.queue.reprioritize import set_priority
+from narrate.jobs.web import narrations, submitting, views
+from narrate.jobs.web.errors import ApiError, message_of, status_of
+from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.templating import render
+from narrate.jobs.web.uploads import Form, read_form
+from starlette.concurrency import run_in_threadpool
+
+router = APIRouter(include_in_schema=False)
+AUDIO = (".mp3", ".m4b", ".m4a", ".flac", ".ogg", ".opus", ".wav")
+PANGRAM = "The quick brown fox jumps over the lazy dog, and the narrator reads on."
+FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
+
+
+def back_to(request: Request, path: str, **said: str) -> RedirectResponse:
+    """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing)."""
+    path = path if path.startswith("/") and not path.startswith("//") else "/queue"
+    query = urlencode({k: v[:300] for k, v in said.items() if v})
+    return RedirectResponse(f"{path}?{query}" if query else path, status_code=303)
+
+
+def _flash(request: Request) -> dict[str, str | None]:
+    return {"said": request.query_params.get("said"), "error": request.query_params.get("error")}
+
+
+@router.get("/")
+def home() -> RedirectResponse:
+    return RedirectResponse("/queue", status_code=303)
+
+
+@router.get("/queue")
+def queue_page(request: Request) -> Response:
+    web = web_of(request)
+    return render(request, "queue.html", {"jobs": views.listed(web.redis, web.settings), **_flash(request)})
+
+
+@router.get("/queue/rows")
+def queue_rows(request: Request) -> Response:
+    """The queue's rows alone: the Queue page polls them (htmx)."""
+    web = web_of(request)
+    return render(request, "_rows.html", {"jobs": views.listed(web.redis, web.settings)})
+
+
+def _audio(job: dict[str, Any]) -> dict[str, Any] | None:
+    return next((f for f in job["outputs"] if f["name"].lower().endswith(AUDIO)), None)
+
+
+@router.get("/jobs/{job_id}")
+def job_page(request: Request, job_id: str) -> Response:
+    web = web_of(request)
+    try:
+        job = views.narration(web.redis, web.settings, job_id)
+    except JobNotFound as e:
+        return render(request, "missing.html", {"message": str(e)}, status=404)
+    context = {"job": job, "audio": _audio(job), "terminal": job["status"] in views.TERMINAL, **_flash(request)}
+    return render(request, "job.html", context)
+
+
+def _act(request: Request, job_id: str, form: dict[str, str], action: str) -> RedirectResponse:
+    web = web_of(request)
+    back = form.get("back") or f"/jobs/{quote(job_id)}"
+    try:
+        said = _do(web, views.check_id(job_id), form, action)
+    except (NarrateError, ApiError) as e:
+        return back_to(request, back, error=message_of(e))
+    return back_to(request, "/queue" if action == "delete" else back, said=said)
+
+
+def _do(web: Web, job_id: str, form: dict[str, str], action: str) -> str:
+    if action == "cancel":
+        return f"{job_id}: {cancel_job(web.redis, job_id, 'narrate serve page')}"
+    if action == "resume":
+        [(_, said)] = submit_api.resume(web.redis, [job_id], web.settings.queue)
+        return f"{job_id}: {said}"
+    if action == "priority":
+        return set_priority(web.redis, web.settings.queue, job_id, form.get("priority", ""))
+    if not form.get("confirm"):
+        raise BadInput("tick 'yes, delete it' to delete the book and its files")
+    removed = narrations.delete_narration(web, job_id)
+    return f"deleted {job_id} and {len(removed['files'])} files"
+
+
+async def _fields(request: Request) -> dict[str, str]:
+    got = await request.form()
+    return {k: v for k, v in got.items() if isinstance(v, str)}
+
+
+@router.post("/jobs/{job_id}/cancel")
+async def cancel(request: Request, job_id: str) -> RedirectResponse:
+    return await run_in_threadpool(_act, request, job_id, await _fields(request), "cancel")
+
+
+@router.post("/jobs/{job_id}/resume")
+async def resume(request: Request, job_id: str) -> RedirectResponse:
+    return await run_in_threadpool(_act, request, job_id, await _fields(request), "resume")
+
+
+@router.post("/jobs/{job_id}/priority")
+async def priority(request: Request, job_id: str) -> RedirectResponse:
+    return await run_in_threadpool(_act, request, job_id, await _fields(request), "priority")
+
+
+@router.post("/jobs/{job_id}/delete")
+async def delete(request: Request, job_id: str) -> RedirectResponse:
+    return await run_in_threadpool(_act, request, job_id, await _fields(request), "delete")
+
+
+@router.get("/books")
+def books_page(request: Request) -> Response:
+    web = web_of(request)
+    books = []
+    for row in views.listed(web.redis, web.settings, "completed"):
+        try:
+            job = views.narration(web.redis, web.settings, row["id"])
+        except JobNotFound:
+            continue  # deleted meanwhile
+        books.append({"job": job, "audio": _audio(job)})
+    return render(request, "books.html", {"books": books, **_flash(request)})
+
+
+def _voices(web: Web) -> list[dict[str, Any]]:
+    return voices_api.list_voices(web.redis, web.settings.model)
+
+
+@router.get("/new")
+def new_page(request: Request) -> Response:
+    web = web_of(request)
+    return render(request, "new.html", {"voices": _voices(web), "formats": FORMATS, "values": {}, "pangram": PANGRAM})
+
+
+def inspect(form: Form) -> dict[str, Any]:
+    """The first document's title, author, chapters and first sentence (as `narrate chapters`)."""
+    files = form.files.get("file", [])
+    if not files:
+        return {}
+    doc = read_any(files[0].path, ReadOptions(form.value("input_format")))
+    items = summarize(doc)
+    meta = doc.meta
+    return {
+        "name": files[0].name,
+        "more": len(files) - 1,
+        "title": doc.title,
+        "author": meta.author if meta else "",
+        "has_cover": bool(meta and meta.cover),
+        "chapters": items,
+        "sentences": len(doc.sentences),
+        "seconds": sum(c.seconds for c in items),
+        "first": str(doc.sentences[0]) if doc.sentences else "",
+    }
+
+
+@router.post("/new/inspect")
+async def new_inspect(request: Request) -> Response:
+    """What the chosen documents hold (htmx swaps it into the New page when a file is chosen)."""
+    web = web_of(request)
+    form = await read_form(request, web.settings.home)
+    try:
+        book = await run_in_threadpool(inspect, form)
+        error = None
+    except NarrateError as e:
+        book, error = {}, form.plain(str(e))
+    finally:
+        form.remove()
+    return render(request, "_book.html", {"book": book, "error": error, "values": {}})
+
+
+@router.post("/new")
+async def new_submit(request: Request) -> Response:
+    web = web_of(request)
+    form = await read_form(request, web.settings.home)
+    try:
+        made = await run_in_threadpool(submitting.submit, web, form)
+    except (NarrateError, ApiError) as e:
+        values = {k: form.value(k) or "" for k in ("text", "voice", "format", "narrator", "author", "year", "at",
+                                                   "in", "priority", "language", "split")}  # fmt: skip
+        context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
+                   "error": form.plain(message_of(e))}  # fmt: skip
+        return render(request, "new.html", context, status=status_of(e))
+    finally:
+        form.remove()
+    if len(made) == 1:
+        job = made[0]
+        said = "already submitted: this is its job" if job["duplicate"] else "submitted"
+        return back_to(request, f"/jobs/{quote(job['id'])}", said=said)
+    dupes = sum(1 for j in made if j["duplicate"])
+    return back_to(request, "/queue", said=f"submitted {len(made) - dupes} documents" +
+                   (f" ({dupes} already queued)" if dupes else ""))  # fmt: skip

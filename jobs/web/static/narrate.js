@@ -1,0 +1,105 @@
+// narrate serve's pages: voice previews (through POST /v1/audio/speech), a job's live progress
+// (server-sent events from /v1/narrations/{id}/events) and chapter jumps in a book's player.
+// The Content Security Policy allows this file and htmx, nothing inline.
+"use strict";
+
+function say(el, text) {
+  if (el) el.textContent = text;
+}
+
+function readDataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(file);
+  });
+}
+
+async function preview(button) {
+  const note = document.querySelector(button.dataset.note || "#preview-note");
+  const player = document.querySelector(button.dataset.audio || "#preview-audio");
+  let voice = button.dataset.voice || "";
+  const picker = button.dataset.voiceFrom && document.querySelector(button.dataset.voiceFrom);
+  if (picker) voice = picker.value;
+  const sample = button.dataset.sampleFrom && document.querySelector(button.dataset.sampleFrom);
+  if (sample && sample.files && sample.files.length) voice = await readDataUrl(sample.files[0]);
+  const source = button.dataset.textFrom && document.querySelector(button.dataset.textFrom);
+  const text = (source && (source.value || source.textContent || "").trim()) || button.dataset.text;
+  if (!voice) {
+    say(note, "Choose a voice or a sample first.");
+    return;
+  }
+  button.disabled = true;
+  say(note, "Preparing the preview (it waits for a worker)…");
+  try {
+    const answer = await fetch("/v1/audio/speech", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "tts-1", voice: voice, input: text.slice(0, 300), response_format: "wav" }),
+    });
+    if (!answer.ok) {
+      const said = await answer.json().catch(() => ({}));
+      say(note, (said.error && said.error.message) || `The preview failed (HTTP ${answer.status}).`);
+      return;
+    }
+    const url = URL.createObjectURL(await answer.blob());
+    player.src = url;
+    player.hidden = false;
+    say(note, "");
+    player.play().catch(() => {});
+  } catch (e) {
+    say(note, `The preview failed: ${e}`);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+const TERMINAL = ["completed", "failed", "cancelled"];
+
+function follow(main) {
+  const events = new EventSource(main.dataset.events);
+  events.addEventListener("narration", (event) => {
+    const job = JSON.parse(event.data);
+    const p = job.progress || {};
+    const set = (name, value) => main.querySelectorAll(`[data-field="${name}"]`).forEach((el) => (el.textContent = value));
+    set("status", job.status.replace("_", " "));
+    set("done", p.sentences_done);
+    set("total", p.sentences_total);
+    set("audio", (p.audio_s || 0).toFixed(1));
+    set("rtf", p.realtime_factor == null ? "–" : Number(p.realtime_factor).toFixed(2));
+    set("eta", p.eta_s == null ? "–" : `${Math.round(p.eta_s)} s`);
+    const bar = main.querySelector("progress[data-field-progress]");
+    if (bar && p.sentences_total) {
+      bar.max = p.sentences_total;
+      bar.value = p.sentences_done;
+    }
+    if (TERMINAL.includes(job.status)) {
+      events.close();
+      window.location.reload();
+    }
+  });
+  events.onerror = () => {
+    if (events.readyState === EventSource.CLOSED) setTimeout(() => follow(main), 3000);
+  };
+}
+
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("button");
+  if (!button) return;
+  if (button.dataset.preview !== undefined) {
+    event.preventDefault();
+    preview(button);
+  } else if (button.dataset.seek !== undefined) {
+    const player = document.querySelector(button.dataset.player);
+    if (player) {
+      player.currentTime = Number(button.dataset.seek);
+      player.play().catch(() => {});
+    }
+  }
+});
+
+document.addEventListener("DOMContentLoaded", () => {
+  const main = document.querySelector("main[data-events]");
+  if (main) follow(main);
+});
