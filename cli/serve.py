@@ -1,4 +1,4 @@
-"""`narrate serve`: the HTTP API (and, later, the web pages) on the queue."""
+"""`narrate serve`: the web pages and the HTTP API on the queue."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from narrate.jobs.server.connection import Connection
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(1, 65535), help="Port to listen on.")
 @one_line_errors
 def serve(bind, port) -> None:
-    """Serve the HTTP API: /v1/narrations (documents, as `submit`), OpenAI's /v1/audio/speech and
-    /v1/models, /v1/audio/voices; OpenAPI at /docs. Needs `pip install -e '.[web]'`."""
+    """Serve the web pages (New, Queue, Job, Books, Voices) and the HTTP API: /v1/narrations
+    (documents, as `submit`), OpenAI's /v1/audio/speech and /v1/models, /v1/audio/voices; OpenAPI
+    at /docs. Needs `pip install -e '.[web]'`."""
     import signal
 
     try:
@@ -34,7 +35,7 @@ def serve(bind, port) -> None:
     with Connection(settings) as conn:  # keeps the embedded server up while serving
         app = make_app(Web(settings, conn.redis), bind, port)
         shown = f"[{bind}]" if ":" in bind else bind
-        click.echo(f"narrate serve on http://{shown}:{port} ({conn.url}); API docs: /docs", err=True)
+        click.echo(f"narrate serve on http://{shown}:{port} ({conn.url}): pages at /, API docs at /docs", err=True)
         if bind in ("0.0.0.0", "::") and not settings.serve_hosts:
             click.echo("Set NARRATE_SERVE_HOSTS to the names you reach it by (others get 400).", err=True)
         serve_app(app, bind, port)

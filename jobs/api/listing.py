@@ -112,7 +112,7 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
         "error": meta.get("error") if state in ("failed", "stopped") else None,
         "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),
-        "host": meta.get("host") if state == "started" else None,  # the host running it
+        "host": (meta.get("hostname") or meta.get("host")) if state == "started" else None,  # the host running it
         "voice": meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
         "voice_name": meta.get("voice_name"),
         "voice_sample": meta.get("voice_sample"),  # canceled: it stops within a second

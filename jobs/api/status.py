@@ -45,7 +45,7 @@ def status(r: redis.Redis, job_id: str) -> dict:
         due = due_time(r, job)
         out["scheduled_for"] = due.isoformat() if due else None
     if state == JobStatus.STARTED and meta.get("host"):
-        out["host"] = meta["host"]  # the host running it
+        out["host"] = meta.get("hostname") or meta["host"]  # the host running it (its name)
     if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
         out["cancel_requested"] = True  # it stops within a second
     if state is not None and state.value == "finished":

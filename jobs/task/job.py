@@ -14,6 +14,7 @@ job writes no output.
 from __future__ import annotations
 
 import logging
+import socket
 import time
 from collections.abc import Callable
 from typing import cast
@@ -212,6 +213,7 @@ def _begin_attempt(ctx: JobContext) -> None:
     and `resume` elsewhere knows how often this worker beats."""
     job = ctx.job
     job.meta["host"] = ctx.host_id
+    job.meta["hostname"] = socket.gethostname()  # what people see (the host id is a hash)
     job.meta["heartbeat_s"] = ctx.settings.heartbeat_s
     job.meta["grace_s"] = ctx.settings.abandoned_grace_s
     job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
