@@ -45,13 +45,13 @@ from narrate.jobs.settings import MAX_DOCUMENT_BYTES
 @reading_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the voices and what was found.")
 def cast(document, cast_file, voices, markup, dialogue_voice, strict, draft, input_format, include_front_matter,
-         as_json) -> None:  # fmt: skip
+         chapters, as_json) -> None:  # fmt: skip
     """Show who reads DOCUMENT: sentences, estimated time and first lines per voice, declared voices
     never used and tags that name nobody. Reads the files only: no server, nothing queued."""
     try:
         members = build_cast(voices, cast_file)
         reading = make_reading(members, markup, dialogue_voice, strict)
-        doc, report = read_cast(document, reading, reading_from(input_format, include_front_matter))
+        doc, report = read_cast(document, reading, reading_from(input_format, include_front_matter, chapters))
         tagged = _write_draft(document, draft, reading.cast, input_format) if draft is not None else None
     except NarrateError as e:
         raise fail(e) from None

@@ -17,11 +17,12 @@ from narrate.jobs.humanize import clock
 @click.argument("document", type=click.Path(path_type=Path))
 @reading_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the book and its chapters.")
-def chapters(document, input_format, include_front_matter, as_json) -> None:
+def chapters(document, input_format, include_front_matter, chapters, as_json) -> None:
     """Show DOCUMENT's chapters as they would be read: title, sentences, estimated duration and
-    first words. Reads the file only: no server, nothing queued."""
+    first words (with --chapters, only those: as `submit --chapters` would read it). Reads the
+    file only: no server, nothing queued."""
     try:
-        doc = read_any(document, reading_from(input_format, include_front_matter))
+        doc = read_any(document, reading_from(input_format, include_front_matter, chapters))
     except NarrateError as e:
         raise fail(e) from None
     items = summarize(doc)

@@ -18,6 +18,7 @@ from narrate.jobs.api.request import Options
 from narrate.jobs.audio.bookmeta import SPLITS
 from narrate.jobs.cast.reading import MARKUPS
 from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
+from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
@@ -128,7 +129,13 @@ def choose_voice(settings: Settings, voice: str, options: Options, instruct: str
 
 
 def reading_options(f):
-    """--input-format and --include-front-matter, passed to the command as `reading` (ReadOptions)."""
+    """--input-format, --include-front-matter and --chapters (read them with ``reading_from``)."""
+    f = click.option(
+        "--chapters",
+        default=None,
+        metavar="1-3,5",
+        help="Read only these chapters, numbered as `narrate chapters DOC` lists them (default: all).",
+    )(f)
     f = click.option(
         "--include-front-matter",
         is_flag=True,
@@ -170,7 +177,8 @@ def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Calla
     return deco
 
 
-REQUEST_OPTION_NAMES = ("model", "quant", "overwrite", "language", "lexicon", "input_format", "include_front_matter")
+REQUEST_OPTION_NAMES = ("model", "quant", "overwrite", "language", "lexicon", "input_format", "include_front_matter",
+                        "chapters")  # fmt: skip
 
 
 def options_from(kw: dict) -> tuple[Options, dict]:
@@ -184,8 +192,9 @@ def options_from(kw: dict) -> tuple[Options, dict]:
     return Options.make(**named, **queued, book=book), overrides
 
 
-def reading_from(input_format: str | None, include_front_matter: bool) -> ReadOptions:
-    return ReadOptions(input_format.lower() if input_format else None, include_front_matter)
+def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:
+    return ReadOptions(input_format.lower() if input_format else None, include_front_matter,
+                       chapters=check_chapters(chapters))  # fmt: skip
 
 
 def settings_from_env(**overrides: object) -> Settings:

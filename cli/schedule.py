@@ -18,6 +18,7 @@ from narrate.cli.common import (
     settings_from_env,
     voice_option,
 )
+from narrate.jobs.errors import BadInput
 from narrate.jobs.schedules import cron, tick
 from narrate.jobs.schedules import definitions as schedules
 from narrate.jobs.schedules import loop as scheduler_loop
@@ -56,6 +57,8 @@ def add(name, cron_expr, watch, output_dir, fmt, tz, **kw) -> None:
     The voice (a saved voice's sample too), the lexicon and the cover are read now and kept with the
     schedule (add it again to change them)."""
     options, overrides = options_from(kw)
+    if options.reading.chapters:
+        raise BadInput("--chapters picks chapters of one document; a schedule reads every document of a folder")
     settings = settings_from_env(**overrides)
     with Connection(settings) as conn:
         chosen, cast = choose_voices(settings, kw, options, conn)

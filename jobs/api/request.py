@@ -18,6 +18,7 @@ from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.documents.readers import ReadOptions, check_input_format
+from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.queue.queues import check_priority
 from narrate.jobs.settings import check_quant
@@ -50,6 +51,7 @@ class Options:
         book: dict[str, Any] | None = None,
         fan_out: str | None = None,
         priority: str = "normal",
+        chapters: str | None = None,
     ) -> Options:
         """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
         cover files, touches no server."""
@@ -62,6 +64,7 @@ class Options:
                 check_input_format(input_format) if input_format else None,
                 include_front_matter,
                 check_language(language),
+                chapters=check_chapters(chapters),
             ),
             lexicon=read_lexicon(Path(lexicon)) if lexicon is not None else [],
             book=BookOptions.make(**(book or {})),
@@ -74,6 +77,8 @@ class Options:
         data = asdict(self)
         cover = self.book.cover
         data["book"]["cover"] = base64.b64encode(cover).decode() if cover else None
+        if not data["reading"]["chapters"]:
+            del data["reading"]["chapters"]  # the same JSON (and output names) as before chapter selection
         return data
 
     @classmethod
@@ -87,7 +92,7 @@ class Options:
             model=data.get("model"),
             quant=data.get("quant"),
             overwrite=bool(data.get("overwrite", False)),
-            reading=ReadOptions(**(data.get("reading") or {})),
+            reading=_reading(data.get("reading") or {}),
             lexicon=[list(e) for e in data.get("lexicon") or []],
             book=BookOptions(**{k: v for k, v in book.items() if k in known}),
             fan_out=data.get("fan_out"),
@@ -103,3 +108,8 @@ class Options:
 
 
 DEFAULTS = Options.make()  # every option at its default
+
+
+def _reading(data: dict[str, Any]) -> ReadOptions:
+    """ReadOptions from its JSON (chapter numbers come back as a list)."""
+    return ReadOptions(**{**data, "chapters": tuple(data.get("chapters") or ())})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import redis
 from narrate.jobs.errors import BadInput, JobNotFound
-from narrate.jobs.queue.queues import check_priority, priority_of, queue_for
+from narrate.jobs.queue.queues import check_priority, priority_of, queue_for, queue_names
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import queue
 from rq.job import Job
@@ -32,13 +32,13 @@ def set_priority(r: redis.Redis, base: str, job_id: str, priority: str) -> str:
                 status, origin = (_text(v) for v in p.hmget(key, ["status", "origin"]))
                 if status is None or origin is None:
                     raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)")
-                if priority_of(origin) == priority:
-                    return f"{job_id} is already {priority} priority"
+                if origin not in queue_names(base):
+                    raise BadInput(f"job {job_id} is in queue {origin}, not one of {base}'s")
                 if status not in ("queued", "scheduled"):
                     raise BadInput(f"job {job_id} is {status}: only a queued or scheduled job changes priority")
+                if priority_of(origin) == priority:
+                    return f"{job_id} is already {priority} priority"
                 old, new = queue(r, origin), queue(r, queue_for(base, priority))
-                if not origin.startswith(base):
-                    raise BadInput(f"job {job_id} is in queue {origin}, not one of {base}'s")
                 p.watch(old.key, ScheduledJobRegistry(queue=old).key)
                 due = p.zscore(ScheduledJobRegistry(queue=old).key, job_id) if status == "scheduled" else None
                 if status == "queued" and p.lpos(old.key, job_id) is None:

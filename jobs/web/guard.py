@@ -25,7 +25,6 @@ import hashlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from http.cookies import CookieError, SimpleCookie
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -33,6 +32,7 @@ from narrate.jobs.dashboard.guard import allowed_hosts
 from narrate.jobs.errors import BadInput
 from narrate.jobs.web.errors import body
 from starlette.exceptions import HTTPException
+from starlette.requests import cookie_parser
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -61,11 +61,9 @@ def session_token(api_key: str) -> str:
 
 
 def _cookie(header: str, name: str) -> str:
-    try:
-        jar = SimpleCookie(header)
-    except CookieError:
-        return ""
-    return jar[name].value if name in jar else ""
+    """One cookie of a Cookie header, however malformed the others are (another app on localhost
+    may set any cookie: the standard library's strict parser would then drop them all)."""
+    return cookie_parser(header).get(name, "")
 
 
 def is_loopback(bind: str) -> bool:

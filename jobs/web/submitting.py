@@ -46,6 +46,9 @@ FORM = multipart(
         "quant": {"type": "string", "enum": ["bf16", "4bit", "6bit", "8bit"]},
         "input_format": {"type": "string", "enum": ["txt", "md", "epub", "html", "pdf"]},
         "include_front_matter": {"type": "boolean"},
+        "chapters": text(
+            "Only these chapters, as `narrate chapters` numbers them: 1-3,5 (repeated or comma-separated)"
+        ),
         "at": text("Run at this time (ISO 8601: 2026-12-01T02:00+01:00)"),
         "in": text("Run after this delay (30s, 90m, 2h, 1d)"),
         "priority": {"type": "string", "enum": ["high", "normal", "low"]},
@@ -115,6 +118,7 @@ def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
         include_front_matter=form.flag("include_front_matter"), language=form.value("language"),
         lexicon=lexicon.path if lexicon else None, book=book, fan_out=form.value("fan_out"),
         priority=form.value("priority") or "normal",
+        chapters=",".join(v for v in form.fields.get("chapters", []) if v.strip()) or None,
     )  # fmt: skip
     return made, overrides
 

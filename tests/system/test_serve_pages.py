@@ -127,6 +127,27 @@ def test_a_text_and_a_sample_become_a_book_that_downloads_plays_and_deletes(serv
     assert not [m for m in console if m.startswith("error")], console  # no CSP refusals, no script errors
 
 
+def test_choosing_a_file_lists_its_chapters_and_an_unticked_one_is_left_out(served, page, voice_wav, tmp_path):
+    book = tmp_path / "three.md"
+    book.write_text("# Dawn\n\nThe sun rose.\n\n# Noon\n\nIt was hot.\n\n# Dusk\n\nThe sun set. Birds slept.\n")
+    page.goto(served.url + "/new")
+    page.set_input_files("#file", str(book))
+    boxes = page.locator("input[name=chapters]")
+    boxes.nth(2).wait_for()  # htmx swapped in what the file holds
+    assert page.locator(".inspected legend").inner_text() == "three.md"
+    assert page.inner_text("#first-sentence") == "Dawn"
+    assert [b.is_checked() for b in boxes.all()] == [True, True, True]
+    boxes.nth(1).uncheck()
+    page.set_input_files("#voice_sample", str(voice_wav))
+    page.click("form#new button.primary")
+    page.wait_for_url(re.compile(r"/jobs/narrate-[0-9a-f]+"))
+    job_id = re.search(r"/jobs/(narrate-[0-9a-f]+)", page.url).group(1)
+    wait_until(lambda: api_status(served, job_id)["status"] == "completed", 120, "the job to finish")
+    job = api_status(served, job_id)
+    assert [c["title"] for c in job["progress"]["chapters"]] == ["Dawn", "Dusk"]
+    assert job["progress"]["sentences_total"] == 5  # Dawn, The sun rose. | Dusk, The sun set. Birds slept.
+
+
 def test_the_queue_page_moves_a_queued_job_up_and_cancels_a_running_one(served, page, voice_wav):
     running = submit_text(served, LONG, voice_wav)
     waiting = submit_text(served, "A short one waits its turn.", voice_wav)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from narrate.jobs.documents.documents import Document, parse_document, title_from_name
+from narrate.jobs.documents.selection import keep_chapters
 from narrate.jobs.documents.voicing import Voicing
 from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
@@ -28,6 +29,7 @@ class ReadOptions:
     # A cast's markup, importer or dialogue voice (jobs.cast.reading.CastReading): each sentence gets a
     # voice label (Document.voices). None: read as without a cast, exactly.
     voicing: Voicing | None = None
+    chapters: tuple[int, ...] = ()  # `--chapters`: only these (1-based, as `narrate chapters` numbers them); (): all
 
 
 DEFAULT_READING = ReadOptions()
@@ -59,7 +61,8 @@ def parse_bytes(raw: bytes, fmt: str, title: str, origin: str, options: ReadOpti
     charset Python does not know, an encryption pypdf cannot open, a broken structure) is a
     BadInput naming the document: one bad file is refused alone, never a traceback."""
     try:
-        return _parse(raw, fmt, title, origin, options)
+        doc = _parse(raw, fmt, title, origin, options)
+        return keep_chapters(doc, tuple(options.chapters), origin) if options.chapters else doc
     except BadInput:
         raise
     except (MemoryError, RecursionError) as e:
