@@ -160,6 +160,12 @@ fan_out_option = click.option(
 )  # fmt: skip
 
 
+feed_option = click.option(
+    "--feed", default=None, metavar="NAME",
+    help="Put the narration in podcast feed NAME (made on first use; `narrate feed show NAME` prints its URL).",
+)  # fmt: skip
+
+
 def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Every option of a request (narrate.jobs.api.request.Options) and the job's settings (seed,
     frame cap, pauses), the same for `submit`, `run` and `schedule add`; `queued`: also --priority and
@@ -167,7 +173,7 @@ def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Calla
 
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         opts = [model_option, quant_option, seed_option, max_frames_option]
-        opts += [priority_option, fan_out_option] if queued else []
+        opts += [priority_option, fan_out_option, feed_option] if queued else []
         opts += [overwrite_option, language_option, lexicon_option]
         f = reading_options(book_options(f))
         for opt in reversed(opts):
@@ -188,7 +194,7 @@ def options_from(kw: dict) -> tuple[Options, dict]:
     book, pauses = split_book_options(kw)
     overrides = {"seed": kw.pop("seed"), "max_frames": kw.pop("max_frames"), **pauses}
     named = {k: kw.pop(k) for k in REQUEST_OPTION_NAMES}
-    queued = {k: kw.pop(k) for k in ("priority", "fan_out") if k in kw}
+    queued = {k: kw.pop(k) for k in ("priority", "fan_out", "feed") if k in kw}
     return Options.make(**named, **queued, book=book), overrides
 
 

@@ -116,6 +116,15 @@ def _str(_name: str, raw: str) -> str:
     return raw
 
 
+def _url(name: str, raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadInput(f"{name}={raw!r}: give an http(s) address such as http://narrate.local:8000")
+    return raw.strip().rstrip("/")
+
+
 def setting(
     env: str,
     default: Any = MISSING,
@@ -285,6 +294,12 @@ class Settings:
         "NARRATE_OPENAI_VOICES", (), reads=CLIENT, shown="unset", parse=_pairs,
         doc="OpenAI voice names for `POST /v1/audio/speech`, each mapped to a saved voice or preset speaker: "
         "`alloy=alice,onyx=ryan`. Unmapped OpenAI names are refused, saying so.",
+    )  # fmt: skip
+    public_url: str = setting(
+        "NARRATE_PUBLIC_URL", "http://127.0.0.1:8000", reads=CLIENT, parse=_url,
+        doc="Where people and podcast apps reach `narrate serve` (scheme, host and port, as they type it): the "
+        "feed URLs `narrate feed` prints begin with it. The server itself builds its feeds' links from the "
+        "address each request came to.",
     )  # fmt: skip
     serve_stall_s: float = setting(
         "NARRATE_SERVE_STALL_S", 30.0, reads=CLIENT, parse=_seconds(0.1), shown="`30`",

@@ -20,6 +20,7 @@ from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.documents.readers import ReadOptions, check_input_format
 from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.fanout.split import check_fan_out
+from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.queue.queues import check_priority
 from narrate.jobs.settings import check_quant
 
@@ -36,6 +37,7 @@ class Options:
     book: BookOptions = BookOptions()  # output options: subtitles, loudness, tags, cover, split, parts
     fan_out: str | None = None  # chapters, none, minutes a part; None: the default rule (jobs.fanout.split)
     priority: str = "normal"
+    feed: str | None = None  # `--feed NAME`: the podcast feed the narration joins (jobs/feeds)
 
     @classmethod
     def make(
@@ -52,6 +54,7 @@ class Options:
         fan_out: str | None = None,
         priority: str = "normal",
         chapters: str | None = None,
+        feed: str | None = None,
     ) -> Options:
         """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
         cover files, touches no server."""
@@ -70,6 +73,7 @@ class Options:
             book=BookOptions.make(**(book or {})),
             fan_out=check_fan_out(fan_out),
             priority=check_priority(priority),
+            feed=check_feed_name(feed) if feed is not None else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -79,6 +83,8 @@ class Options:
         data["book"]["cover"] = base64.b64encode(cover).decode() if cover else None
         if not data["reading"]["chapters"]:
             del data["reading"]["chapters"]  # the same JSON (and output names) as before chapter selection
+        if data["feed"] is None:
+            del data["feed"]  # likewise before feeds
         return data
 
     @classmethod
@@ -97,6 +103,7 @@ class Options:
             book=BookOptions(**{k: v for k, v in book.items() if k in known}),
             fan_out=data.get("fan_out"),
             priority=data.get("priority", "normal"),
+            feed=data.get("feed"),
         )
 
     def with_language(self, language: str) -> Options:

@@ -18,6 +18,7 @@ from narrate.jobs.book.spec import JobSpec, job_timeout
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.fanout import split as fanout
+from narrate.jobs.feeds import store as feeds
 from narrate.jobs.outputs import ownership
 from narrate.jobs.queue import books, lifecycle
 from narrate.jobs.queue.lifecycle import requeue_front
@@ -103,6 +104,20 @@ def check_output(settings: Settings, r: redis.Redis, req: Request, queue_name: s
 
 
 def _submit(
+    settings: Settings,
+    r: redis.Redis,
+    req: Request,
+    queue_name: str | None = None,
+    at: datetime | None = None,
+) -> Submitted:
+    """_enqueue_request, then the job joins the request's podcast feed (`--feed`), if any."""
+    done = _enqueue_request(settings, r, req, queue_name, at)
+    if req.options.feed:
+        feeds.add(r, req.options.feed, [done.job.id])
+    return done
+
+
+def _enqueue_request(
     settings: Settings,
     r: redis.Redis,
     req: Request,

@@ -65,7 +65,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
-    from narrate.jobs.web import login, narrations, pages, speech, voice_pages, voices
+    from narrate.jobs.web import feeds, login, narrations, pages, speech, voice_pages, voices
     from narrate.jobs.web.templating import STATIC
     from starlette.staticfiles import StaticFiles
 
@@ -92,7 +92,9 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     )
     app.state.web = web
     errors.install(app)
-    for router in (narrations.router, speech.router, voices.router, login.router, pages.router, voice_pages.router):
+    routers = (narrations.router, speech.router, voices.router, feeds.router, login.router, pages.router,
+               voice_pages.router)  # fmt: skip
+    for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     html, docs_policy = _docs_page()

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import redis
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError, ServerUnavailable
+from narrate.jobs.feeds.store import FeedNotFound
 from narrate.jobs.server.durability import NotDurable
 from narrate.jobs.voices.library import VoiceNotFound
 
@@ -56,7 +57,7 @@ def status_of(e: BaseException) -> int:
     """The status code of an exception narrate raises (what the CLI prints as one line)."""
     if isinstance(e, ApiError):
         return e.status
-    if isinstance(e, JobNotFound | VoiceNotFound):
+    if isinstance(e, JobNotFound | VoiceNotFound | FeedNotFound):
         return 404
     if isinstance(e, BadInput):
         return 400

@@ -7,7 +7,8 @@ for an API that scripts and SDKs call too).
 - The key: once NARRATE_API_KEY is set, every request needs ``Authorization: Bearer KEY``
   (compared in constant time), on loopback too, or the pages' session cookie that the login form
   sets (an HMAC of the key: HttpOnly, SameSite=Strict); 401 otherwise, and a page opened in a
-  browser is sent to /login. The login form and the pages' static files need neither. Off
+  browser is sent to /login. The login form and the pages' static files need neither, nor do
+  podcast feeds, whose URLs carry each feed's token instead (jobs/web/feeds.py). Off
   loopback the server does not start without a key (jobs/web/app.py).
 - Origin: a request that changes state (any method but GET/HEAD/OPTIONS) carrying an Origin (else
   a Referer) of another site, or ``Sec-Fetch-Site`` other than same-origin, is 403; one with
@@ -51,7 +52,7 @@ HEADERS = {
 }
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
 SESSION_COOKIE = "narrate_session"
-PUBLIC_PATHS = ("/login", "/static/")  # the login form and what it loads: no key needed
+PUBLIC_PATHS = ("/login", "/static/", "/feeds/")  # the login form and what it loads; feeds (a token in the URL)
 API_PATHS = ("/v1/", "/openapi.json", "/docs")
 
 

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
+from narrate.jobs.feeds import store as feeds
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.server.records import fetch
 from narrate.jobs.web import callbacks, outputs, submitting, views
@@ -172,4 +173,5 @@ def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
             part_job.delete()
     job.delete()
     callbacks.forget(web.redis, narration_id)
+    feeds.forget(web.redis, narration_id)
     return {"id": narration_id, "object": "narration.deleted", "deleted": True, "files": removed}

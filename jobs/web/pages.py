@@ -19,7 +19,7 @@ from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
-from narrate.jobs.web import narrations, submitting, views
+from narrate.jobs.web import narrations, outputs, submitting, views
 from narrate.jobs.web.errors import ApiError, message_of, status_of
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.templating import render
@@ -134,8 +134,25 @@ def books_page(request: Request) -> Response:
             job = views.narration(web.redis, web.settings, row["id"])
         except JobNotFound:
             continue  # deleted meanwhile
-        books.append({"job": job, "audio": _audio(job)})
+        audio = _audio(job)
+        books.append({"job": job, "audio": audio, "cover": bool(audio and _cover(web, job))})
     return render(request, "books.html", {"books": books, **_flash(request)})
+
+
+def _cover(web: Web, job: dict[str, Any]) -> tuple[bytes, str] | None:
+    audio = _audio(job)
+    found = [f for f in views.files_of(web.redis, web.settings, job["id"]) if audio and f.name == audio["name"]]
+    return outputs.cover(found[0].path) if found else None
+
+
+@router.get("/jobs/{job_id}/cover")
+def cover(request: Request, job_id: str) -> Response:
+    """The cover art embedded in a finished book's audio file (404 if it has none)."""
+    web = web_of(request)
+    found = _cover(web, views.narration(web.redis, web.settings, job_id))
+    if found is None:
+        raise ApiError(404, f"narration {job_id[:80]} has no cover art")
+    return Response(found[0], media_type=found[1], headers={"Cache-Control": "private, max-age=3600"})
 
 
 def _voices(web: Web) -> list[dict[str, Any]]:
@@ -192,7 +209,7 @@ async def new_submit(request: Request) -> Response:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:
         values = {k: form.value(k) or "" for k in ("text", "voice", "format", "narrator", "author", "year", "at",
-                                                   "in", "priority", "language", "split")}  # fmt: skip
+                                                   "in", "priority", "language", "split", "feed")}  # fmt: skip
         context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
                    "error": form.plain(message_of(e))}  # fmt: skip
         return render(request, "new.html", context, status=status_of(e))

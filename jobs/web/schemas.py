@@ -43,6 +43,9 @@ class Narration(BaseModel):
     host: str | None = Field(None, description="the host (or hosts, for a book fanned out) working on it")
     progress: Progress
     duration_s: float | None = None
+    voices: dict[str, dict[str, float]] | None = Field(
+        None, description="a cast, once finished: each voice's sentences and seconds (None: one voice)"
+    )
     outputs: list[Output]
     error: str | None = None
     stopping: bool = Field(False, description="a running narration asked to cancel: it stops within a second")

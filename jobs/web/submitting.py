@@ -16,7 +16,11 @@ from typing import Any
 
 from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as submit_api
+from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.request import Options
+from narrate.jobs.cast.declare import LABEL, parse_voice_args
+from narrate.jobs.cast.reading import MARKUPS, make_reading
+from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import FORMATS
@@ -67,7 +71,22 @@ FORM = multipart(
         "split": {"type": "string", "enum": ["chapters", "chapters+book"]},
         "max_part_hours": {"type": "number", "exclusiveMinimum": 0},
         "lexicon": binary("Pronunciations: 'word = spoken form' lines"),
+        "feed": text("A podcast feed the narration joins (made on first use; served at /feeds/NAME.xml)"),
         "callback_url": text("Gets one POST of the narration at its end (hosts in NARRATE_CALLBACK_HOSTS only)"),
+        "cast_voice": {
+            "type": "array",
+            "items": text(
+                "A cast member: alice=NAME (a saved voice, a preset speaker or a sample as a data: URL), or "
+                "alice:whisper=NAME for a variant; repeat for each. The narrator is voice or voice_sample"
+            ),
+        },
+        "markup": {
+            "type": "string",
+            "enum": list(MARKUPS),
+            "description": "How the text names its speakers: narrate's [alice]...[/] tags (default) or an importer",
+        },
+        "dialogue_voice": text("Quoted dialogue in this voice: a cast member, or a voice as for cast_voice"),
+        "strict": {"type": "boolean", "description": "A tag that names no cast member is an error, not text"},
     }
 )
 
@@ -119,6 +138,7 @@ def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
         lexicon=lexicon.path if lexicon else None, book=book, fan_out=form.value("fan_out"),
         priority=form.value("priority") or "normal",
         chapters=",".join(v for v in form.fields.get("chapters", []) if v.strip()) or None,
+        feed=form.value("feed"),
     )  # fmt: skip
     return made, overrides
 
@@ -136,13 +156,35 @@ def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoic
     return speaking.choose_voice(web.redis, settings, named, opts.model, instruct, form.folder)
 
 
-def output_name(doc: Upload, choice: VoiceChoice, opts: Options, overrides: dict[str, Any], ext: str) -> str:
+def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoice | None:
+    """The cast of `cast_voice`, `markup`, `dialogue_voice` and `strict` (None: a book of one voice).
+    A member's voice is a saved voice, a preset speaker or a data: URL: never a file of the server."""
+    args = form.fields.get("cast_voice", [])
+    markup, dialogue = form.value("markup"), form.value("dialogue_voice")
+    if not args and markup is None and dialogue is None:
+        return None
+    for arg in args:
+        if not LABEL.fullmatch(arg.partition("=")[0].strip().lower()) or "=" not in arg:
+            raise ApiError(400, f"cast_voice {arg[:60]!r}: write LABEL=VOICE (alice=grandma); the narrator is voice "
+                           "or voice_sample", "cast_voice")  # fmt: skip
+    reading = make_reading(parse_voice_args(args), markup, dialogue, form.flag("strict"))
+    voices = {}
+    for label, arg in reading.cast.voices.items():
+        try:
+            voices[label] = speaking.choose_voice(web.redis, settings, arg, opts.model, None, form.folder)
+        except ApiError as e:
+            raise ApiError(400, f"cast voice {label!r}: {e.message}", "cast_voice") from None
+    return CastChoice(reading, voices, reading.cast.seed_of(NARRATOR))
+
+
+def output_name(doc: Upload, choice: VoiceChoice, opts: Options, overrides: dict[str, Any], ext: str,
+                cast: list[str] | None = None) -> str:  # fmt: skip
     digest = hashlib.sha256()
     with open(doc.path, "rb") as f:
         while block := f.read(1 << 20):
             digest.update(block)
-    digest.update(json.dumps([choice.ref.spec_voice, choice.ref.instruct, opts.to_json(), overrides, ext],
-                             sort_keys=True, default=str).encode())  # fmt: skip
+    said = [choice.ref.spec_voice, choice.ref.instruct, opts.to_json(), overrides, ext] + ([cast] if cast else [])
+    digest.update(json.dumps(said, sort_keys=True, default=str).encode())
     return f"{OUTPUT_FOLDER}/{Path(doc.name).stem or 'document'}-{digest.hexdigest()[:10]}{ext}"
 
 
@@ -160,10 +202,13 @@ def submit(web: Web, form: Form) -> list[dict[str, Any]]:
     if f".{fmt}" not in FORMATS:
         raise BadInput(f"format {fmt!r}: use one of {', '.join(FORMAT_NAMES)}")
     chosen = voice(web, settings, form, opts)
+    cast = cast_of(web, settings, form, opts)
+    said: list[str] = [*form.fields.get("cast_voice", [])]
+    said += [form.value(k) or "" for k in ("markup", "dialogue_voice", "strict")]
     requests = []
     for doc in docs:
-        out = output_name(doc, chosen, opts, overrides, f".{fmt}")
-        requests += batch.prepare_batch(settings, [doc.path], chosen, out, fmt, opts)
+        out = output_name(doc, chosen, opts, overrides, f".{fmt}", said if cast else None)
+        requests += batch.prepare_batch(settings, [doc.path], chosen, out, fmt, opts, cast)
     subs = submit_api.submit_many(settings, web.redis, requests, at=due)
     ids = [s.job.id for s in subs]
     if url is not None:

@@ -143,3 +143,17 @@ def test_a_narration_of_a_text_and_a_sample(served, voice_wav, tmp_path):
     assert list((served.home / "out" / "narrations").iterdir()) == []
     gone = served.get(f"/v1/narrations/{made['id']}")
     assert gone.status_code == 404 and "wrong id, or it expired" in gone.json()["error"]["message"]
+
+
+def test_a_narration_with_a_cast(served, voice_wav):
+    """A narrator's uploaded sample and a saved voice for a character named by the text's tags: the
+    narration finishes with each voice's sentences."""
+    text = "The narrator begins. [alice] Hello there, I am Alice. [/] The narrator ends the story."
+    with open(voice_wav, "rb") as f:
+        made = served.post("/v1/narrations", data={"text": text, "cast_voice": "alice=alice"},
+                           files={"voice_sample": f})  # fmt: skip
+    assert made.status_code == 202, made.text
+    job_id = made.json()["id"]
+    wait_until(lambda: served.get(f"/v1/narrations/{job_id}").json()["status"] == "completed", 120, "the cast book")
+    voices = served.get(f"/v1/narrations/{job_id}").json()["voices"]
+    assert {k: v["sentences"] for k, v in voices.items()} == {"narrator": 2, "alice": 1}

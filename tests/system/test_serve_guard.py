@@ -74,6 +74,12 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
     error(post("/v1/narrations", data=one, files=files), 400, "bad.txt has no text")
     error(post("/v1/narrations", files={"voice_sample": ("me.wav", b"RIFF"), "text": (None, "Hi.")}), 400,
           "voice file me.wav")  # fmt: skip
+    # A cast: a member's voice is never a file of the server; a member the text names must be declared.
+    cast = {**one, "text": "Hi. [bob] Hello. [/]"}
+    error(post("/v1/narrations", data={**cast, "cast_voice": "bob=/etc/passwd"}), 400, "cast voice 'bob'")
+    error(post("/v1/narrations", data={**cast, "cast_voice": "alice"}), 400, "write LABEL=VOICE")
+    error(post("/v1/narrations", data={**cast, "cast_voice": "carol=alice", "strict": "true"}), 400, "bob")
+    error(post("/v1/narrations", data={**cast, "cast_voice": "bob=alice", "markup": "yaml"}), 400, "unknown markup")
 
     speech = {"model": "tts-1", "input": "Hi.", "voice": "alice"}
     error(post("/v1/audio/speech", json={**speech, "speed": 2.0}), 400, "only 1.0 is supported")

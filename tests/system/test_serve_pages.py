@@ -49,6 +49,19 @@ def api_status(served: Served, job_id: str) -> dict:
     return served.get(f"/v1/narrations/{job_id}").json()
 
 
+def png(width: int = 2, height: int = 2) -> bytes:
+    """A real (decodable) PNG of red pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    rows = b"".join(b"\0" + b"\xff\0\0" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
 def chapter_titles(path) -> list[str]:
     import imageio_ffmpeg
 
@@ -65,6 +78,9 @@ def test_a_text_and_a_sample_become_a_book_that_downloads_plays_and_deletes(serv
     page.fill("#text", TEXT)
     page.set_input_files("#voice_sample", str(voice_wav))
     page.select_option("#format", "m4b")
+    cover = tmp_path / "cover.png"
+    cover.write_bytes(png(3, 2))
+    page.set_input_files("#cover", str(cover))
     page.click("form#new button.primary")
     page.wait_for_url(re.compile(r"/jobs/narrate-[0-9a-f]+"))
     job_id = re.search(r"/jobs/(narrate-[0-9a-f]+)", page.url).group(1)
@@ -113,6 +129,9 @@ def test_a_text_and_a_sample_become_a_book_that_downloads_plays_and_deletes(serv
 
     page.goto(served.url + "/books")
     card = page.locator(f"article.book[data-id='{job_id}']")
+    page.wait_for_function(
+        f"(document.querySelector(\"article.book[data-id='{job_id}'] img.cover\") || {{}}).naturalWidth === 3"
+    )
     card.locator("summary", has_text="chapters").click()
     second = job["progress"]["chapters"][1]["start_s"]
     card.locator("ol.chapters button").nth(1).click()

@@ -1,0 +1,93 @@
+"""Podcast feeds over HTTP: `/feeds/{name}.xml` (RSS 2.0, jobs/feeds/rss.py), each episode's audio
+(HTTP Range: podcast apps seek and resume), its Podcasting 2.0 chapters and its cover. Podcast apps
+send no headers, so these routes take no key or cookie (jobs/web/guard.py): once the server has a
+key, each URL carries the feed's token instead (`?token=`), and a wrong or revoked one is 404, as
+an unknown feed is. Only the finished narrations of the feed, and only their audio, are served."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from narrate.jobs.errors import JobNotFound
+from narrate.jobs.feeds import rss
+from narrate.jobs.feeds import store as feeds
+from narrate.jobs.web import outputs, views
+from narrate.jobs.web.errors import ApiError
+from narrate.jobs.web.state import Web, web_of
+
+router = APIRouter(include_in_schema=False)  # for podcast apps, not API clients (docs/serve.md describes them)
+AUDIO = tuple(rss.MEDIA)
+Token = Annotated[str | None, Query(description="the feed's token (required once the server has an API key)")]
+
+
+def _feed(web: Web, name: str, token: str | None) -> feeds.Feed:
+    feed = feeds.get(web.redis, name)
+    feeds.check_token(feed, token, required=web.settings.api_key is not None)
+    return feed
+
+
+def _episode(web: Web, job_id: str) -> tuple[rss.Episode, outputs.OutputFile] | None:
+    """A finished narration's episode and its audio file on this host (None: not finished, no audio)."""
+    try:
+        job = views.narration(web.redis, web.settings, job_id)
+    except JobNotFound:
+        return None
+    if job["status"] != "completed":
+        return None
+    found = views.files_of(web.redis, web.settings, job_id)
+    audio = next((f for f in found if f.name.lower().endswith(AUDIO)), None)
+    if audio is None:
+        return None
+    listed = next(f for f in job["outputs"] if f["name"] == audio.name)
+    return rss.episode_of(job, listed, outputs.cover(audio.path) is not None), audio
+
+
+def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
+    return [got[0] for job_id in feeds.items(web.redis, feed.name) if (got := _episode(web, job_id)) is not None]
+
+
+@router.get("/feeds/{name}.xml", response_class=Response,
+            responses={200: {"content": {"application/rss+xml": {}}, "description": "the feed"},
+                       404: {"description": "no such feed, or a wrong or revoked token"}})  # fmt: skip
+def feed_xml(request: Request, name: str, token: Token = None) -> Response:
+    """The feed: RSS 2.0 with iTunes and Podcasting 2.0 tags, its finished narrations newest first."""
+    web = web_of(request)
+    feed = _feed(web, name, token)
+    body = rss.render(feed.name, feed.title, str(request.base_url), _episodes(web, feed), token if token else None)
+    return Response(body, media_type="application/rss+xml; charset=utf-8", headers={"Cache-Control": "no-cache"})
+
+
+def _in_feed(web: Web, name: str, token: str | None, job_id: str) -> tuple[rss.Episode, outputs.OutputFile]:
+    feed = _feed(web, name, token)
+    got = _episode(web, job_id) if job_id in feeds.items(web.redis, feed.name) else None
+    if got is None:
+        raise ApiError(404, f"feed {feed.name} has no finished episode {job_id[:80]}")
+    return got
+
+
+@router.get("/feeds/{name}/{job_id}/chapters.json", response_class=JSONResponse)
+def chapters(request: Request, name: str, job_id: str, token: Token = None) -> dict[str, Any]:
+    """An episode's chapters (Podcasting 2.0's JSON chapters)."""
+    episode, _ = _in_feed(web_of(request), name, token, job_id)
+    return rss.chapters_json(episode)
+
+
+@router.get("/feeds/{name}/{job_id}/cover")
+def cover(request: Request, name: str, job_id: str, token: Token = None) -> Response:
+    """An episode's cover art (the one embedded in its audio)."""
+    _, audio = _in_feed(web_of(request), name, token, job_id)
+    found = outputs.cover(audio.path)
+    if found is None:
+        raise ApiError(404, f"episode {job_id[:80]} has no cover art")
+    return Response(found[0], media_type=found[1])
+
+
+@router.get("/feeds/{name}/{job_id}/{file_name:path}", response_class=FileResponse)
+def audio(request: Request, name: str, job_id: str, file_name: str, token: Token = None) -> FileResponse:
+    """An episode's audio (HTTP Range: 206)."""
+    episode, audio = _in_feed(web_of(request), name, token, job_id)
+    if file_name != episode.file_name:
+        raise ApiError(404, f"episode {job_id[:80]} has no file {file_name[:100]!r}")
+    return FileResponse(audio.path, media_type=episode.media_type, filename=audio.path.name)
