@@ -14,6 +14,7 @@ import click  # noqa: E402
 from narrate.cli.cache import cache_group  # noqa: E402
 from narrate.cli.cast import cast  # noqa: E402
 from narrate.cli.chapters import chapters  # noqa: E402
+from narrate.cli.export import export  # noqa: E402
 from narrate.cli.feed import feed_group  # noqa: E402
 from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, watch  # noqa: E402
 from narrate.cli.schedule import schedule, scheduler  # noqa: E402
@@ -30,7 +31,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, cast, status, list_jobs, watch, cancel, resume, info, fetch,  # jobs
+    submit, run, chapters, cast, status, list_jobs, watch, cancel, resume, info, fetch, export,  # jobs
     voice_group,  # voices by name
     schedule, scheduler,  # recurring batches
     feed_group,  # podcast feeds

@@ -295,6 +295,11 @@ class Settings:
         doc="OpenAI voice names for `POST /v1/audio/speech`, each mapped to a saved voice or preset speaker: "
         "`alloy=alice,onyx=ryan`. Unmapped OpenAI names are refused, saying so.",
     )  # fmt: skip
+    library: str | None = setting(
+        "NARRATE_LIBRARY", None, reads=CLIENT, shown="unset",
+        doc="The audiobook library `narrate export` writes into when no `--library` is given (a folder "
+        "Audiobookshelf or Plex watches).",
+    )  # fmt: skip
     public_url: str = setting(
         "NARRATE_PUBLIC_URL", "http://127.0.0.1:8000", reads=CLIENT, parse=_url,
         doc="Where people and podcast apps reach `narrate serve` (scheme, host and port, as they type it): the "

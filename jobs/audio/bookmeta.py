@@ -155,3 +155,5 @@ class Tags:
     year: str | None = None
     track: tuple[int, int] | None = None  # (number, of)
     cover: bytes | None = None
+    series: str | None = None  # a library export's (jobs/library): what Audiobookshelf reads as series
+    series_part: str | None = None

@@ -10,7 +10,9 @@ counts its entries in one byte) and Vorbis CHAPTERnnn/CHAPTERnnnNAME comments
 
 Where each field goes (what Apple Books, Audiobookshelf and BookPlayer read): title -> title,
 book title -> album, author -> artist and album artist, narrator -> composer (and a "narrator"
-field where free-form fields exist), year -> date."""
+field where free-form fields exist), year -> date; a series (library exports) -> MP4 movement
+name and number plus SERIES/SERIES-PART free-form fields, ID3 TXXX:SERIES and SERIES-PART, Vorbis
+SERIES and SERIES-PART (the names Audiobookshelf reads). `read_cover` reads the cover back."""
 
 from __future__ import annotations
 
@@ -60,6 +62,13 @@ def _mp4(path: Path, tags: Tags) -> None:
         t["----:com.apple.iTunes:NARRATOR"] = [MP4FreeForm(tags.narrator.encode())]
     if tags.track:
         t["trkn"] = [tags.track]
+    if tags.series:
+        t["\xa9mvn"] = [tags.series]
+        t["----:com.apple.iTunes:SERIES"] = [MP4FreeForm(tags.series.encode())]
+        if tags.series_part:
+            t["----:com.apple.iTunes:SERIES-PART"] = [MP4FreeForm(tags.series_part.encode())]
+            if tags.series_part.isdigit():
+                t["\xa9mvi"] = [int(tags.series_part)]
     if tags.cover:
         fmt = MP4Cover.FORMAT_PNG if image_kind(tags.cover) == "png" else MP4Cover.FORMAT_JPEG
         t["covr"] = [MP4Cover(tags.cover, imageformat=fmt)]
@@ -94,8 +103,9 @@ def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
     for frame, value in frames:
         if value:
             t.setall(frame.__name__, [frame(encoding=3, text=[value])])
-    if tags.narrator:
-        t.setall("TXXX:NARRATOR", [TXXX(encoding=3, desc="NARRATOR", text=[tags.narrator])])
+    for desc, value in (("NARRATOR", tags.narrator), ("SERIES", tags.series), ("SERIES-PART", tags.series_part)):
+        if value:
+            t.setall(f"TXXX:{desc}", [TXXX(encoding=3, desc=desc, text=[value])])
     if tags.track:
         t.setall("TRCK", [TRCK(encoding=3, text=[f"{tags.track[0]}/{tags.track[1]}"])])
     if tags.cover:
@@ -151,7 +161,7 @@ def _vorbis(path: Path, tags: Tags, chapters: list[Span]) -> None:
         f.add_tags()
     for key, value in (("title", tags.title), ("album", tags.album), ("artist", tags.author),
                        ("albumartist", tags.author), ("composer", tags.narrator), ("narrator", tags.narrator),
-                       ("date", tags.year)):  # fmt: skip
+                       ("date", tags.year), ("series", tags.series), ("series-part", tags.series_part)):  # fmt: skip
         if value:
             f[key] = [value]
     if tags.track:
@@ -170,3 +180,32 @@ def _vorbis(path: Path, tags: Tags, chapters: list[Span]) -> None:
         f[f"CHAPTER{n:03d}"] = [f"{ms // 3600000:02d}:{ms // 60000 % 60:02d}:{ms // 1000 % 60:02d}.{ms % 1000:03d}"]
         f[f"CHAPTER{n:03d}NAME"] = [title]
     f.save()
+
+
+def read_cover(path: Path) -> tuple[bytes, str] | None:
+    """The cover art embedded in an audio file (m4b/m4a, mp3, flac) and its media type, or None."""
+    try:
+        suffix = path.suffix.lower()
+        if suffix in (".m4b", ".m4a"):
+            from mutagen.mp4 import MP4, MP4Cover
+
+            mp4 = MP4(str(path)).tags
+            art: list = mp4.get("covr", []) if mp4 is not None else []
+            if art:
+                png = art[0].imageformat == MP4Cover.FORMAT_PNG
+                return bytes(art[0]), "image/png" if png else "image/jpeg"
+        elif suffix == ".mp3":
+            from mutagen.id3 import ID3
+
+            pictures = ID3(str(path)).getall("APIC")
+            if pictures:
+                return bytes(pictures[0].data), str(pictures[0].mime or "image/jpeg")
+        elif suffix == ".flac":
+            from mutagen.flac import FLAC
+
+            found = FLAC(str(path)).pictures
+            if found:
+                return bytes(found[0].data), str(found[0].mime or "image/jpeg")
+    except Exception:  # noqa: BLE001 - a file mutagen cannot read has no cover to show
+        return None
+    return None

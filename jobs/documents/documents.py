@@ -44,15 +44,26 @@ class BookMeta:
     language: str = ""
     cover: bytes = b""  # the cover image's bytes, as stored in the book
     cover_mime: str = ""  # e.g. image/jpeg
+    # For a library's folder and metadata (jobs/library): empty when the book does not say.
+    series: str = ""
+    series_index: str = ""  # "2", "2.5"
+    isbn: str = ""
+    publisher: str = ""
+    date: str = ""  # as the book gives it: "2003", "2003-04-29"
+    description: str = ""  # plain text
 
     def to_json(self) -> dict:
         data = {"title": self.title, "author": self.author, "language": self.language, "cover_mime": self.cover_mime}
-        return data | {"cover": base64.b64encode(self.cover).decode()}
+        extra = {k: getattr(self, k) for k in EXTRA_META if getattr(self, k)}  # none: the JSON (and id) as before
+        return data | extra | {"cover": base64.b64encode(self.cover).decode()}
 
     @classmethod
     def from_json(cls, data: dict) -> BookMeta:
-        text = {k: str(data.get(k, "")) for k in ("title", "author", "language", "cover_mime")}
+        text = {k: str(data.get(k, "")) for k in ("title", "author", "language", "cover_mime", *EXTRA_META)}
         return cls(cover=base64.b64decode(data.get("cover", "")), **text)
+
+
+EXTRA_META = ("series", "series_index", "isbn", "publisher", "date", "description")
 
 
 @dataclass(frozen=True)

@@ -78,32 +78,10 @@ def duration_s(path: Path) -> float | None:
 
 
 def cover(path: Path) -> tuple[bytes, str] | None:
-    """The cover art embedded in an audio file (m4b/m4a, mp3, flac) and its media type, or None."""
-    try:
-        suffix = path.suffix.lower()
-        if suffix in (".m4b", ".m4a"):
-            from mutagen.mp4 import MP4, MP4Cover
+    """The cover art embedded in an audio file and its media type, or None (jobs/audio/tagging.py)."""
+    from narrate.jobs.audio.tagging import read_cover
 
-            tags = MP4(str(path)).tags
-            art: list = tags.get("covr", []) if tags is not None else []
-            if art:
-                png = art[0].imageformat == MP4Cover.FORMAT_PNG
-                return bytes(art[0]), "image/png" if png else "image/jpeg"
-        elif suffix == ".mp3":
-            from mutagen.id3 import ID3
-
-            pictures = ID3(str(path)).getall("APIC")
-            if pictures:
-                return bytes(pictures[0].data), str(pictures[0].mime or "image/jpeg")
-        elif suffix == ".flac":
-            from mutagen.flac import FLAC
-
-            found = FLAC(str(path)).pictures
-            if found:
-                return bytes(found[0].data), str(found[0].mime or "image/jpeg")
-    except Exception:  # noqa: BLE001 - a file mutagen cannot read has no cover to show
-        return None
-    return None
+    return read_cover(path)
 
 
 def remove(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> list[str]:

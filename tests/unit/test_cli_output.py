@@ -14,7 +14,8 @@ from helpers.ops import one_error_line, submit_json
 from helpers.servers import EXTERNAL_REDIS_URL
 
 COMMANDS = ("submit", "run", "chapters", "cast", "status", "list", "watch", "cancel", "resume", "info", "fetch",
-            "schedule", "scheduler", "worker", "dashboard", "serve", "bench", "cache", "voice")  # fmt: skip
+            "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
+            "voice")  # fmt: skip
 
 
 def test_help_names_every_command(env):
@@ -23,7 +24,7 @@ def test_help_names_every_command(env):
     assert ran.stdout.startswith("Usage: narrate [OPTIONS] COMMAND [ARGS]...")
     listed = re.findall(r"^  (\S+)", ran.stdout.split("Commands:", 1)[1], re.M)
     assert sorted(listed) == sorted(COMMANDS), listed
-    for name in ("submit", "schedule", "cache", "voice"):
+    for name in ("submit", "schedule", "cache", "voice", "feed", "export"):
         sub = invoke(env, name, "--help")
         assert sub.returncode == 0 and sub.stdout.startswith(f"Usage: narrate {name} "), sub.stdout
 

@@ -4,6 +4,7 @@ title, author, language and cover from the package metadata."""
 
 from __future__ import annotations
 
+import html
 import io
 import posixpath
 import re
@@ -96,7 +97,55 @@ def _meta(book: epub.EpubBook) -> BookMeta:
     data, mime = b"", ""
     if cover is not None and (cover.media_type or "").startswith("image/"):
         data, mime = cover.get_content(), cover.media_type
-    return BookMeta(first("title"), ", ".join(authors)[:200], first("language"), data, mime)
+    series, index = _series(book)
+    description = one_line(re.sub(r"<[^>]+>", " ", html.unescape(_first_raw(book, "description"))))[:4000]
+    return BookMeta(first("title"), ", ".join(authors)[:200], first("language"), data, mime, series=series,
+                    series_index=index, isbn=_isbn(book), publisher=first("publisher"), date=first("date")[:10],
+                    description=description)  # fmt: skip
+
+
+def _first_raw(book: epub.EpubBook, name: str) -> str:
+    return next((str(v) for v, _ in book.get_metadata("DC", name) if v), "")
+
+
+_ISBN = re.compile(r"^(?:urn:isbn:|isbn:?\s*)?([0-9][0-9-]{8,16}[0-9xX])$", re.IGNORECASE)
+
+
+def _isbn(book: epub.EpubBook) -> str:
+    """An ISBN among the identifiers: one marked opf:scheme="ISBN", or a urn:isbn:, or 10/13 digits."""
+    for value, attrs in book.get_metadata("DC", "identifier"):
+        m = _ISBN.match(str(value or "").strip())
+        marked = any(str(v).upper() == "ISBN" for k, v in (attrs or {}).items() if k.endswith("scheme"))
+        digits = m.group(1).replace("-", "") if m else ""
+        if m and (marked or len(digits) in (10, 13)):
+            return digits.upper()
+    return ""
+
+
+def _series(book: epub.EpubBook) -> tuple[str, str]:
+    """(series, index): calibre's <meta name="calibre:series"> (EPUB 2), else EPUB 3's
+    belongs-to-collection with its group-position."""
+    metas = [(str(v or ""), attrs or {}) for v, attrs in book.get_metadata("OPF", "meta")]
+    named = {a.get("name"): str(a.get("content") or "") for _, a in metas if a.get("name")}
+    if named.get("calibre:series"):
+        return one_line(named["calibre:series"])[:200], _index(named.get("calibre:series_index", ""))
+    for value, attrs in metas:
+        if attrs.get("property") == "belongs-to-collection" and value.strip():
+            ref = f"#{attrs.get('id', '')}"
+            position = next(
+                (v for v, a in metas if a.get("refines") == ref and a.get("property") == "group-position"), ""
+            )
+            return one_line(value)[:200], _index(position)
+    return "", ""
+
+
+def _index(raw: str) -> str:
+    """A series position as people write it: 2, 2.5 (calibre writes 2.0)."""
+    try:
+        number = float(raw)
+    except ValueError:
+        return ""
+    return str(int(number)) if number.is_integer() else f"{number:g}"
 
 
 def _toc(toc: Iterable[Any] | None) -> tuple[dict[str, str], dict[str, dict[str, str]]]:

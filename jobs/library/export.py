@@ -1,0 +1,176 @@
+"""`narrate export JOB --library DIR`: a finished job's book as a library folder (jobs/library/layout.py)
+holding its audio (tags set to agree with the folder), its subtitles, `cover.jpg`/`cover.png`,
+`desc.txt`, `reader.txt`, `metadata.opf` and `metadata.json`.
+
+The folder is written as a hidden one beside the books (`.narrate-export-...`, which Audiobookshelf
+and Plex skip) and renamed into place when every file is on disk, so a library watcher never sees
+half a book; a killed export leaves only a hidden folder, removed by the next export. It never
+replaces a folder: the same job again is "already exported"; another book with the same folder
+name gets " (2)" (then 3, ...), said in the result."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from narrate.jobs.audio.bookmeta import Tags, image_kind
+from narrate.jobs.audio.tagging import read_cover, write_tags
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.documents.documents import BookMeta
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.library import layout as layouts
+from narrate.jobs.library.metadata import BookInfo, abs_json, desc_txt, opf, reader_txt
+from narrate.jobs.outputs.ownership import sha256_file
+from narrate.jobs.server import store
+from narrate.jobs.server.records import fetch
+from rq.job import JobStatus
+
+HIDDEN = ".narrate-export-"
+MAX_EDITIONS = 99
+
+
+@dataclass(frozen=True)
+class Exported:
+    folder: Path
+    files: list[str]
+    note: str  # "exported", "already exported", or which name it took instead
+
+
+def book_info(r: redis.Redis, job_id: str) -> tuple[BookInfo, Path, list[Path], bytes | None]:
+    """(what the folder says, the audio file, the files beside it, the cover) of a finished job whose
+    output is on this host. Raises NarrateError saying what to do otherwise."""
+    job = fetch(r, job_id)
+    if job.get_status(refresh=False) != JobStatus.FINISHED:
+        raise BadInput(f"job {job_id} has not finished ({job.get_status(refresh=False)}); export it once it has")
+    result: dict[str, Any] = job.return_value(refresh=True) or {}
+    audio = Path(result.get("output") or "")
+    if not audio.is_file() or sha256_file(audio) != result.get("output_sha256"):
+        raise BadInput(f"job {job_id}'s output {audio} is not on this host as the job wrote it: export it on the "
+                       "host that wrote it (narrate status names it), or narrate fetch it here first")  # fmt: skip
+    spec = JobSpec.from_json(job.args[0])
+    meta, title = BookMeta(), audio.stem
+    with contextlib.suppress(LookupError):
+        doc = store.get_document(r, spec.document)
+        meta, title = doc.meta or BookMeta(), (doc.meta.title if doc.meta and doc.meta.title else doc.title)
+    narrator = spec.narrator or (job.meta or {}).get("voice_name") or "narrate"
+    author = spec.author or meta.author
+    duration = float(result.get("duration_seconds") or 0.0)
+    marks = result.get("chapters") or []
+    starts = [float(c["start_seconds"]) for c in marks] + [duration]
+    chapters = [(starts[i], starts[i + 1], str(c["title"])) for i, c in enumerate(marks)]
+    info = BookInfo(title=title or audio.stem, authors=[a.strip() for a in author.split(",") if a.strip()],
+                    narrators=[narrator], job_id=job_id, series=meta.series, series_index=meta.series_index,
+                    year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
+                    description=meta.description, chapters=chapters)  # fmt: skip
+    beside = [audio.with_suffix(f".{fmt}") for fmt in ("srt", "vtt")]
+    cover = store.get_cover(r, spec.cover) if spec.cover else None
+    found = read_cover(audio) if cover is None else None
+    return info, audio, [p for p in beside if p.is_file()], cover or meta.cover or (found[0] if found else None)
+
+
+def export(r: redis.Redis, job_id: str, library: Path, layout: str = "abs") -> Exported:
+    """Export finished job `job_id` into `library` (see the module docstring)."""
+    layouts.check_layout(layout)
+    library = Path(library).expanduser()
+    if not library.is_dir():
+        raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
+    info, audio, beside, cover = book_info(r, job_id)
+    _sweep(library)
+    target = library / layouts.folder(info, layout)
+    found = _existing(target, job_id)
+    if found is not None:
+        return Exported(found, sorted(p.name for p in found.iterdir()), "already exported")
+    tmp = library / f"{HIDDEN}{os.getpid()}-{secrets.token_hex(4)}"
+    try:
+        tmp.mkdir()
+        _write(tmp, info, audio, beside, cover)
+        placed = _place(tmp, target)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise NarrateError(f"cannot export into {library}: {e.strerror or e}") from None
+    note = "exported" if placed == target else f"exported as {placed.name} ({target.name} holds another book)"
+    return Exported(placed, sorted(p.name for p in placed.iterdir()), note)
+
+
+def _existing(target: Path, job_id: str) -> Path | None:
+    """The folder this job was exported to before (the target or one of its numbered editions)."""
+    for n in range(1, MAX_EDITIONS + 1):
+        folder = target if n == 1 else target.with_name(f"{target.name} ({n})")
+        if not folder.exists():
+            return None
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            if json.loads((folder / "metadata.json").read_text())["narrate"]["job"] == job_id:
+                return folder
+    return None
+
+
+def _write(tmp: Path, info: BookInfo, audio: Path, beside: list[Path], cover: bytes | None) -> None:
+    stem = layouts.safe_part(info.title, "book")
+    copied = tmp / f"{stem}{audio.suffix.lower()}"
+    shutil.copyfile(audio, copied)
+    tags = Tags(title=info.title, album=info.title, author=", ".join(info.authors) or None,
+                narrator=", ".join(info.narrators), year=info.year or None, cover=cover,
+                series=info.series or None, series_part=info.series_index or None)  # fmt: skip
+    write_tags(copied, tags)
+    for side in beside:
+        shutil.copyfile(side, tmp / f"{stem}{side.suffix.lower()}")
+    files = {"desc.txt": desc_txt(info).encode(), "reader.txt": reader_txt(info).encode(), "metadata.opf": opf(info),
+             "metadata.json": json.dumps(abs_json(info), indent=2, ensure_ascii=False).encode()}  # fmt: skip
+    if cover:
+        files["cover.png" if image_kind(cover) == "png" else "cover.jpg"] = cover
+    for name, data in files.items():
+        if data:
+            (tmp / name).write_bytes(data)
+    for path in tmp.iterdir():  # every byte on disk before the folder appears
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+
+
+def _place(tmp: Path, target: Path) -> Path:
+    """Rename the finished folder to `target`, or to its first free numbered edition."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_EDITIONS + 1):
+        folder = target if n == 1 else target.with_name(f"{target.name} ({n})")
+        if folder.exists():
+            continue
+        try:
+            os.rename(tmp, folder)  # fails if another export made it meanwhile (a folder with files)
+        except OSError:
+            continue
+        _sync_dir(folder.parent)
+        return folder
+    raise OSError(f"{MAX_EDITIONS} editions of {target.name} exist already")
+
+
+def _sync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _sweep(library: Path) -> None:
+    """Remove what killed exports left: hidden folders whose process is gone."""
+    for left in library.glob(f"{HIDDEN}*"):
+        pid = left.name.removeprefix(HIDDEN).split("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(left, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,165 @@
+"""`narrate export`: an EPUB with a series, a cover and an ISBN, narrated (fake engine, embedded
+server), becomes an Audiobookshelf-layout folder whose metadata.json reads back as Audiobookshelf's
+scanner reads it (flat and under "metadata"; series "Name #N"), whose OPF and tags agree with it;
+exporting again never clobbers; another book of the same name gets " (2)"; kill -9 during an export
+never leaves a visible half folder."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import signal
+import subprocess
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+from helpers.books import COVER
+from helpers.fake import fake_env
+from helpers.ops import submit
+from helpers.procs import NARRATE, narrate, wait_for_job
+
+ABS_SERIES = re.compile(r" #([^#\s]+)$")  # Audiobookshelf's abmetadataGenerator: the sequence after " #"
+DC = "{http://purl.org/dc/elements/1.1/}"
+OPF = "{http://www.idpf.org/2007/opf}"
+FILES = ["The Odyssey.m4b", "cover.jpg", "desc.txt", "metadata.json", "metadata.opf", "reader.txt"]
+
+
+def write_epub(path, title: str = "The Odyssey") -> None:
+    from ebooklib import epub
+
+    b = epub.EpubBook()
+    b.set_identifier("urn:uuid:0e8c1c1e-narrate-test")
+    b.set_title(title)
+    b.set_language("en")
+    b.add_author("Homer")
+    b.add_metadata("DC", "publisher", "Penguin")
+    b.add_metadata("DC", "date", "2003-04-29")
+    b.add_metadata("DC", "description", "<p>The <b>epic</b> of a long way home.</p>")
+    b.add_metadata("DC", "identifier", "978-0-14-044913-6", {"{http://www.idpf.org/2007/opf}scheme": "ISBN"})
+    b.add_metadata(None, "meta", "", {"name": "calibre:series", "content": "Greek Classics"})
+    b.add_metadata(None, "meta", "", {"name": "calibre:series_index", "content": "2.0"})
+    b.set_cover("cover.jpg", COVER)
+    chapters = []
+    for n, text in enumerate(["Sing to me of the man. He wandered far.", "The gods sat in council. They spoke."], 1):
+        c = epub.EpubHtml(title=f"Book {n}", file_name=f"c{n}.xhtml", lang="en")
+        c.content = f"<h1>Book {n}</h1><p>{text}</p>"
+        b.add_item(c)
+        chapters.append(c)
+    b.toc = chapters
+    b.spine = ["nav", *chapters]
+    b.add_item(epub.EpubNcx())
+    b.add_item(epub.EpubNav())
+    epub.write_epub(str(path), b)
+
+
+@pytest.fixture
+def done(env, home, voice_wav):
+    """(env, two finished jobs of one EPUB: the second with another seed, so another job)."""
+    e = fake_env(env, home)
+    book = home / "odyssey.epub"
+    write_epub(book)
+    ids = [submit(e, book, voice_wav, home / "out" / f"odyssey{n}.m4b", "--narrator", "Ann Reader", "--seed", str(n))
+           for n in (1, 2)]  # fmt: skip
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    for job_id in ids:
+        assert wait_for_job(job_id)["status"] == "finished"
+    return e, ids
+
+
+def export(env, job_id: str, library, *extra: str) -> dict:
+    ran = narrate(env, "export", job_id, "--library", str(library), "--json", *extra)
+    assert ran.returncode == 0, ran.stderr
+    return json.loads(ran.stdout)
+
+
+def test_an_epub_exports_to_the_audiobookshelf_layout(done, home):
+    from mutagen.mp4 import MP4
+
+    e, (first, second) = done
+    library = home / "library"
+    library.mkdir()
+    got = export(e, first, library)
+    folder = library / "Homer" / "Greek Classics" / "Vol 2 - 2003 - The Odyssey {Ann Reader}"
+    assert got["folder"] == str(folder) and got["note"] == "exported"
+    assert sorted(p.name for p in folder.iterdir()) == FILES
+    assert (folder / "cover.jpg").read_bytes() == COVER
+    assert (folder / "reader.txt").read_text() == "Ann Reader\n"
+    assert (folder / "desc.txt").read_text() == "The epic of a long way home.\n"
+
+    status = wait_for_job(first)
+    data = json.loads((folder / "metadata.json").read_text())
+    for fields in (data, data["metadata"]):  # newer servers read the top level, older ones "metadata"
+        assert fields["title"] == "The Odyssey" and fields["authors"] == ["Homer"]
+        assert fields["narrators"] == ["Ann Reader"] and fields["publishedYear"] == "2003"
+        assert fields["publisher"] == "Penguin" and fields["isbn"] == "9780140449136" and fields["language"] == "en"
+        assert fields["description"] == "The epic of a long way home."
+        [series] = fields["series"]
+        m = ABS_SERIES.search(series)
+        assert m and m.group(1) == "2" and series[: m.start()] == "Greek Classics"
+    chapters = data["chapters"]
+    assert [c["title"] for c in chapters] == [c["title"] for c in status["result"]["chapters"]]
+    assert chapters[0]["start"] == 0 and all(c["start"] < c["end"] for c in chapters)
+    assert all(a["end"] == b["start"] for a, b in zip(chapters, chapters[1:], strict=False))
+    assert chapters[-1]["end"] == pytest.approx(status["result"]["duration_seconds"], abs=0.001)
+
+    package = ET.parse(folder / "metadata.opf").getroot()
+    meta = package.find(f"{OPF}metadata")
+    assert meta is not None and meta.findtext(f"{DC}title") == "The Odyssey"
+    roles = {c.get(f"{OPF}role"): c.text for c in meta.findall(f"{DC}creator")}
+    assert roles == {"aut": "Homer", "nrt": "Ann Reader"}
+    isbn = [i.text for i in meta.findall(f"{DC}identifier") if i.get(f"{OPF}scheme") == "ISBN"]
+    assert isbn == ["9780140449136"]
+    named = {m.get("name"): m.get("content") for m in meta.findall(f"{OPF}meta")}
+    assert named == {"calibre:series": "Greek Classics", "calibre:series_index": "2"}
+
+    tags = MP4(folder / "The Odyssey.m4b").tags
+    assert tags["\xa9alb"] == ["The Odyssey"] and tags["\xa9nam"] == ["The Odyssey"]
+    assert tags["\xa9ART"] == ["Homer"] and tags["aART"] == ["Homer"] and tags["\xa9wrt"] == ["Ann Reader"]
+    assert tags["\xa9mvn"] == ["Greek Classics"] and tags["\xa9mvi"] == [2] and tags["\xa9day"] == ["2003"]
+    assert bytes(tags["covr"][0]) == COVER
+
+    again = export(e, first, library)  # the same job: never a second copy, never replaced
+    assert again["folder"] == str(folder) and again["note"] == "already exported"
+    other = export(e, second, library)  # another book with the same folder name
+    assert other["folder"] == str(folder) + " (2)" and "holds another book" in other["note"]
+    assert json.loads((folder / "metadata.json").read_text())["narrate"]["job"] == first
+    assert [p.name for p in library.rglob(".narrate-export-*")] == []
+
+    flat = home / "flat"
+    flat.mkdir()
+    assert export(e, first, flat, "--layout", "flat")["folder"] == str(flat / "The Odyssey")
+    assert export(e, first, flat, "--layout", "plex")["folder"] == str(flat / "Homer" / "The Odyssey")
+
+
+def test_kill_9_during_an_export_never_leaves_a_visible_half_folder(done, home):
+    e, (first, _) = done
+    library = home / "library"
+    library.mkdir()
+    rng = random.Random(7)
+    for _ in range(5):
+        proc = subprocess.Popen([*NARRATE, "export", first, "--library", str(library)], env=e,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        time.sleep(rng.uniform(0.2, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        for meta in library.rglob("metadata.json"):  # every visible book folder is whole
+            folder = meta.parent
+            if folder.name.startswith(".narrate-export-"):
+                continue
+            assert sorted(p.name for p in folder.iterdir()) == FILES
+        visible = [p for p in library.rglob("*") if p.is_dir() and "Vol 2" in p.name]
+        assert len(visible) <= 1, visible  # one book, never a second edition of the same job
+    final = export(e, first, library)
+    assert final["note"] in ("exported", "already exported")
+    assert [p.name for p in library.glob(".narrate-export-*")] == []  # the killed exports' leftovers swept
+
+
+def test_export_refuses_what_it_cannot_do(done, home):
+    e, (first, _) = done
+    for args, said in (((first, "--library", str(home / "nowhere")), "is not a folder"),
+                       ((first,), "no library: give --library DIR"),
+                       (("narrate-nope", "--library", str(home)), "narrate-nope")):  # fmt: skip
+        ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", *args)
+        assert ran.returncode == 1 and said in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
