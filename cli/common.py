@@ -166,6 +166,17 @@ feed_option = click.option(
 )  # fmt: skip
 
 
+library_option = click.option(
+    "--library", type=click.Path(path_type=Path), default=None,
+    help="Export the finished book into this audiobook library (as `narrate export`: on the worker's host; "
+    "default: NARRATE_LIBRARY).",
+)  # fmt: skip
+layout_option = click.option(
+    "--layout", type=click.Choice(("abs", "plex", "flat")), default="abs", show_default=True,
+    help="The library's layout: abs (Audiobookshelf), plex, flat.",
+)  # fmt: skip
+
+
 def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Every option of a request (narrate.jobs.api.request.Options) and the job's settings (seed,
     frame cap, pauses), the same for `submit`, `run` and `schedule add`; `queued`: also --priority and
@@ -174,7 +185,7 @@ def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Calla
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         opts = [model_option, quant_option, seed_option, max_frames_option]
         opts += [priority_option, fan_out_option, feed_option] if queued else []
-        opts += [overwrite_option, language_option, lexicon_option]
+        opts += [overwrite_option, language_option, lexicon_option, library_option, layout_option]
         f = reading_options(book_options(f))
         for opt in reversed(opts):
             f = opt(f)
@@ -195,7 +206,8 @@ def options_from(kw: dict) -> tuple[Options, dict]:
     overrides = {"seed": kw.pop("seed"), "max_frames": kw.pop("max_frames"), **pauses}
     named = {k: kw.pop(k) for k in REQUEST_OPTION_NAMES}
     queued = {k: kw.pop(k) for k in ("priority", "fan_out", "feed") if k in kw}
-    return Options.make(**named, **queued, book=book), overrides
+    library = kw.pop("library") or settings_from_env().library
+    return Options.make(**named, **queued, book=book, library=library, library_layout=kw.pop("layout")), overrides
 
 
 def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:

@@ -21,6 +21,7 @@ from narrate.jobs.documents.readers import ReadOptions, check_input_format
 from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
+from narrate.jobs.library.layout import check_layout
 from narrate.jobs.queue.queues import check_priority
 from narrate.jobs.settings import check_quant
 
@@ -38,6 +39,8 @@ class Options:
     fan_out: str | None = None  # chapters, none, minutes a part; None: the default rule (jobs.fanout.split)
     priority: str = "normal"
     feed: str | None = None  # `--feed NAME`: the podcast feed the narration joins (jobs/feeds)
+    library: str | None = None  # `--library DIR`: the worker exports the finished book there (an absolute path)
+    library_layout: str = "abs"
 
     @classmethod
     def make(
@@ -55,6 +58,8 @@ class Options:
         priority: str = "normal",
         chapters: str | None = None,
         feed: str | None = None,
+        library: str | Path | None = None,
+        library_layout: str = "abs",
     ) -> Options:
         """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
         cover files, touches no server."""
@@ -74,6 +79,8 @@ class Options:
             fan_out=check_fan_out(fan_out),
             priority=check_priority(priority),
             feed=check_feed_name(feed) if feed is not None else None,
+            library=str(Path(library).expanduser().resolve()) if library else None,
+            library_layout=check_layout(library_layout),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +92,8 @@ class Options:
             del data["reading"]["chapters"]  # the same JSON (and output names) as before chapter selection
         if data["feed"] is None:
             del data["feed"]  # likewise before feeds
+        if data["library"] is None:
+            del data["library"], data["library_layout"]  # and before library exports
         return data
 
     @classmethod
@@ -104,6 +113,8 @@ class Options:
             fan_out=data.get("fan_out"),
             priority=data.get("priority", "normal"),
             feed=data.get("feed"),
+            library=data.get("library"),
+            library_layout=data.get("library_layout", "abs"),
         )
 
     def with_language(self, language: str) -> Options:

@@ -89,6 +89,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         lexicon=req.lexicon,
         chapter_pause_ms=settings.chapter_pause_ms,
         speaker_pause_ms=settings.speaker_pause_ms,
+        library=req.options.library,
+        library_layout=req.options.library_layout,
         **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output

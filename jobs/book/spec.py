@@ -49,6 +49,8 @@ class JobSpec:
     # "instruct": str | None, "seed": int | None}; labels as the document's (jobs.documents.voicing).
     cast: dict[str, dict] | None = None
     speaker_pause_ms: int = default("speaker_pause_ms")  # where the voice changes within a paragraph
+    library: str | None = None  # `--library`: the worker exports the finished book into this folder (jobs/library)
+    library_layout: str = "abs"
 
     def voice_refs(self) -> dict[str, VoiceRef]:
         """Every voice of the job by label: the narrator's and the cast's."""
@@ -74,6 +76,8 @@ class JobSpec:
             del data["instruct"]  # likewise before preset voices
         if data["cast"] is None:
             del data["cast"], data["speaker_pause_ms"]  # and before casts
+        if data["library"] is None:
+            del data["library"], data["library_layout"]  # and before library exports
         return data
 
     @classmethod
@@ -130,6 +134,15 @@ class JobSpec:
             raise BadSpec("job spec: lexicon is not a list of [word, spoken form] pairs")
         whole("speaker_pause_ms", 0, MAX_PAUSE_MS)
         self._check_cast()
+        if self.library is not None and not (
+            isinstance(self.library, str)
+            and self.library.startswith("/")
+            and len(self.library) < 4096
+            and "\0" not in self.library
+        ):
+            raise BadSpec(f"job spec: library {str(self.library)[:80]!r} is not an absolute path")
+        if self.library_layout not in ("abs", "plex", "flat"):
+            raise BadSpec(f"job spec: library_layout {self.library_layout!r}")
 
     def _check_cast(self) -> None:
         if self.cast is None:

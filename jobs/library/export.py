@@ -23,7 +23,7 @@ import redis
 from narrate.jobs.audio.bookmeta import Tags, image_kind
 from narrate.jobs.audio.tagging import read_cover, write_tags
 from narrate.jobs.book.spec import JobSpec
-from narrate.jobs.documents.documents import BookMeta
+from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.library import layout as layouts
 from narrate.jobs.library.metadata import BookInfo, abs_json, desc_txt, opf, reader_txt
@@ -55,23 +55,31 @@ def book_info(r: redis.Redis, job_id: str) -> tuple[BookInfo, Path, list[Path], 
         raise BadInput(f"job {job_id}'s output {audio} is not on this host as the job wrote it: export it on the "
                        "host that wrote it (narrate status names it), or narrate fetch it here first")  # fmt: skip
     spec = JobSpec.from_json(job.args[0])
-    meta, title = BookMeta(), audio.stem
+    doc: Document | None = None
     with contextlib.suppress(LookupError):
         doc = store.get_document(r, spec.document)
-        meta, title = doc.meta or BookMeta(), (doc.meta.title if doc.meta and doc.meta.title else doc.title)
-    narrator = spec.narrator or (job.meta or {}).get("voice_name") or "narrate"
+    return info_of(r, job_id, spec, doc, result, (job.meta or {}).get("voice_name"))
+
+
+def info_of(r: redis.Redis, job_id: str, spec: JobSpec, doc: Document | None, result: dict[str, Any],
+            voice_name: str | None) -> tuple[BookInfo, Path, list[Path], bytes | None]:  # fmt: skip
+    """`book_info` from what a worker has in hand when the job ends (the document, if still stored)."""
+    audio = Path(result["output"])
+    meta = (doc.meta if doc is not None else None) or BookMeta()
+    title = meta.title or (doc.title if doc is not None else "") or audio.stem
+    narrator = spec.narrator or voice_name or "narrate"
     author = spec.author or meta.author
     duration = float(result.get("duration_seconds") or 0.0)
     marks = result.get("chapters") or []
     starts = [float(c["start_seconds"]) for c in marks] + [duration]
     chapters = [(starts[i], starts[i + 1], str(c["title"])) for i, c in enumerate(marks)]
-    info = BookInfo(title=title or audio.stem, authors=[a.strip() for a in author.split(",") if a.strip()],
+    info = BookInfo(title=title, authors=[a.strip() for a in author.split(",") if a.strip()],
                     narrators=[narrator], job_id=job_id, series=meta.series, series_index=meta.series_index,
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
     beside = [audio.with_suffix(f".{fmt}") for fmt in ("srt", "vtt")]
     cover = store.get_cover(r, spec.cover) if spec.cover else None
-    found = read_cover(audio) if cover is None else None
+    found = read_cover(audio) if cover is None and not meta.cover else None
     return info, audio, [p for p in beside if p.is_file()], cover or meta.cover or (found[0] if found else None)
 
 
@@ -81,8 +89,17 @@ def export(r: redis.Redis, job_id: str, library: Path, layout: str = "abs") -> E
     library = Path(library).expanduser()
     if not library.is_dir():
         raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
-    info, audio, beside, cover = book_info(r, job_id)
+    return export_files(library, layout, *book_info(r, job_id))
+
+
+def export_files(library: Path, layout: str, info: BookInfo, audio: Path, beside: list[Path],
+                 cover: bytes | None) -> Exported:  # fmt: skip
+    """The folder of `info`, with `audio`, `beside` and `cover`, placed in `library`."""
+    library = Path(library).expanduser()
+    if not library.is_dir():
+        raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
     _sweep(library)
+    job_id = info.job_id
     target = library / layouts.folder(info, layout)
     found = _existing(target, job_id)
     if found is not None:

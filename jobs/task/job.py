@@ -13,10 +13,12 @@ job writes no output.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import cast
 
 import numpy as np
@@ -30,6 +32,7 @@ from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.fanout import partaudio
 from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.library.export import export_files, info_of
 from narrate.jobs.outputs.outputs import OutputRoot, output_path
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
@@ -68,12 +71,32 @@ def narrate_job(ctx: JobContext, spec_json: dict, fanout: dict | None = None) ->
     parts have finished: their audio comes from Redis into this host's checkpoints first, then it
     is the same job as on one host (what no part covered, or what did not arrive, it synthesizes)."""
     try:
-        return _narrate(ctx, JobSpec.from_json(spec_json), fanout is not None).to_json()
+        spec = JobSpec.from_json(spec_json)
+        data = _narrate(ctx, spec, fanout is not None).to_json()
     except StopRequested:
         raise
     except Exception as e:
         record_failure(ctx.job, e)
         raise
+    if spec.library:
+        data["library"] = _to_library(ctx, spec, data)
+    return data
+
+
+def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
+    """The book exported into the job's library (`--library`); a failure is reported in the result
+    (the book stays where it was written, `narrate export` tries again), never fails the job."""
+    r = ctx.job.connection
+    try:
+        doc = None
+        with contextlib.suppress(LookupError):
+            doc = store.get_document(r, spec.document)
+        found = info_of(r, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
+        done = export_files(Path(str(spec.library)), spec.library_layout, *found)
+        return {"folder": str(done.folder), "note": done.note}
+    except (NarrateError, OSError) as e:
+        log.warning("job %s: the export to %s failed: %s", ctx.job.id, spec.library, e)
+        return {"error": f"{e}; the book stays at {data['output']} (narrate export {ctx.job.id} tries again)"}
 
 
 def record_failure(job: Job, e: Exception) -> str:

@@ -163,3 +163,26 @@ def test_export_refuses_what_it_cannot_do(done, home):
                        (("narrate-nope", "--library", str(home)), "narrate-nope")):  # fmt: skip
         ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", *args)
         assert ran.returncode == 1 and said in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
+
+
+def test_submit_with_a_library_exports_when_the_job_ends_and_a_failed_export_keeps_the_book(env, home, voice_wav):
+    e = fake_env(env, home)
+    book = home / "odyssey.epub"
+    write_epub(book)
+    library = home / "library"
+    library.mkdir()
+    gone = home / "gone"
+    gone.mkdir()
+    ok = submit(e, book, voice_wav, home / "out" / "a.m4b", "--narrator", "Ann Reader", "--library", str(library))
+    bad = submit(e, book, voice_wav, home / "out" / "b.m4b", "--library", str(gone), "--layout", "flat")
+    gone.rmdir()  # the library is gone by the time the worker exports
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    first = wait_for_job(ok)
+    assert first["status"] == "finished" and first["result"]["library"]["note"] == "exported"
+    folder = library / "Homer" / "Greek Classics" / "Vol 2 - 2003 - The Odyssey {Ann Reader}"
+    assert first["result"]["library"]["folder"] == str(folder) and sorted(p.name for p in folder.iterdir()) == FILES
+    second = wait_for_job(bad)
+    assert second["status"] == "finished" and "is not a folder" in second["result"]["library"]["error"]
+    assert (home / "out" / "b.m4b").is_file() and f"narrate export {bad}" in second["result"]["library"]["error"]
+    gone.mkdir()
+    assert export(e, bad, gone, "--layout", "flat")["folder"] == str(gone / "The Odyssey")
