@@ -177,6 +177,13 @@ layout_option = click.option(
 )  # fmt: skip
 
 
+abs_url_option = click.option(
+    "--abs-url", default=None, metavar="URL",
+    help="Tell this Audiobookshelf server about the finished book (the worker's NARRATE_ABS_TOKEN): a scan after "
+    "the --library export, else an upload. Default: NARRATE_ABS_URL.",
+)  # fmt: skip
+
+
 def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Every option of a request (narrate.jobs.api.request.Options) and the job's settings (seed,
     frame cap, pauses), the same for `submit`, `run` and `schedule add`; `queued`: also --priority and
@@ -185,7 +192,7 @@ def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Calla
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
         opts = [model_option, quant_option, seed_option, max_frames_option]
         opts += [priority_option, fan_out_option, feed_option] if queued else []
-        opts += [overwrite_option, language_option, lexicon_option, library_option, layout_option]
+        opts += [overwrite_option, language_option, lexicon_option, library_option, layout_option, abs_url_option]
         f = reading_options(book_options(f))
         for opt in reversed(opts):
             f = opt(f)
@@ -206,8 +213,10 @@ def options_from(kw: dict) -> tuple[Options, dict]:
     overrides = {"seed": kw.pop("seed"), "max_frames": kw.pop("max_frames"), **pauses}
     named = {k: kw.pop(k) for k in REQUEST_OPTION_NAMES}
     queued = {k: kw.pop(k) for k in ("priority", "fan_out", "feed") if k in kw}
-    library = kw.pop("library") or settings_from_env().library
-    return Options.make(**named, **queued, book=book, library=library, library_layout=kw.pop("layout")), overrides
+    env = settings_from_env()
+    library, abs_url = kw.pop("library") or env.library, kw.pop("abs_url") or env.abs_url
+    made = Options.make(**named, **queued, book=book, library=library, library_layout=kw.pop("layout"), abs_url=abs_url)
+    return made, overrides
 
 
 def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:

@@ -18,16 +18,23 @@ from narrate.jobs.server.connection import Connection
               help="The library's folder (default: NARRATE_LIBRARY).")  # fmt: skip
 @click.option("--layout", type=click.Choice(LAYOUTS), default="abs", show_default=True,
               help="abs: Author/[Series/]Vol N - Year - Title {Narrator}; plex: Author/Title; flat: Title")  # fmt: skip
+@click.option("--abs-url", default=None, metavar="URL",
+              help="Also tell this Audiobookshelf server (token: NARRATE_ABS_TOKEN): scan its library after the "
+              "export, or upload the book when no --library is given. Default: NARRATE_ABS_URL.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: folder, files, what happened.")
 @one_line_errors
-def export(job_id, library, layout, as_json) -> None:
+def export(job_id, library, layout, abs_url, as_json) -> None:
     """Put finished job JOB_ID's book in an audiobook library: its audio (tags agreeing with the folder),
     subtitles, cover, desc.txt, reader.txt, metadata.opf and Audiobookshelf's metadata.json, in a folder
     that appears whole. Run it on the host that wrote the output."""
     settings = settings_from_env()
     with Connection(settings) as conn:
-        done = export_book(conn.redis, settings, job_id, library, layout)
+        done, told = export_book(conn.redis, settings, job_id, library, layout, abs_url)
     if as_json:
-        click.echo(json.dumps({"folder": str(done.folder), "files": done.files, "note": done.note}))
-    else:
+        shown = {"folder": str(done.folder), "files": done.files, "note": done.note} if done else {}
+        click.echo(json.dumps({**shown, "audiobookshelf": told}))
+        return
+    if done is not None:
         click.echo(f"{done.note}: {done.folder}")
+    if told is not None:
+        click.echo(told)

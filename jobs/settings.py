@@ -16,6 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from narrate.jobs.errors import BadInput
+from narrate.jobs.setting_values import choice as _choice
+from narrate.jobs.setting_values import gigabytes as _gigabytes
+from narrate.jobs.setting_values import names as _names
+from narrate.jobs.setting_values import pairs as _pairs
+from narrate.jobs.setting_values import path as _path
+from narrate.jobs.setting_values import seconds as _seconds
+from narrate.jobs.setting_values import text as _str
+from narrate.jobs.setting_values import url as _url
+from narrate.jobs.setting_values import whole as _int
 
 QUANTS = ("bf16", "4bit", "6bit", "8bit")
 ENGINES = ("mlx", "fake")
@@ -43,86 +52,6 @@ def check_quant(quant: str | None) -> str | None:
     if quant is not None and quant not in QUANTS:
         raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
     return quant
-
-
-def _int(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
-        try:
-            value = int(raw)
-        except ValueError:
-            raise BadInput(f"{name}={raw!r} is not a whole number") from None
-        if value < minimum:
-            raise BadInput(f"{name}={raw!r} must be at least {minimum}")
-        if maximum is not None and value > maximum:
-            raise BadInput(f"{name}={raw!r} must be at most {maximum}")
-        return value
-
-    return parse
-
-
-def _seconds(minimum: float, unit: str = "seconds") -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
-        try:
-            value = float(raw)
-        except ValueError:
-            raise BadInput(f"{name}={raw!r} is not a number of {unit}") from None
-        if not value >= minimum or value == float("inf"):
-            raise BadInput(f"{name}={raw!r} must be a finite number of {unit}, at least {minimum}")
-        return value
-
-    return parse
-
-
-def _gigabytes(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadInput(f"{name}={raw!r} is not a number of gigabytes") from None
-    if not 0 <= value < float("inf"):
-        raise BadInput(f"{name}={raw!r} must be a finite number of gigabytes, at least 0")
-    return value
-
-
-def _path(_name: str, raw: str) -> Path:
-    return Path(raw).expanduser()
-
-
-def _choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
-    def parse(name: str, raw: str) -> str:
-        if raw not in options:
-            raise BadInput(f"{name}={raw!r}: use one of {', '.join(options)}")
-        return raw
-
-    return parse
-
-
-def _names(_name: str, raw: str) -> tuple[str, ...]:
-    return tuple(h.strip() for h in raw.split(",") if h.strip())
-
-
-def _pairs(name: str, raw: str) -> tuple[tuple[str, str], ...]:
-    pairs = []
-    for entry in (e.strip() for e in raw.split(",")):
-        key, sep, value = entry.partition("=")
-        if not entry:
-            continue
-        if not sep or not key.strip() or not value.strip():
-            raise BadInput(f"{name}: {entry!r} is not NAME=VOICE; give pairs such as alloy=alice,onyx=ryan")
-        pairs.append((key.strip().lower(), value.strip()))
-    return tuple(pairs)
-
-
-def _str(_name: str, raw: str) -> str:
-    return raw
-
-
-def _url(name: str, raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadInput(f"{name}={raw!r}: give an http(s) address such as http://narrate.local:8000")
-    return raw.strip().rstrip("/")
 
 
 def setting(
@@ -299,6 +228,20 @@ class Settings:
         "NARRATE_LIBRARY", None, reads=CLIENT, shown="unset",
         doc="The audiobook library `narrate export` writes into when no `--library` is given (a folder "
         "Audiobookshelf or Plex watches).",
+    )  # fmt: skip
+    abs_url: str | None = setting(
+        "NARRATE_ABS_URL", None, reads=BOTH, shown="unset",
+        doc="An Audiobookshelf server to tell about exported books (the default of `--abs-url`): a scan of its "
+        "library after an export into a folder it watches, else an upload of the book.",
+    )  # fmt: skip
+    abs_token: str | None = setting(
+        "NARRATE_ABS_TOKEN", None, reads=BOTH, shown="unset",
+        doc="The Audiobookshelf API token (of a user who may upload) used with `--abs-url`, on the host that "
+        "exports (the worker's, for `submit --abs-url`). Never stored in Redis or printed.",
+    )  # fmt: skip
+    abs_library: str | None = setting(
+        "NARRATE_ABS_LIBRARY", None, reads=BOTH, shown="unset",
+        doc="The id of the Audiobookshelf library to scan or upload into; unset: its first book library.",
     )  # fmt: skip
     public_url: str = setting(
         "NARRATE_PUBLIC_URL", "http://127.0.0.1:8000", reads=CLIENT, parse=_url,

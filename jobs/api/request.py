@@ -21,6 +21,7 @@ from narrate.jobs.documents.readers import ReadOptions, check_input_format
 from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
+from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.library.layout import check_layout
 from narrate.jobs.queue.queues import check_priority
 from narrate.jobs.settings import check_quant
@@ -41,6 +42,7 @@ class Options:
     feed: str | None = None  # `--feed NAME`: the podcast feed the narration joins (jobs/feeds)
     library: str | None = None  # `--library DIR`: the worker exports the finished book there (an absolute path)
     library_layout: str = "abs"
+    abs_url: str | None = None  # `--abs-url`: the Audiobookshelf server told about the export
 
     @classmethod
     def make(
@@ -60,6 +62,7 @@ class Options:
         feed: str | None = None,
         library: str | Path | None = None,
         library_layout: str = "abs",
+        abs_url: str | None = None,
     ) -> Options:
         """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
         cover files, touches no server."""
@@ -81,6 +84,7 @@ class Options:
             feed=check_feed_name(feed) if feed is not None else None,
             library=str(Path(library).expanduser().resolve()) if library else None,
             library_layout=check_layout(library_layout),
+            abs_url=check_url(abs_url) if abs_url else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -94,6 +98,8 @@ class Options:
             del data["feed"]  # likewise before feeds
         if data["library"] is None:
             del data["library"], data["library_layout"]  # and before library exports
+        if data["abs_url"] is None:
+            del data["abs_url"]
         return data
 
     @classmethod
@@ -115,6 +121,7 @@ class Options:
             feed=data.get("feed"),
             library=data.get("library"),
             library_layout=data.get("library_layout", "abs"),
+            abs_url=data.get("abs_url"),
         )
 
     def with_language(self, language: str) -> Options:

@@ -91,6 +91,7 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         speaker_pause_ms=settings.speaker_pause_ms,
         library=req.options.library,
         library_layout=req.options.library_layout,
+        abs_url=req.options.abs_url,
         **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output

@@ -51,6 +51,7 @@ class JobSpec:
     speaker_pause_ms: int = default("speaker_pause_ms")  # where the voice changes within a paragraph
     library: str | None = None  # `--library`: the worker exports the finished book into this folder (jobs/library)
     library_layout: str = "abs"
+    abs_url: str | None = None  # `--abs-url`: an Audiobookshelf server told about it (the token stays on the worker)
 
     def voice_refs(self) -> dict[str, VoiceRef]:
         """Every voice of the job by label: the narrator's and the cast's."""
@@ -78,6 +79,8 @@ class JobSpec:
             del data["cast"], data["speaker_pause_ms"]  # and before casts
         if data["library"] is None:
             del data["library"], data["library_layout"]  # and before library exports
+        if data["abs_url"] is None:
+            del data["abs_url"]
         return data
 
     @classmethod
@@ -143,6 +146,12 @@ class JobSpec:
             raise BadSpec(f"job spec: library {str(self.library)[:80]!r} is not an absolute path")
         if self.library_layout not in ("abs", "plex", "flat"):
             raise BadSpec(f"job spec: library_layout {self.library_layout!r}")
+        if self.abs_url is not None and not (
+            isinstance(self.abs_url, str)
+            and len(self.abs_url) < 2048
+            and self.abs_url.startswith(("http://", "https://"))
+        ):
+            raise BadSpec("job spec: abs_url is not an http(s) address")
 
     def _check_cast(self) -> None:
         if self.cast is None:

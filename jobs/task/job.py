@@ -32,7 +32,8 @@ from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.fanout import partaudio
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.library.export import export_files, info_of
+from narrate.jobs.library.deliver import Abs, deliver
+from narrate.jobs.library.export import info_of
 from narrate.jobs.outputs.outputs import OutputRoot, output_path
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
@@ -78,7 +79,7 @@ def narrate_job(ctx: JobContext, spec_json: dict, fanout: dict | None = None) ->
     except Exception as e:
         record_failure(ctx.job, e)
         raise
-    if spec.library:
+    if spec.library or spec.abs_url:
         data["library"] = _to_library(ctx, spec, data)
     return data
 
@@ -92,10 +93,13 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
         with contextlib.suppress(LookupError):
             doc = store.get_document(r, spec.document)
         found = info_of(r, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
-        done = export_files(Path(str(spec.library)), spec.library_layout, *found)
-        return {"folder": str(done.folder), "note": done.note}
+        server = Abs(spec.abs_url, ctx.settings.abs_token, ctx.settings.abs_library) if spec.abs_url else None
+        library = Path(spec.library) if spec.library else None
+        done, told = deliver(found, library, spec.library_layout, server, ctx.settings.home)
+        return {"folder": str(done.folder) if done else None, "note": done.note if done else None,
+                "audiobookshelf": told}  # fmt: skip
     except (NarrateError, OSError) as e:
-        log.warning("job %s: the export to %s failed: %s", ctx.job.id, spec.library, e)
+        log.warning("job %s: the export to %s failed: %s", ctx.job.id, spec.library or spec.abs_url, e)
         return {"error": f"{e}; the book stays at {data['output']} (narrate export {ctx.job.id} tries again)"}
 
 

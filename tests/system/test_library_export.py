@@ -173,12 +173,20 @@ def test_submit_with_a_library_exports_when_the_job_ends_and_a_failed_export_kee
     library.mkdir()
     gone = home / "gone"
     gone.mkdir()
-    ok = submit(e, book, voice_wav, home / "out" / "a.m4b", "--narrator", "Ann Reader", "--library", str(library))
+    abs_server = FakeAbs()
+    e["NARRATE_ABS_TOKEN"] = FakeAbs.TOKEN  # the worker's: never in the job
+    ok = submit(e, book, voice_wav, home / "out" / "a.m4b", "--narrator", "Ann Reader", "--library", str(library),
+                "--abs-url", abs_server.url)  # fmt: skip
     bad = submit(e, book, voice_wav, home / "out" / "b.m4b", "--library", str(gone), "--layout", "flat")
     gone.rmdir()  # the library is gone by the time the worker exports
-    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    try:
+        assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    finally:
+        abs_server.close()
     first = wait_for_job(ok)
     assert first["status"] == "finished" and first["result"]["library"]["note"] == "exported"
+    assert first["result"]["library"]["audiobookshelf"] == "Audiobookshelf library lib-books scanned"
+    assert abs_server.calls == [{"path": "/api/libraries/lib-books/scan"}]
     folder = library / "Homer" / "Greek Classics" / "Vol 2 - 2003 - The Odyssey {Ann Reader}"
     assert first["result"]["library"]["folder"] == str(folder) and sorted(p.name for p in folder.iterdir()) == FILES
     second = wait_for_job(bad)
@@ -186,3 +194,99 @@ def test_submit_with_a_library_exports_when_the_job_ends_and_a_failed_export_kee
     assert (home / "out" / "b.m4b").is_file() and f"narrate export {bad}" in second["result"]["library"]["error"]
     gone.mkdir()
     assert export(e, bad, gone, "--layout", "flat")["folder"] == str(gone / "The Odyssey")
+
+
+class FakeAbs:
+    """An HTTP server answering as Audiobookshelf's API does for what narrate calls (libraries,
+    upload, scan), checking the token, and recording each call (the upload's fields and files)."""
+
+    TOKEN = "abs-api-token-0123456789"
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        from email.parser import BytesParser
+        from email.policy import default
+
+        from helpers.servers import free_port
+
+        self.port = free_port()
+        self.calls: list[dict] = []
+        calls, token = self.calls, self.TOKEN
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self, status: int, body: bytes = b"OK", kind: str = "text/plain") -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _authorized(self) -> bool:
+                if self.headers.get("Authorization") != f"Bearer {token}":
+                    self._answer(401, b"Unauthorized")
+                    return False
+                return True
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                if self._authorized() and self.path == "/api/libraries":
+                    libraries = [{"id": "lib-pod", "mediaType": "podcast", "folders": [{"id": "fold-pod"}]},
+                                 {"id": "lib-books", "mediaType": "book", "folders": [{"id": "fold-1"}]}]  # fmt: skip
+                    self._answer(200, json.dumps({"libraries": libraries}).encode(), "application/json")
+
+            def do_POST(self) -> None:  # noqa: N802
+                if not self._authorized():
+                    return
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                call: dict = {"path": self.path}
+                if self.path == "/api/upload":
+                    message = BytesParser(policy=default).parsebytes(
+                        f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body)  # fmt: skip
+                    for part in message.iter_parts():
+                        name = part.get_param("name", header="content-disposition")
+                        if part.get_filename():
+                            call.setdefault("files", {})[part.get_filename()] = part.get_payload(decode=True)
+                        else:
+                            call.setdefault("fields", {})[name] = part.get_content().strip()
+                calls.append(call)
+                self._answer(200)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_audiobookshelf_gets_an_upload_or_a_scan_with_its_token(done, home, env):
+    e, (first, second) = done
+    abs_server = FakeAbs()
+    try:
+        e = {**e, "NARRATE_ABS_TOKEN": FakeAbs.TOKEN}
+        uploaded = export(e, first, home, "--abs-url", abs_server.url)  # --library home: a folder, then a scan
+        assert uploaded["audiobookshelf"] == "Audiobookshelf library lib-books scanned"
+        assert abs_server.calls[-1] == {"path": "/api/libraries/lib-books/scan"}
+        ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", second, "--abs-url",
+                      abs_server.url, "--json")  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert json.loads(ran.stdout)["audiobookshelf"] == "uploaded to Audiobookshelf library lib-books"
+        call = abs_server.calls[-1]
+        assert call["path"] == "/api/upload"
+        assert call["fields"] == {"title": "The Odyssey", "author": "Homer", "series": "Greek Classics",
+                                  "library": "lib-books", "folder": "fold-1"}  # fmt: skip
+        assert sorted(call["files"]) == FILES
+        assert json.loads(call["files"]["metadata.json"])["narrate"]["job"] == second
+        assert call["files"]["The Odyssey.m4b"][:8][4:] == b"ftyp"
+        assert list((home / "exports").iterdir()) == []  # the upload's staging folder is gone
+
+        wrong = narrate({**e, "NARRATE_ABS_TOKEN": "wrong"}, "export", first, "--library", str(home), "--abs-url",
+                        abs_server.url)  # fmt: skip
+        assert wrong.returncode == 1 and "answered 401" in wrong.stderr and "NARRATE_ABS_TOKEN" in wrong.stderr
+        assert "already exported to" in wrong.stderr  # the folder stands; export again once the token is right
+    finally:
+        abs_server.close()

@@ -1,0 +1,114 @@
+"""Telling an Audiobookshelf server about an exported book (`--abs-url URL`, the token in
+NARRATE_ABS_TOKEN, sent as ``Authorization: Bearer``): after an export into a library folder it
+watches, a scan of that library (`POST /api/libraries/{id}/scan`: a watcher misses network drives);
+without a library folder, the book's files uploaded (`POST /api/upload`, multipart: title, author,
+series, library, folder and the files, streamed from disk), as advplyr/audiobookshelf
+server/controllers/MiscController.js `handleUpload` reads them. Standard library HTTP only."""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+import secrets
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.library.metadata import BookInfo
+
+TIMEOUT_S = 60.0
+CHUNK = 1 << 20
+
+
+class AbsError(NarrateError):
+    """The Audiobookshelf server refused or could not be reached (the export itself stands)."""
+
+
+def check_url(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise BadInput(f"--abs-url {url[:100]!r}: give the server's http(s) address, e.g. http://abs.local:13378")
+    return url.strip().rstrip("/")
+
+
+def _call(method: str, url: str, token: str, body: Any = None, headers: dict[str, str] | None = None) -> bytes:
+    req = urllib.request.Request(url, data=body, method=method, headers={"Authorization": f"Bearer {token}",
+                                                                          **(headers or {})})  # fmt: skip
+    try:
+        with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:  # noqa: S310 - http(s) only (check_url)
+            return bytes(answer.read())
+    except urllib.error.HTTPError as e:
+        said = e.read()[:300].decode("utf-8", "replace").strip()
+        hint = " (check NARRATE_ABS_TOKEN: an API token of a user who may upload)" if e.code in (401, 403) else ""
+        raise AbsError(f"Audiobookshelf answered {e.code} to {method} {urlsplit(url).path}: {said}{hint}") from None
+    except (urllib.error.URLError, OSError) as e:
+        raise AbsError(f"cannot reach Audiobookshelf at {url}: {getattr(e, 'reason', e)}") from None
+
+
+def library_and_folder(base: str, token: str, library_id: str | None) -> tuple[str, str]:
+    """(library id, its first folder's id): the one named, else the first book library."""
+    try:
+        libraries = json.loads(_call("GET", f"{base}/api/libraries", token))["libraries"]
+    except (ValueError, KeyError, TypeError):
+        raise AbsError(f"{base}/api/libraries did not answer as Audiobookshelf does") from None
+    found = [
+        lib for lib in libraries if (lib.get("id") == library_id if library_id else lib.get("mediaType") == "book")
+    ]
+    if not found or not found[0].get("folders"):
+        said = f"no library {library_id!r}" if library_id else "no book library"
+        raise AbsError(f"Audiobookshelf at {base} has {said} with a folder (set NARRATE_ABS_LIBRARY to its id)")
+    return str(found[0]["id"]), str(found[0]["folders"][0]["id"])
+
+
+def scan(base: str, token: str, library_id: str) -> None:
+    _call("POST", f"{base}/api/libraries/{quote(library_id)}/scan", token)
+
+
+def upload(base: str, token: str, library_id: str, folder_id: str, info: BookInfo, files: list[Path]) -> None:
+    """The book's files in one multipart POST, each streamed from disk (Content-Length known up front)."""
+    boundary = f"narrate-{secrets.token_hex(12)}"
+    fields = {"title": info.title, "author": ", ".join(info.authors), "series": info.series,
+              "library": library_id, "folder": folder_id}  # fmt: skip
+    head = b"".join(_part(boundary, name, None) + value.encode() + b"\r\n" for name, value in fields.items() if value)
+    parts = [(_part(boundary, str(n), path), path) for n, path in enumerate(files)]
+    tail = f"--{boundary}--\r\n".encode()
+    length = len(head) + sum(len(p) + path.stat().st_size + 2 for p, path in parts) + len(tail)
+
+    def body() -> Iterator[bytes]:
+        yield head
+        for preamble, path in parts:
+            yield preamble
+            with open(path, "rb") as f:
+                while block := f.read(CHUNK):
+                    yield block
+            yield b"\r\n"
+        yield tail
+
+    headers = {"Content-Type": f"multipart/form-data; boundary={boundary}", "Content-Length": str(length)}
+    _call("POST", f"{base}/api/upload", token, body(), headers)
+
+
+def _part(boundary: str, name: str, path: Path | None) -> bytes:
+    if path is None:
+        return f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    filename = path.name.replace('"', "'")
+    return (f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+            f"Content-Type: {kind}\r\n\r\n").encode()  # fmt: skip
+
+
+def push(base: str, token: str | None, library_id: str | None, info: BookInfo, folder: Path,
+         in_library: bool) -> str:  # fmt: skip
+    """Scan (the folder is in a library the server watches) or upload the folder's files; what was done."""
+    if not token:
+        raise AbsError("--abs-url needs NARRATE_ABS_TOKEN (an Audiobookshelf API token) on the exporting host")
+    lib, first_folder = library_and_folder(base, token, library_id)
+    if in_library:
+        scan(base, token, lib)
+        return f"Audiobookshelf library {lib} scanned"
+    upload(base, token, lib, first_folder, info, sorted(p for p in folder.iterdir() if p.is_file()))
+    return f"uploaded to Audiobookshelf library {lib}"
