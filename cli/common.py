@@ -303,6 +303,9 @@ def book_options(f):
                      help="Integrated loudness target (default -19; -16 for a louder book), or off."),
         click.option("--subtitles", default=None, metavar="srt,vtt,json",
                      help="Also write subtitles / a timing manifest beside the audio, with its stem."),
+        click.option("--title", default=None, help="Title tag (default: the document's, or its file name)."),
+        click.option("--series", default=None, metavar='"NAME #N"',
+                     help="Series and position (default: an EPUB's own): tags and a library export's folder."),
         click.option("--narrator", default=None, help="Narrator tag."),
         click.option("--author", default=None, help="Author tag (default: the document's, if it has one)."),
         click.option("--year", default=None, help="Year tag."),
@@ -317,7 +320,8 @@ def book_options(f):
     return f
 
 
-BOOK_OPTION_NAMES = ("loudness", "subtitles", "narrator", "author", "year", "cover", "split", "max_part_hours")
+BOOK_OPTION_NAMES = ("loudness", "subtitles", "title", "series", "narrator", "author", "year", "cover", "split",
+                     "max_part_hours")  # fmt: skip
 PAUSE_SETTINGS = {"sentence_pause": "sentence_pause_ms", "paragraph_pause": "paragraph_pause_ms",
                   "chapter_pause": "chapter_pause_ms"}  # fmt: skip
 

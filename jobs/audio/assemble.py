@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 import numpy as np
-from narrate.jobs.audio.bookmeta import MAX_COVER_BYTES, Tags, clean_tag, image_kind
+from narrate.jobs.audio.bookmeta import MAX_COVER_BYTES, Tags, clean_tag, image_kind, series_parts
 from narrate.jobs.audio.loudness import LoudnessMeter, gain_for
 from narrate.jobs.audio.segments import Segment
 from narrate.jobs.audio.subtitles import Cue
@@ -166,10 +166,12 @@ def book_meta(doc: Document) -> BookMeta:
 def tags_for(spec: JobSpec, doc_title: str | None, meta: BookMeta, cover: bytes | None) -> Tags:
     """The file's tags: the spec's (checked at submit), else the document's own (an EPUB's cover only
     if it is a JPEG or PNG of at most MAX_COVER_BYTES: the package can hold any bytes)."""
-    title = meta.title or doc_title
+    title = spec.title or meta.title or doc_title
     own = meta.cover if meta.cover and len(meta.cover) <= MAX_COVER_BYTES and image_kind(meta.cover) else None
+    series, part = series_parts(spec.series) if spec.series else (meta.series, meta.series_index)
     return Tags(title=clean_tag(title), album=clean_tag(title), author=clean_tag(spec.author or meta.author),
-                narrator=clean_tag(spec.narrator), year=spec.year, cover=cover or own)  # fmt: skip
+                narrator=clean_tag(spec.narrator), year=spec.year, cover=cover or own, series=clean_tag(series),
+                series_part=part or None)  # fmt: skip
 
 
 def max_part_samples(spec: JobSpec) -> int | None:

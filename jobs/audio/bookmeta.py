@@ -95,6 +95,8 @@ class BookOptions:
     cover: bytes | None = None
     split: str = ""
     max_part_hours: float | None = None
+    title: str | None = None  # None: the document's
+    series: str | None = None  # "Name" or "Name #2" (the document's, if it has one, when None)
 
     @classmethod
     def make(
@@ -107,6 +109,8 @@ class BookOptions:
         cover: Path | None = None,
         split: str | None = None,
         max_part_hours: float | None = None,
+        title: str | None = None,
+        series: str | None = None,
     ) -> BookOptions:
         try:
             subs = parse_formats(subtitles)
@@ -125,6 +129,8 @@ class BookOptions:
             cover=read_cover(cover) if cover is not None else None,
             split=split or "",
             max_part_hours=max_part_hours,
+            title=check_tag("--title", title),
+            series=check_tag("--series", series),
         )
 
     def cover_sha(self) -> str | None:
@@ -141,7 +147,17 @@ class BookOptions:
             "cover": self.cover_sha(),
             "split": self.split,
             "max_part_hours": self.max_part_hours,
+            "title": self.title,
+            "series": self.series,
         }
+
+
+def series_parts(series: str | None) -> tuple[str, str]:
+    """("Name", "2") of "Name #2" (Audiobookshelf's form), ("Name", "") of "Name"."""
+    name, sep, index = (series or "").rpartition(" #")
+    if sep and index and " " not in index and "#" not in index:
+        return name.strip(), index
+    return (series or "").strip(), ""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,8 @@ class JobSpec:
     speaker_pause_ms: int = default("speaker_pause_ms")  # where the voice changes within a paragraph
     library: str | None = None  # `--library`: the worker exports the finished book into this folder (jobs/library)
     library_layout: str = "abs"
+    title: str | None = None  # `--title` (None: the document's)
+    series: str | None = None  # `--series "Name #2"` (None: the document's)
     abs_url: str | None = None  # `--abs-url`: an Audiobookshelf server told about it (the token stays on the worker)
 
     def voice_refs(self) -> dict[str, VoiceRef]:
@@ -81,6 +83,9 @@ class JobSpec:
             del data["library"], data["library_layout"]  # and before library exports
         if data["abs_url"] is None:
             del data["abs_url"]
+        for name in ("title", "series"):
+            if data[name] is None:
+                del data[name]
         return data
 
     @classmethod

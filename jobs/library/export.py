@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from narrate.jobs.audio.bookmeta import Tags, image_kind
+from narrate.jobs.audio.bookmeta import Tags, image_kind, series_parts
 from narrate.jobs.audio.tagging import read_cover, write_tags
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.documents.documents import BookMeta, Document
@@ -66,7 +66,8 @@ def info_of(r: redis.Redis, job_id: str, spec: JobSpec, doc: Document | None, re
     """`book_info` from what a worker has in hand when the job ends (the document, if still stored)."""
     audio = Path(result["output"])
     meta = (doc.meta if doc is not None else None) or BookMeta()
-    title = meta.title or (doc.title if doc is not None else "") or audio.stem
+    title = spec.title or meta.title or (doc.title if doc is not None else "") or audio.stem
+    series, index = series_parts(spec.series) if spec.series else (meta.series, meta.series_index)
     narrator = spec.narrator or voice_name or "narrate"
     author = spec.author or meta.author
     duration = float(result.get("duration_seconds") or 0.0)
@@ -74,7 +75,7 @@ def info_of(r: redis.Redis, job_id: str, spec: JobSpec, doc: Document | None, re
     starts = [float(c["start_seconds"]) for c in marks] + [duration]
     chapters = [(starts[i], starts[i + 1], str(c["title"])) for i, c in enumerate(marks)]
     info = BookInfo(title=title, authors=[a.strip() for a in author.split(",") if a.strip()],
-                    narrators=[narrator], job_id=job_id, series=meta.series, series_index=meta.series_index,
+                    narrators=[narrator], job_id=job_id, series=series, series_index=index,
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
     beside = [audio.with_suffix(f".{fmt}") for fmt in ("srt", "vtt")]

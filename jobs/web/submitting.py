@@ -36,7 +36,7 @@ OUTPUT_FOLDER = "narrations"
 FORMAT_NAMES = sorted(ext.lstrip(".") for ext in FORMATS)
 INTS = {"seed": "seed", "max_frames": "max_frames", "sentence_pause_ms": "sentence_pause_ms",
         "paragraph_pause_ms": "paragraph_pause_ms", "chapter_pause_ms": "chapter_pause_ms"}  # fmt: skip
-BOOK_FIELDS = ("subtitles", "loudness", "narrator", "author", "year", "split")
+BOOK_FIELDS = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "split")
 FORM = multipart(
     {
         "file": {"type": "array", "items": binary("A document (txt, md, epub, html, pdf); repeat for several")},
@@ -64,6 +64,8 @@ FORM = multipart(
         "chapter_pause_ms": {"type": "integer", "minimum": 0},
         "subtitles": text("srt, vtt, json (comma-separated)"),
         "loudness": text("LUFS (default -19) or off"),
+        "title": text("Title tag (default: the document's)"),
+        "series": text('Series and position, "Name #2" (default: an EPUB\'s own)'),
         "narrator": text("Narrator tag"),
         "author": text("Author tag"),
         "year": text("Year tag"),

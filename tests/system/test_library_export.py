@@ -290,3 +290,23 @@ def test_audiobookshelf_gets_an_upload_or_a_scan_with_its_token(done, home, env)
         assert "already exported to" in wrong.stderr  # the folder stands; export again once the token is right
     finally:
         abs_server.close()
+
+
+def test_title_and_series_options_win_over_the_books_own(env, home, voice_wav):
+    from mutagen.mp4 import MP4
+
+    e = fake_env(env, home)
+    book = home / "odyssey.epub"
+    write_epub(book)
+    out = home / "out" / "fagles.m4b"
+    job_id = submit(e, book, voice_wav, out, "--title", "The Odyssey (Fagles)", "--series", "Epics #3")
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id)["status"] == "finished"
+    tags = MP4(out).tags  # the output itself, before any export
+    assert tags["\xa9nam"] == ["The Odyssey (Fagles)"] and tags["\xa9mvn"] == ["Epics"] and tags["\xa9mvi"] == [3]
+    library = home / "library"
+    library.mkdir()
+    got = export(e, job_id, library)
+    assert got["folder"] == str(library / "Homer" / "Epics" / "Vol 3 - 2003 - The Odyssey (Fagles) {narrate}")
+    data = json.loads((library / got["folder"] / "metadata.json").read_text())
+    assert data["title"] == "The Odyssey (Fagles)" and data["series"] == ["Epics #3"]
