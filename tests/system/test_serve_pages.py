@@ -299,3 +299,21 @@ def test_a_phone_sized_screen_never_scrolls_sideways(served, browser, voice_wav)
         wide = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert wide <= 0, f"{path} scrolls sideways by {wide} px"
     context.close()
+
+
+def test_markup_in_a_document_name_is_shown_as_text_and_runs_nothing(served, page, voice_wav):
+    evil = "<img src=x onerror=\"document.title='pwned'\">.txt"
+    with open(voice_wav, "rb") as f:
+        made = served.post("/v1/narrations", files={"file": (evil, b"Hello there."), "voice_sample": f},
+                           data={"in": "1h"})  # fmt: skip
+    assert made.status_code == 202, made.text
+    job_id = made.json()["id"]
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    for path in ("/queue", f"/jobs/{job_id}"):
+        page.goto(served.url + path)
+        page.wait_for_load_state("load")
+        time.sleep(0.3)
+        assert page.title() != "pwned" and page.locator("img[src=x]").count() == 0
+        assert "<img src=x" in page.inner_text("main")  # shown as the text it is
+    assert errors == []
