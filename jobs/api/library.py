@@ -26,4 +26,4 @@ def export_book(r: redis.Redis, settings: Settings, job_id: str, library: Path |
 
         raise BadInput(f"library {root} is not a folder; create it, or name the library's folder")
     root_path = Path(root).expanduser() if root is not None else None
-    return deliver(book_info(r, job_id), root_path, layout, server, settings.home)
+    return deliver(book_info(r, settings.output_dir, job_id), root_path, layout, server, settings.home)

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from narrate.jobs.errors import BadInput
 from narrate.jobs.library import audiobookshelf
-from narrate.jobs.library.export import Exported, export_files
-from narrate.jobs.library.metadata import BookInfo
+from narrate.jobs.library.export import Exported, Found, export_files
 
 
 @dataclass(frozen=True)
@@ -23,7 +22,7 @@ class Abs:
     library: str | None  # its id; None: the first book library
 
 
-def deliver(found: tuple[BookInfo, Path, list[Path], bytes | None], library: Path | None, layout: str,
+def deliver(found: Found, library: Path | None, layout: str,
             abs_server: Abs | None, home: Path) -> tuple[Exported | None, str | None]:  # fmt: skip
     """(the library folder written, what Audiobookshelf was told). Raises NarrateError: an
     AbsError after the folder is in place says so."""

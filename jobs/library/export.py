@@ -28,6 +28,7 @@ from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.library import layout as layouts
 from narrate.jobs.library.metadata import BookInfo, abs_json, desc_txt, opf, reader_txt
 from narrate.jobs.outputs.ownership import sha256_file
+from narrate.jobs.outputs.recorded import recorded
 from narrate.jobs.server import store
 from narrate.jobs.server.records import fetch
 from rq.job import JobStatus
@@ -43,30 +44,38 @@ class Exported:
     note: str  # "exported", "already exported", or which name it took instead
 
 
-def book_info(r: redis.Redis, job_id: str) -> tuple[BookInfo, Path, list[Path], bytes | None]:
-    """(what the folder says, the audio file, the files beside it, the cover) of a finished job whose
-    output is on this host. Raises NarrateError saying what to do otherwise."""
+Found = tuple[BookInfo, list[Path], list[Path], bytes | None]  # (info, audio tracks, subtitles, cover)
+AUDIO = (".m4b", ".m4a", ".mp3", ".flac", ".ogg", ".opus", ".wav")
+
+
+def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
+    """What a finished job's folder holds and says, from its files under output root `root` on this
+    host. Raises NarrateError saying what to do otherwise."""
     job = fetch(r, job_id)
     if job.get_status(refresh=False) != JobStatus.FINISHED:
         raise BadInput(f"job {job_id} has not finished ({job.get_status(refresh=False)}); export it once it has")
     result: dict[str, Any] = job.return_value(refresh=True) or {}
-    audio = Path(result.get("output") or "")
-    if not audio.is_file() or sha256_file(audio) != result.get("output_sha256"):
-        raise BadInput(f"job {job_id}'s output {audio} is not on this host as the job wrote it: export it on the "
-                       "host that wrote it (narrate status names it), or narrate fetch it here first")  # fmt: skip
     spec = JobSpec.from_json(job.args[0])
     doc: Document | None = None
     with contextlib.suppress(LookupError):
         doc = store.get_document(r, spec.document)
-    return info_of(r, job_id, spec, doc, result, (job.meta or {}).get("voice_name"))
+    return info_of(r, root, job_id, spec, doc, result, (job.meta or {}).get("voice_name"))
 
 
-def info_of(r: redis.Redis, job_id: str, spec: JobSpec, doc: Document | None, result: dict[str, Any],
-            voice_name: str | None) -> tuple[BookInfo, Path, list[Path], bytes | None]:  # fmt: skip
-    """`book_info` from what a worker has in hand when the job ends (the document, if still stored)."""
-    audio = Path(result["output"])
+def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Document | None, result: dict[str, Any],
+            voice_name: str | None) -> Found:  # fmt: skip
+    """`book_info` from what a worker has in hand when the job ends (the document, if still stored).
+    The tracks: the book file; without one (`--split chapters`, or parts), the chapter files or parts."""
+    files = recorded(r, root, job_id, result.get("output_relative") or spec.output)
+    audio = [f for f in files if f.path.suffix.lower() in AUDIO]
+    main = [f for f in audio if f.relative == (result.get("output_relative") or spec.output)]
+    tracks = main or audio
+    if not tracks or any(f.sha256 and sha256_file(f.path) != f.sha256 for f in tracks):
+        raise BadInput(f"job {job_id}'s audio is not on this host as the job wrote it: export it on the host that "
+                       "wrote it (narrate status names it), or narrate fetch it here first")  # fmt: skip
     meta = (doc.meta if doc is not None else None) or BookMeta()
-    title = spec.title or meta.title or (doc.title if doc is not None else "") or audio.stem
+    first = tracks[0].path
+    title = spec.title or meta.title or (doc.title if doc is not None else "") or first.stem
     series, index = series_parts(spec.series) if spec.series else (meta.series, meta.series_index)
     narrator = spec.narrator or voice_name or "narrate"
     author = spec.author or meta.author
@@ -78,24 +87,15 @@ def info_of(r: redis.Redis, job_id: str, spec: JobSpec, doc: Document | None, re
                     narrators=[narrator], job_id=job_id, series=series, series_index=index,
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
-    beside = [audio.with_suffix(f".{fmt}") for fmt in ("srt", "vtt")]
+    subtitles = [f.path for f in files if f.path.suffix.lower() in (".srt", ".vtt")] if main else []
     cover = store.get_cover(r, spec.cover) if spec.cover else None
-    found = read_cover(audio) if cover is None and not meta.cover else None
-    return info, audio, [p for p in beside if p.is_file()], cover or meta.cover or (found[0] if found else None)
+    found = read_cover(first) if cover is None and not meta.cover else None
+    return info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None)
 
 
-def export(r: redis.Redis, job_id: str, library: Path, layout: str = "abs") -> Exported:
-    """Export finished job `job_id` into `library` (see the module docstring)."""
-    layouts.check_layout(layout)
-    library = Path(library).expanduser()
-    if not library.is_dir():
-        raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
-    return export_files(library, layout, *book_info(r, job_id))
-
-
-def export_files(library: Path, layout: str, info: BookInfo, audio: Path, beside: list[Path],
+def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path], beside: list[Path],
                  cover: bytes | None) -> Exported:  # fmt: skip
-    """The folder of `info`, with `audio`, `beside` and `cover`, placed in `library`."""
+    """The folder of `info`, with `tracks`, `beside` and `cover`, placed in `library`."""
     library = Path(library).expanduser()
     if not library.is_dir():
         raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
@@ -108,7 +108,7 @@ def export_files(library: Path, layout: str, info: BookInfo, audio: Path, beside
     tmp = library / f"{HIDDEN}{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.mkdir()
-        _write(tmp, info, audio, beside, cover)
+        _write(tmp, info, tracks, beside, cover)
         placed = _place(tmp, target)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -129,14 +129,19 @@ def _existing(target: Path, job_id: str) -> Path | None:
     return None
 
 
-def _write(tmp: Path, info: BookInfo, audio: Path, beside: list[Path], cover: bytes | None) -> None:
+def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], cover: bytes | None) -> None:
+    """One book file as "Title.ext"; several tracks (chapter files, parts) under their own names,
+    each keeping its title and track number. Every track's tags agree with the folder."""
     stem = layouts.safe_part(info.title, "book")
-    copied = tmp / f"{stem}{audio.suffix.lower()}"
-    shutil.copyfile(audio, copied)
-    tags = Tags(title=info.title, album=info.title, author=", ".join(info.authors) or None,
-                narrator=", ".join(info.narrators), year=info.year or None, cover=cover,
-                series=info.series or None, series_part=info.series_index or None)  # fmt: skip
-    write_tags(copied, tags)
+    for track in tracks:
+        name = f"{stem}{track.suffix.lower()}" if len(tracks) == 1 else layouts.safe_part(track.name, track.name)
+        copied = tmp / name
+        shutil.copyfile(track, copied)
+        tags = Tags(title=info.title if len(tracks) == 1 else None, album=info.title,
+                    author=", ".join(info.authors) or None, narrator=", ".join(info.narrators),
+                    year=info.year or None, cover=cover, series=info.series or None,
+                    series_part=info.series_index or None)  # fmt: skip
+        write_tags(copied, tags)
     for side in beside:
         shutil.copyfile(side, tmp / f"{stem}{side.suffix.lower()}")
     files = {"desc.txt": desc_txt(info).encode(), "reader.txt": reader_txt(info).encode(), "metadata.opf": opf(info),

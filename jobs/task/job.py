@@ -92,7 +92,7 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
         doc = None
         with contextlib.suppress(LookupError):
             doc = store.get_document(r, spec.document)
-        found = info_of(r, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
+        found = info_of(r, ctx.settings.output_dir, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
         server = Abs(spec.abs_url, ctx.settings.abs_token, ctx.settings.abs_library) if spec.abs_url else None
         library = Path(spec.library) if spec.library else None
         done, told = deliver(found, library, spec.library_layout, server, ctx.settings.home)

@@ -8,60 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.outputs import ownership
-from narrate.jobs.server.store import PREFIX
+from narrate.jobs.outputs.recorded import OutputFile, recorded, text
+
+__all__ = ["AUDIO", "OutputFile", "cover", "duration_s", "recorded", "remove", "text"]
 
 AUDIO = frozenset({".mp3", ".m4b", ".m4a", ".flac", ".ogg", ".opus", ".wav", ".aac"})
-_GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
-
-
-def text(value: bytes | str) -> str:
-    """A Redis reply as text (narrate's clients return bytes)."""
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-@dataclass(frozen=True)
-class OutputFile:
-    name: str  # relative to the folder of the book's file: "book.mp3", "book.srt", "book/01 - One.mp3"
-    relative: str  # relative to the output root
-    path: Path
-    bytes: int
-    sha256: str
-
-
-def recorded(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> list[OutputFile]:
-    """The files job `job_id` wrote beside and under its output `output_relative` (every name that
-    starts with the output's stem: book.mp3, book.srt, book/..., book - Part 2.mp3), that still hold
-    what it wrote there last (the record names it) and exist here."""
-    rel = PurePosixPath(output_relative)
-    stem = rel.with_suffix("").as_posix()
-    found = []
-    for raw in r.scan_iter(match=ownership.key(stem).translate(_GLOB) + "*", count=1000):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
-        who, sha = r.hmget(key, ["job", "sha256"])
-        if who is None or text(who) != job_id:
-            continue
-        relative = key.removeprefix(f"{PREFIX}output:")
-        path = _inside(root, relative)
-        if path is None:
-            continue
-        name = PurePosixPath(relative).relative_to(rel.parent).as_posix() if rel.parent.as_posix() != "." else relative
-        found.append(OutputFile(name, relative, path, path.stat().st_size, text(sha) if sha else ""))
-    main = rel.as_posix()
-    return sorted(found, key=lambda f: (f.relative != main, f.name))
-
-
-def _inside(root: Path, relative: str) -> Path | None:
-    """The regular file at `relative` under `root`, links resolved, only if it is still under it."""
-    base = Path(os.path.realpath(root))
-    path = Path(os.path.realpath(base / relative))
-    if not path.is_relative_to(base) or not path.is_file():
-        return None
-    return path
 
 
 def duration_s(path: Path) -> float | None:

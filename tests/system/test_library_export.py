@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 from helpers.books import COVER
@@ -310,3 +311,23 @@ def test_title_and_series_options_win_over_the_books_own(env, home, voice_wav):
     assert got["folder"] == str(library / "Homer" / "Epics" / "Vol 3 - 2003 - The Odyssey (Fagles) {narrate}")
     data = json.loads((library / got["folder"] / "metadata.json").read_text())
     assert data["title"] == "The Odyssey (Fagles)" and data["series"] == ["Epics #3"]
+
+
+def test_a_book_split_into_chapter_files_exports_them_as_its_tracks(env, home, voice_wav):
+    from mutagen.mp4 import MP4
+
+    e = fake_env(env, home)
+    book = home / "odyssey.epub"
+    write_epub(book)
+    job_id = submit(e, book, voice_wav, home / "out" / "split.m4b", "--split", "chapters", "--subtitles", "srt")
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id)["status"] == "finished"
+    library = home / "library"
+    library.mkdir()
+    folder = Path(export(e, job_id, library, "--layout", "flat")["folder"])
+    tracks = sorted(p for p in folder.iterdir() if p.suffix == ".m4b")
+    assert [p.name for p in tracks] == ["split - 01 - Book 1.m4b", "split - 02 - Book 2.m4b"]
+    for n, track in enumerate(tracks, 1):
+        tags = MP4(track).tags
+        assert tags["\xa9alb"] == ["The Odyssey"] and tags["\xa9nam"] == [f"Book {n}"] and tags["\xa9ART"] == ["Homer"]
+    assert not [p for p in folder.iterdir() if p.suffix == ".srt"]  # subtitles follow a book file, not tracks
