@@ -30,6 +30,22 @@ router = APIRouter(include_in_schema=False)
 AUDIO = (".mp3", ".m4b", ".m4a", ".flac", ".ogg", ".opus", ".wav")
 PANGRAM = "The quick brown fox jumps over the lazy dog, and the narrator reads on."
 FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
+KEPT_FIELDS = (
+    "text",
+    "voice",
+    "format",
+    "title",
+    "series",
+    "narrator",
+    "author",
+    "year",
+    "at",
+    "in",
+    "priority",
+    "language",
+    "split",
+    "feed",
+)  # a refused form shows these again
 
 
 def back_to(request: Request, path: str, **said: str) -> RedirectResponse:
@@ -178,6 +194,7 @@ def inspect(form: Form) -> dict[str, Any]:
         "more": len(files) - 1,
         "title": doc.title,
         "author": meta.author if meta else "",
+        "series": (f"{meta.series} #{meta.series_index}" if meta.series_index else meta.series) if meta else "",
         "has_cover": bool(meta and meta.cover),
         "chapters": items,
         "sentences": len(doc.sentences),
@@ -208,8 +225,7 @@ async def new_submit(request: Request) -> Response:
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:
-        values = {k: form.value(k) or "" for k in ("text", "voice", "format", "narrator", "author", "year", "at",
-                                                   "in", "priority", "language", "split", "feed")}  # fmt: skip
+        values = {k: form.value(k) or "" for k in KEPT_FIELDS}
         context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
                    "error": form.plain(message_of(e))}  # fmt: skip
         return render(request, "new.html", context, status=status_of(e))

@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from helpers.books import COVER
+from helpers.books import COVER, write_epub
 from helpers.fake import fake_env
 from helpers.ops import submit
 from helpers.procs import NARRATE, narrate, wait_for_job
@@ -25,34 +25,6 @@ ABS_SERIES = re.compile(r" #([^#\s]+)$")  # Audiobookshelf's abmetadataGenerator
 DC = "{http://purl.org/dc/elements/1.1/}"
 OPF = "{http://www.idpf.org/2007/opf}"
 FILES = ["The Odyssey.m4b", "cover.jpg", "desc.txt", "metadata.json", "metadata.opf", "reader.txt"]
-
-
-def write_epub(path, title: str = "The Odyssey") -> None:
-    from ebooklib import epub
-
-    b = epub.EpubBook()
-    b.set_identifier("urn:uuid:0e8c1c1e-narrate-test")
-    b.set_title(title)
-    b.set_language("en")
-    b.add_author("Homer")
-    b.add_metadata("DC", "publisher", "Penguin")
-    b.add_metadata("DC", "date", "2003-04-29")
-    b.add_metadata("DC", "description", "<p>The <b>epic</b> of a long way home.</p>")
-    b.add_metadata("DC", "identifier", "978-0-14-044913-6", {"{http://www.idpf.org/2007/opf}scheme": "ISBN"})
-    b.add_metadata(None, "meta", "", {"name": "calibre:series", "content": "Greek Classics"})
-    b.add_metadata(None, "meta", "", {"name": "calibre:series_index", "content": "2.0"})
-    b.set_cover("cover.jpg", COVER)
-    chapters = []
-    for n, text in enumerate(["Sing to me of the man. He wandered far.", "The gods sat in council. They spoke."], 1):
-        c = epub.EpubHtml(title=f"Book {n}", file_name=f"c{n}.xhtml", lang="en")
-        c.content = f"<h1>Book {n}</h1><p>{text}</p>"
-        b.add_item(c)
-        chapters.append(c)
-    b.toc = chapters
-    b.spine = ["nav", *chapters]
-    b.add_item(epub.EpubNcx())
-    b.add_item(epub.EpubNav())
-    epub.write_epub(str(path), b)
 
 
 @pytest.fixture

@@ -167,6 +167,18 @@ def test_choosing_a_file_lists_its_chapters_and_an_unticked_one_is_left_out(serv
     assert job["progress"]["sentences_total"] == 5  # Dawn, The sun rose. | Dusk, The sun set. Birds slept.
 
 
+def test_an_epubs_own_title_author_and_series_fill_the_new_page(served, page, tmp_path):
+    from helpers.books import write_epub
+
+    book = tmp_path / "odyssey.epub"
+    write_epub(book)
+    page.goto(served.url + "/new")
+    page.set_input_files("#file", str(book))
+    page.locator("input[name=chapters]").nth(1).wait_for()
+    assert page.input_value("#title") == "The Odyssey" and page.input_value("#author") == "Homer"
+    assert page.input_value("#series") == "Greek Classics #2"
+
+
 def test_the_queue_page_moves_a_queued_job_up_and_cancels_a_running_one(served, page, voice_wav):
     running = submit_text(served, LONG, voice_wav)
     waiting = submit_text(served, "A short one waits its turn.", voice_wav)
