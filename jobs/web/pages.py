@@ -7,7 +7,7 @@ each works without script and a reload never repeats it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request
@@ -121,24 +121,10 @@ async def _fields(request: Request) -> dict[str, str]:
     return {k: v for k, v in got.items() if isinstance(v, str)}
 
 
-@router.post("/jobs/{job_id}/cancel")
-async def cancel(request: Request, job_id: str) -> RedirectResponse:
-    return await run_in_threadpool(_act, request, job_id, await _fields(request), "cancel")
-
-
-@router.post("/jobs/{job_id}/resume")
-async def resume(request: Request, job_id: str) -> RedirectResponse:
-    return await run_in_threadpool(_act, request, job_id, await _fields(request), "resume")
-
-
-@router.post("/jobs/{job_id}/priority")
-async def priority(request: Request, job_id: str) -> RedirectResponse:
-    return await run_in_threadpool(_act, request, job_id, await _fields(request), "priority")
-
-
-@router.post("/jobs/{job_id}/delete")
-async def delete(request: Request, job_id: str) -> RedirectResponse:
-    return await run_in_threadpool(_act, request, job_id, await _fields(request), "delete")
+@router.post("/jobs/{job_id}/{action}")
+async def act(request: Request, job_id: str, action: Literal["cancel", "resume", "priority", "delete"]) -> Response:
+    """A job's buttons: cancel, resume, priority (a waiting job) and delete (an ended one, ticked)."""
+    return await run_in_threadpool(_act, request, job_id, await _fields(request), action)
 
 
 @router.get("/books")
