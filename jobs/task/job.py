@@ -131,7 +131,8 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
     todo = [s for s in plan.sentences if s.index not in cached]
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
-                        audio_seconds=sum(cached.values()) / SAMPLE_RATE)  # fmt: skip
+                        audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=_chapter_spans(plan, doc.title),
+                        done_indices=set(cached))  # fmt: skip
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
     voice_cache, encoder_runs, first_audio = "unused", 0, None
@@ -200,6 +201,15 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         segments_encoded_early=book.encoded_early,
         voices=_per_voice(plan, checkpoints) if spec.cast else None,
     )
+
+
+def _chapter_spans(plan: Plan, title: str) -> list[tuple[int, int, str]]:
+    """Each chapter's sentences [first, end) and title; text before the first is the opening."""
+    marks = sorted(plan.chapter_at.items())
+    if not marks or marks[0][0] > 0:
+        marks.insert(0, (0, title or "Opening"))
+    ends = [i for i, _ in marks[1:]] + [len(plan.sentences)]
+    return [(first, end, name) for (first, name), end in zip(marks, ends, strict=True)]
 
 
 def _per_voice(plan: Plan, checkpoints: CheckpointStore) -> dict[str, dict]:
@@ -314,7 +324,7 @@ def _synthesize(
             pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
             checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
                              runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
-            progress.sentence_done(pcm.size / SAMPLE_RATE)
+            progress.sentence_done(pcm.size / SAMPLE_RATE, chunk.index)
             batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index, final=True)  # after: its line counts it done
             if on_saved is not None:
                 on_saved(chunk.index)

@@ -30,9 +30,13 @@ def save_meta(job: Job) -> None:
         log.warning("could not save progress of job %s: %s", job.id, e)
 
 
+Span = tuple[int, int, str]  # a chapter's sentences [first, end) and its title
+
+
 class Progress:
     def __init__(self, job: Job, total: int, done: int = 0, listener: ProgressListener | None = None,
-                 save: Callable[[Job], None] = save_meta, audio_seconds: float = 0.0):  # fmt: skip
+                 save: Callable[[Job], None] = save_meta, audio_seconds: float = 0.0,
+                 chapters: list[Span] | None = None, done_indices: set[int] | None = None):  # fmt: skip
         self.job = job
         self.total = total
         self.done = done
@@ -44,12 +48,16 @@ class Progress:
         self._listener = listener
         self._save = save
         self._saved_at = 0.0
+        self.chapters = chapters or []  # with `done_indices`: each chapter's sentences done, saved too
+        self.done_indices = done_indices if done_indices is not None else set()
 
     def start_synthesis(self) -> None:
         if self._started is None:  # a checkpoint synthesized again while stitching keeps the pace
             self._started = time.monotonic()
 
-    def sentence_done(self, audio_seconds: float) -> None:
+    def sentence_done(self, audio_seconds: float, index: int | None = None) -> None:
+        if index is not None:
+            self.done_indices.add(index)
         self.done += 1
         self.synthesized += 1
         self.audio_seconds += audio_seconds
@@ -86,4 +94,10 @@ class Progress:
             "realtime_factor": factor,
             "eta_seconds": eta,
         }
+        if self.chapters:
+            self.job.meta["progress"]["chapters"] = [
+                {"title": title, "done": sum(1 for i in range(first, end) if i in self.done_indices),
+                 "total": end - first}
+                for first, end, title in self.chapters
+            ]  # fmt: skip
         self._save(self.job)

@@ -17,7 +17,9 @@ class Output(BaseModel):
 
 class Chapter(BaseModel):
     title: str
-    start_s: float
+    start_s: float | None = Field(None, description="where it starts in the book, once finished")
+    sentences_done: int | None = Field(None, description="while it is being read")
+    sentences_total: int | None = None
 
 
 class Progress(BaseModel):

@@ -63,6 +63,9 @@ def narration(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any]
     state = api_state(st["status"])
     result = st.get("result") or {}
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
+    if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done
+        chapters = [{"title": c["title"], "sentences_done": c["done"], "sentences_total": c["total"]}
+                    for c in (st.get("progress") or {}).get("chapters", [])]  # fmt: skip
     files = [
         {"name": f.name, "url": file_url(job_id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
         for f in _files(r, settings, job_id, st)

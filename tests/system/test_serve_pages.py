@@ -97,7 +97,14 @@ def test_a_text_and_a_sample_become_a_book_that_downloads_plays_and_deletes(serv
         except Exception:  # noqa: BLE001 - the page reloads itself when the job ends
             continue
         if not others_saw and 0 < seen[-1] < TOTAL:
-            # mid-job: a reload keeps the row, and another browser sees the same queue
+            # mid-job: each chapter's sentences done, live; a reload keeps the row, another browser sees it
+            running = served.get(f"/v1/narrations/{job_id}").json()
+            if running["status"] == "in_progress":
+                per = running["progress"]["chapters"]
+                assert [(c["title"], c["sentences_total"]) for c in per] == [("Chapter One", 19), ("Chapter Two", 19)]
+                assert sum(c["sentences_done"] for c in per) <= running["progress"]["sentences_done"] + 1
+                listed = page.locator("ol[data-field-chapters] li").all_inner_texts()
+                assert len(listed) == 2 and all(t.endswith(" / 19") for t in listed), listed
             again = page.context.new_page()
             again.goto(served.url + "/queue")
             again.reload()

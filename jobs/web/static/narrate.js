@@ -69,6 +69,17 @@ function follow(main) {
     set("audio", (p.audio_s || 0).toFixed(1));
     set("rtf", p.realtime_factor == null ? "–" : Number(p.realtime_factor).toFixed(2));
     set("eta", p.eta_s == null ? "–" : `${Math.round(p.eta_s)} s`);
+    const list = main.querySelector("ol[data-field-chapters]");
+    if (list && Array.isArray(p.chapters)) {
+      list.replaceChildren(...p.chapters.map((c) => {
+        const item = document.createElement("li");
+        item.textContent = `${c.title} `;
+        const count = document.createElement("small");
+        count.textContent = c.sentences_total == null ? "" : `${c.sentences_done} / ${c.sentences_total}`;
+        item.append(count);
+        return item;
+      }));
+    }
     const bar = main.querySelector("progress[data-field-progress]");
     if (bar && p.sentences_total) {
       bar.max = p.sentences_total;
