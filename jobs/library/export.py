@@ -109,11 +109,12 @@ def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path],
     try:
         tmp.mkdir()
         _write(tmp, info, tracks, beside, cover)
-        placed = _place(tmp, target)
+        placed, made = _place(tmp, target, job_id)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         raise NarrateError(f"cannot export into {library}: {e.strerror or e}") from None
     note = "exported" if placed == target else f"exported as {placed.name} ({target.name} holds another book)"
+    note = note if made else "already exported"
     return Exported(placed, sorted(p.name for p in placed.iterdir()), note)
 
 
@@ -123,9 +124,8 @@ def _existing(target: Path, job_id: str) -> Path | None:
         folder = target if n == 1 else target.with_name(f"{target.name} ({n})")
         if not folder.exists():
             return None
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            if json.loads((folder / "metadata.json").read_text())["narrate"]["job"] == job_id:
-                return folder
+        if _is_of(folder, job_id):
+            return folder
     return None
 
 
@@ -156,20 +156,29 @@ def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], co
             os.fsync(f.fileno())
 
 
-def _place(tmp: Path, target: Path) -> Path:
-    """Rename the finished folder to `target`, or to its first free numbered edition."""
+def _place(tmp: Path, target: Path, job_id: str) -> tuple[Path, bool]:
+    """Rename the finished folder to `target`, or to its first free numbered edition: (the folder,
+    True); or (the folder, False) if an export of the same job placed it meanwhile (`tmp` removed)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     for n in range(1, MAX_EDITIONS + 1):
         folder = target if n == 1 else target.with_name(f"{target.name} ({n})")
-        if folder.exists():
-            continue
-        try:
-            os.rename(tmp, folder)  # fails if another export made it meanwhile (a folder with files)
-        except OSError:
-            continue
-        _sync_dir(folder.parent)
-        return folder
+        if not folder.exists():
+            try:
+                os.rename(tmp, folder)  # fails if another export made it meanwhile (a folder with files)
+                _sync_dir(folder.parent)
+                return folder, True
+            except OSError:
+                pass
+        if _is_of(folder, job_id):  # two exports of one job at once (the worker's and a person's)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return folder, False
     raise OSError(f"{MAX_EDITIONS} editions of {target.name} exist already")
+
+
+def _is_of(folder: Path, job_id: str) -> bool:
+    with contextlib.suppress(OSError, ValueError, AttributeError, KeyError, TypeError):
+        return bool(json.loads((folder / "metadata.json").read_text())["narrate"]["job"] == job_id)
+    return False
 
 
 def _sync_dir(path: Path) -> None:

@@ -50,3 +50,31 @@ def test_a_spec_library_must_be_an_absolute_path_and_the_json_is_unchanged_witho
     assert "library" not in Options.make().to_json()
     made = Options.make(library="/srv/books", library_layout="plex")
     assert Options.from_json(made.to_json()) == made
+
+
+def test_exports_of_one_job_at_once_make_one_folder_and_of_two_books_two(tmp_path):
+    """Eight threads export the same job (the worker's export and a person's, at once): one folder,
+    the others answer "already exported"; another job of the same name gets " (2)"."""
+    import threading
+
+    from narrate.jobs.library.export import export_files
+
+    track = tmp_path / "book.wav"
+    track.write_bytes(b"RIFF" + b"\0" * 64)  # copied, never decoded (wav carries no tags here)
+    library = tmp_path / "library"
+    library.mkdir()
+    notes: list[str] = []
+
+    def one(job_id: str) -> None:
+        notes.append(export_files(library, "flat", info(job_id=job_id), [track], [], None).note)
+
+    threads = [threading.Thread(target=one, args=("narrate-1",)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(notes) == ["already exported"] * 7 + ["exported"], notes
+    assert [p.name for p in library.iterdir()] == ["The Odyssey"]
+    one("narrate-2")
+    assert notes[-1] == "exported as The Odyssey (2) (The Odyssey holds another book)"
+    assert sorted(p.name for p in library.iterdir()) == ["The Odyssey", "The Odyssey (2)"]
