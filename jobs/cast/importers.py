@@ -21,6 +21,7 @@ import json
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import PurePath
 
 from narrate.jobs.cast.declare import Cast
@@ -80,86 +81,87 @@ def _start(line: str, label: str) -> str:
     return f"{line[:cut]}{tag(label)} {line[cut:]}"
 
 
-def _e2a(lines: list[str], cast: Cast, origin: str) -> tuple[list[str], Unknown]:
+@dataclass
+class _Voice:
+    now: str = NARRATOR  # the voice the text is in at this point of the line
+    first: str = NARRATOR  # the voice the paragraph's line started in
+
+
+def _tagged(lines: list[str], origin: str, tags: re.Pattern[str], unclosed: re.Pattern[str], why: str,
+            on_tag: Callable[[re.Match[str], _Voice, int, str], str]) -> list[str]:  # fmt: skip
+    """Lines of a markup whose tags sit inside the text (e2a, abogen): each tag replaced by what
+    `on_tag` says (it moves the voice), the text escaped, a paragraph's first line (or the line
+    after a chapter heading `on_tag` put in) switched to the voice it starts in."""
     out: list[str] = []
-    unknown: Unknown = []
-    voice = NARRATOR
+    voice = _Voice()
     starts = True  # the next line with text starts a paragraph
     for n, line in enumerate(lines, 1):
         if not line.strip():
             out.append(line)
             starts = True
             continue
-        first_voice = voice
+        voice.first = voice.now
         parts: list[str] = []
         pos = 0
-        for m in _E2A_TAG.finditer(line):
+        for m in tags.finditer(line):
             parts.append(escape(line[pos : m.start()]))
             pos = m.end()
-            if m.group("end"):
-                voice = NARRATOR
-            elif m.group("voice") is not None:
-                if not m.group("voice").strip():
-                    raise _bad(origin, n, line, "has an empty [voice:]: name a voice, [voice:NAME]...[/voice]")
-                found = speaker(m.group("voice"), cast)
-                if found is None:
-                    unknown.append(m.group(0))
-                voice = found or NARRATOR
-            else:
-                parts.append(" ")  # [pause], [break]
-                continue
-            parts.append(f" {tag(voice)} ")
+            parts.append(on_tag(m, voice, n, line))
         rest = line[pos:]
-        if _E2A_OPEN.search(rest):
-            raise _bad(origin, n, line, "has a voice tag that does not close: write [voice:NAME]...[/voice]")
-        parts.append(escape(rest))
-        joined = "".join(parts)
-        out.append(_start(joined, first_voice) if starts else joined)
-        starts = False
-    return out, unknown
-
-
-def _abogen(lines: list[str], cast: Cast, origin: str) -> tuple[list[str], Unknown]:
-    out: list[str] = []
-    unknown: Unknown = []
-    voice = NARRATOR
-    starts = True
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            out.append(line)
-            starts = True
-            continue
-        first_voice = voice
-        parts: list[str] = []
-        pos = 0
-        for m in _ABOGEN_TAG.finditer(line):
-            parts.append(escape(line[pos : m.start()]))
-            pos = m.end()
-            key, value = m.group("key"), m.group("value").strip()
-            if key == "VOICE":
-                if not value:
-                    raise _bad(origin, n, line, "has an empty <<VOICE:>>: name a voice, <<VOICE:NAME>>")
-                found = speaker(value, cast)
-                if found is None:
-                    unknown.append(m.group(0))
-                voice = found or NARRATOR
-                parts.append(f" {tag(voice)} ")
-            elif key == "CHAPTER_MARKER":
-                voice = first_voice = NARRATOR
-                parts.append(f"\n\n# {value}\n\n" if _HAS_WORD.search(value) else "\n\n")
-            else:
-                parts.append(" ")  # <<METADATA_...>> and the like: not read
-        rest = line[pos:]
-        if _ABOGEN_OPEN.search(rest):
-            raise _bad(origin, n, line, "has a marker that does not close: write <<VOICE:NAME>>")
+        if unclosed.search(rest):
+            raise _bad(origin, n, line, why)
         parts.append(escape(rest))
         joined = "".join(parts)
         if starts or "\n\n" in joined:
             head, sep, tail = joined.rpartition("\n\n")
-            joined = head + sep + _start(tail, voice) if sep else _start(joined, first_voice)
+            joined = head + sep + _start(tail, voice.now) if sep else _start(joined, voice.first)
         out.append(joined)
         starts = False
-    return out, unknown
+    return out
+
+
+def _speaker_or_narrator(word: str, cast: Cast, unknown: Unknown, shown: str) -> str:
+    found = speaker(word, cast)
+    if found is None:
+        unknown.append(shown)
+    return found or NARRATOR
+
+
+def _e2a(lines: list[str], cast: Cast, origin: str) -> tuple[list[str], Unknown]:
+    unknown: Unknown = []
+
+    def on_tag(m: re.Match[str], voice: _Voice, n: int, line: str) -> str:
+        if m.group("end"):
+            voice.now = NARRATOR
+        elif m.group("voice") is not None:
+            if not m.group("voice").strip():
+                raise _bad(origin, n, line, "has an empty [voice:]: name a voice, [voice:NAME]...[/voice]")
+            voice.now = _speaker_or_narrator(m.group("voice"), cast, unknown, m.group(0))
+        else:
+            return " "  # [pause], [break]
+        return f" {tag(voice.now)} "
+
+    why = "has a voice tag that does not close: write [voice:NAME]...[/voice]"
+    return _tagged(lines, origin, _E2A_TAG, _E2A_OPEN, why, on_tag), unknown
+
+
+def _abogen(lines: list[str], cast: Cast, origin: str) -> tuple[list[str], Unknown]:
+    unknown: Unknown = []
+
+    def on_tag(m: re.Match[str], voice: _Voice, n: int, line: str) -> str:
+        key, value = m.group("key"), m.group("value").strip()
+        if key == "VOICE":
+            if not value:
+                raise _bad(origin, n, line, "has an empty <<VOICE:>>: name a voice, <<VOICE:NAME>>")
+            voice.now = _speaker_or_narrator(value, cast, unknown, m.group(0))
+            return f" {tag(voice.now)} "
+        if key == "CHAPTER_MARKER":
+            voice.now = voice.first = NARRATOR
+            return f"\n\n# {value}\n\n" if _HAS_WORD.search(value) else "\n\n"
+        return " "  # <<METADATA_...>> and the like: not read
+
+    why = "has a marker that does not close: write <<VOICE:NAME>>"
+    return _tagged(lines, origin, _ABOGEN_TAG, _ABOGEN_OPEN, why, on_tag), unknown
 
 
 def _jsonl(lines: list[str], cast: Cast, origin: str) -> tuple[list[str], Unknown]:
