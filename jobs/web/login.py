@@ -18,8 +18,8 @@ SESSION_DAYS = 30
 WRONG_KEY_DELAY_S = 1.0  # a wrong key waits: guessing by hand is slow (the key itself is long and random)
 
 
-def _next(raw: str | None) -> str:
-    """Where to go after signing in: a path of this server only."""
+def local_path(raw: str | None) -> str:
+    """A path of this server only (after signing in, after a form's action); else /queue."""
     raw = (raw or "").strip()
     return raw if raw.startswith("/") and not raw.startswith(("//", "/\\")) else "/queue"
 
@@ -28,15 +28,15 @@ def _next(raw: str | None) -> str:
 def login_page(request: Request) -> Response:
     web = web_of(request)
     if web.settings.api_key is None:
-        return RedirectResponse(_next(request.query_params.get("next")), status_code=303)
-    return render(request, "login.html", {"next": _next(request.query_params.get("next")), "error": None})
+        return RedirectResponse(local_path(request.query_params.get("next")), status_code=303)
+    return render(request, "login.html", {"next": local_path(request.query_params.get("next")), "error": None})
 
 
 @router.post("/login")
 async def login(request: Request) -> Response:
     web = web_of(request)
     form = await request.form()
-    given, goto = form.get("key"), _next(str(form.get("next") or ""))
+    given, goto = form.get("key"), local_path(str(form.get("next") or ""))
     key = web.settings.api_key
     if key is None:
         return RedirectResponse(goto, status_code=303)

@@ -21,6 +21,7 @@ from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
 from narrate.jobs.web import narrations, outputs, submitting, views
 from narrate.jobs.web.errors import ApiError, message_of, status_of
+from narrate.jobs.web.login import local_path
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.templating import render
 from narrate.jobs.web.uploads import Form, read_form
@@ -50,7 +51,7 @@ KEPT_FIELDS = (
 
 def back_to(request: Request, path: str, **said: str) -> RedirectResponse:
     """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing)."""
-    path = path if path.startswith("/") and not path.startswith("//") else "/queue"
+    path = local_path(path)
     query = urlencode({k: v[:300] for k, v in said.items() if v})
     return RedirectResponse(f"{path}?{query}" if query else path, status_code=303)
 
@@ -116,7 +117,8 @@ def _do(web: Web, job_id: str, form: dict[str, str], action: str) -> str:
     return f"deleted {job_id} and {len(removed['files'])} files"
 
 
-async def _fields(request: Request) -> dict[str, str]:
+async def form_fields(request: Request) -> dict[str, str]:
+    """A small urlencoded form's text fields (the pages' buttons)."""
     got = await request.form()
     return {k: v for k, v in got.items() if isinstance(v, str)}
 
@@ -124,7 +126,7 @@ async def _fields(request: Request) -> dict[str, str]:
 @router.post("/jobs/{job_id}/{action}")
 async def act(request: Request, job_id: str, action: Literal["cancel", "resume", "priority", "delete"]) -> Response:
     """A job's buttons: cancel, resume, priority (a waiting job) and delete (an ended one, ticked)."""
-    return await run_in_threadpool(_act, request, job_id, await _fields(request), action)
+    return await run_in_threadpool(_act, request, job_id, await form_fields(request), action)
 
 
 @router.get("/books")

@@ -16,7 +16,7 @@ from narrate.jobs.server.records import find
 from narrate.jobs.voices import clips
 from narrate.jobs.voices.names import check_name
 from narrate.jobs.web.errors import ApiError, message_of
-from narrate.jobs.web.pages import PANGRAM, back_to
+from narrate.jobs.web.pages import PANGRAM, back_to, form_fields
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.templating import render
 from narrate.jobs.web.uploads import read_form
@@ -52,15 +52,10 @@ async def add(request: Request) -> RedirectResponse:
     return back_to(request, "/voices", said=f"saved voice {record.name}")
 
 
-async def _fields(request: Request) -> dict[str, str]:
-    got = await request.form()
-    return {k: v for k, v in got.items() if isinstance(v, str)}
-
-
 @router.post("/voices/design")
 async def design(request: Request) -> RedirectResponse:
     web = web_of(request)
-    form = await _fields(request)
+    form = await form_fields(request)
     try:
         count = int(form.get("candidates") or 3)
         draft, _job = await run_in_threadpool(voices_api.design, web.settings, web.redis, form.get("name", ""),
@@ -108,7 +103,7 @@ def design_clip(request: Request, name: str, number: int) -> Response:
 @router.post("/voices/designs/{name}/keep")
 async def keep(request: Request, name: str) -> RedirectResponse:
     web = web_of(request)
-    form = await _fields(request)
+    form = await form_fields(request)
     try:
         record = await run_in_threadpool(voices_api.keep, web.settings, web.redis, name, int(form.get("number", "0")))
     except ValueError:
@@ -121,7 +116,7 @@ async def keep(request: Request, name: str) -> RedirectResponse:
 @router.post("/voices/{name}/rename")
 async def rename(request: Request, name: str) -> RedirectResponse:
     web = web_of(request)
-    form = await _fields(request)
+    form = await form_fields(request)
     try:
         record = await run_in_threadpool(voices_api.rename, web.redis, name, form.get("new_name", ""))
     except NarrateError as e:
@@ -132,7 +127,7 @@ async def rename(request: Request, name: str) -> RedirectResponse:
 @router.post("/voices/{name}/remove")
 async def remove(request: Request, name: str) -> RedirectResponse:
     web = web_of(request)
-    form = await _fields(request)
+    form = await form_fields(request)
     try:
         record, users = await run_in_threadpool(voices_api.remove, web.redis, web.settings, name,
                                                 bool(form.get("force")))  # fmt: skip

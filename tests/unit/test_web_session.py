@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 from narrate.jobs.web.guard import PUBLIC_PATHS, SESSION_COOKIE, Guard, served_hosts, session_token
-from narrate.jobs.web.login import _next
+from narrate.jobs.web.login import local_path
 
 KEY = "k" * 32
 HOST = "127.0.0.1:8000"
@@ -183,7 +183,7 @@ def test_a_valid_cookie_does_not_let_another_site_post():
     ],  # fmt: skip
 )
 def test_after_signing_in_only_a_path_here_is_followed(raw, goes):
-    assert _next(raw) == goes
+    assert local_path(raw) == goes
 
 
 @pytest.mark.parametrize("other", ["a=b c", 'prefs={"x":1}', "flag", "x=\\", "theme=dark"])
