@@ -28,7 +28,7 @@ from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.library import layout as layouts
 from narrate.jobs.library.metadata import BookInfo, abs_json, desc_txt, opf, reader_txt
 from narrate.jobs.outputs.ownership import sha256_file
-from narrate.jobs.outputs.recorded import recorded
+from narrate.jobs.outputs.recorded import AUDIO, recorded
 from narrate.jobs.server import store
 from narrate.jobs.server.records import fetch
 from rq.job import JobStatus
@@ -45,7 +45,6 @@ class Exported:
 
 
 Found = tuple[BookInfo, list[Path], list[Path], bytes | None]  # (info, audio tracks, subtitles, cover)
-AUDIO = (".m4b", ".m4a", ".mp3", ".flac", ".ogg", ".opus", ".wav")
 
 
 def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:

@@ -11,8 +11,10 @@ from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.outputs import ownership
+from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.server.store import PREFIX
 
+AUDIO = frozenset(FORMATS)  # the audio files a job writes (by extension); the rest are subtitles and manifests
 _GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
 
 

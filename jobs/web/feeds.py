@@ -10,15 +10,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
+from narrate.jobs.audio.tagging import read_cover
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.feeds import rss
 from narrate.jobs.feeds import store as feeds
 from narrate.jobs.web import outputs, views
 from narrate.jobs.web.errors import ApiError
+from narrate.jobs.web.outputs import AUDIO
 from narrate.jobs.web.state import Web, web_of
 
 router = APIRouter(include_in_schema=False)  # for podcast apps, not API clients (docs/serve.md describes them)
-AUDIO = tuple(rss.MEDIA)
 Token = Annotated[str | None, Query(description="the feed's token (required once the server has an API key)")]
 
 
@@ -31,17 +32,16 @@ def _feed(web: Web, name: str, token: str | None) -> feeds.Feed:
 def _episode(web: Web, job_id: str) -> tuple[rss.Episode, outputs.OutputFile] | None:
     """A finished narration's episode and its audio file on this host (None: not finished, no audio)."""
     try:
-        job = views.narration(web.redis, web.settings, job_id)
+        job, found = views.narration_and_files(web.redis, web.settings, job_id)
     except JobNotFound:
         return None
     if job["status"] != "completed":
         return None
-    found = views.files_of(web.redis, web.settings, job_id)
-    audio = next((f for f in found if f.name.lower().endswith(AUDIO)), None)
+    audio = next((f for f in found if f.path.suffix.lower() in AUDIO), None)
     if audio is None:
         return None
     listed = next(f for f in job["outputs"] if f["name"] == audio.name)
-    return rss.episode_of(job, listed, outputs.cover(audio.path) is not None), audio
+    return rss.episode_of(job, listed, read_cover(audio.path) is not None), audio
 
 
 def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
@@ -78,7 +78,7 @@ def chapters(request: Request, name: str, job_id: str, token: Token = None) -> d
 def cover(request: Request, name: str, job_id: str, token: Token = None) -> Response:
     """An episode's cover art (the one embedded in its audio)."""
     _, audio = _in_feed(web_of(request), name, token, job_id)
-    found = outputs.cover(audio.path)
+    found = read_cover(audio.path)
     if found is None:
         raise ApiError(404, f"episode {job_id[:80]} has no cover art")
     return Response(found[0], media_type=found[1])

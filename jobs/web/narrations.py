@@ -159,10 +159,10 @@ def delete(request: Request, narration_id: str) -> dict[str, Any]:
 
 def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
     """Remove an ended narration's files (those still as it wrote them), parts and record."""
-    st = views.narration(web.redis, web.settings, narration_id)
+    st, files = views.narration_and_files(web.redis, web.settings, narration_id)
     if st["status"] not in views.TERMINAL:
         raise ApiError(409, f"narration {narration_id} is {st['status']}; cancel it first (POST .../cancel)")
-    removed = [f.name for f in views.files_of(web.redis, web.settings, narration_id)]
+    removed = [f.name for f in files]
     job = fetch(web.redis, narration_id)
     if removed:
         result = job.return_value() or {}

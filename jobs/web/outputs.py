@@ -12,11 +12,9 @@ from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.outputs import ownership
-from narrate.jobs.outputs.recorded import OutputFile, recorded, text
+from narrate.jobs.outputs.recorded import AUDIO, OutputFile, recorded, text
 
-__all__ = ["AUDIO", "OutputFile", "cover", "duration_s", "recorded", "remove", "text"]
-
-AUDIO = frozenset({".mp3", ".m4b", ".m4a", ".flac", ".ogg", ".opus", ".wav", ".aac"})
+__all__ = ["AUDIO", "OutputFile", "duration_s", "recorded", "remove", "text"]
 
 
 def duration_s(path: Path) -> float | None:
@@ -30,13 +28,6 @@ def duration_s(path: Path) -> float | None:
         return round(float(info.info.length), 3) if info is not None else None
     except Exception:  # noqa: BLE001 - a file mutagen cannot read has no duration to show
         return None
-
-
-def cover(path: Path) -> tuple[bytes, str] | None:
-    """The cover art embedded in an audio file and its media type, or None (jobs/audio/tagging.py)."""
-    from narrate.jobs.audio.tagging import read_cover
-
-    return read_cover(path)
 
 
 def remove(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> list[str]:

@@ -7,6 +7,7 @@ each works without script and a reload never repeats it."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -14,21 +15,22 @@ from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api import voices as voices_api
+from narrate.jobs.audio.tagging import read_cover
 from narrate.jobs.documents.readers import ReadOptions, read_any
 from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
-from narrate.jobs.web import narrations, outputs, submitting, views
+from narrate.jobs.web import narrations, submitting, views
 from narrate.jobs.web.errors import ApiError, message_of, status_of
 from narrate.jobs.web.login import local_path
+from narrate.jobs.web.outputs import AUDIO, OutputFile
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.templating import render
 from narrate.jobs.web.uploads import Form, read_form
 from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(include_in_schema=False)
-AUDIO = (".mp3", ".m4b", ".m4a", ".flac", ".ogg", ".opus", ".wav")
 PANGRAM = "The quick brown fox jumps over the lazy dog, and the narrator reads on."
 FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
 KEPT_FIELDS = (
@@ -79,7 +81,7 @@ def queue_rows(request: Request) -> Response:
 
 
 def _audio(job: dict[str, Any]) -> dict[str, Any] | None:
-    return next((f for f in job["outputs"] if f["name"].lower().endswith(AUDIO)), None)
+    return next((f for f in job["outputs"] if PurePosixPath(f["name"]).suffix.lower() in AUDIO), None)
 
 
 @router.get("/jobs/{job_id}")
@@ -135,25 +137,25 @@ def books_page(request: Request) -> Response:
     books = []
     for row in views.listed(web.redis, web.settings, "completed"):
         try:
-            job = views.narration(web.redis, web.settings, row["id"])
+            job, files = views.narration_and_files(web.redis, web.settings, row["id"])
         except JobNotFound:
             continue  # deleted meanwhile
-        audio = _audio(job)
-        books.append({"job": job, "audio": audio, "cover": bool(audio and _cover(web, job))})
+        books.append({"job": job, "audio": _audio(job), "cover": _cover(job, files) is not None})
     return render(request, "books.html", {"books": books, **_flash(request)})
 
 
-def _cover(web: Web, job: dict[str, Any]) -> tuple[bytes, str] | None:
+def _cover(job: dict[str, Any], files: list[OutputFile]) -> tuple[bytes, str] | None:
+    """The cover art embedded in the narration's audio file."""
     audio = _audio(job)
-    found = [f for f in views.files_of(web.redis, web.settings, job["id"]) if audio and f.name == audio["name"]]
-    return outputs.cover(found[0].path) if found else None
+    found = [f for f in files if audio and f.name == audio["name"]]
+    return read_cover(found[0].path) if found else None
 
 
 @router.get("/jobs/{job_id}/cover")
 def cover(request: Request, job_id: str) -> Response:
     """The cover art embedded in a finished book's audio file (404 if it has none)."""
     web = web_of(request)
-    found = _cover(web, views.narration(web.redis, web.settings, job_id))
+    found = _cover(*views.narration_and_files(web.redis, web.settings, job_id))
     if found is None:
         raise ApiError(404, f"narration {job_id[:80]} has no cover art")
     return Response(found[0], media_type=found[1], headers={"Cache-Control": "private, max-age=3600"})

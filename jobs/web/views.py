@@ -14,6 +14,7 @@ from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import outputs
+from narrate.jobs.web.outputs import OutputFile
 from rq.job import Job
 
 STATES = {
@@ -58,7 +59,13 @@ def _progress(p: dict[str, Any], chapters: list[dict[str, Any]]) -> dict[str, An
 
 def narration(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any]:
     """One job, as `GET /v1/narrations/{id}` shows it."""
+    return narration_and_files(r, settings, job_id)[0]
+
+
+def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tuple[dict[str, Any], list[OutputFile]]:
+    """`narration` and the files it lists (their paths on this host), read once."""
     st = job_status(r, check_id(job_id))
+    found = _files(r, settings, job_id, st)
     created = r.hget(Job.key_for(job_id), "created_at")
     state = api_state(st["status"])
     result = st.get("result") or {}
@@ -68,9 +75,9 @@ def narration(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any]
                     for c in (st.get("progress") or {}).get("chapters", [])]  # fmt: skip
     files = [
         {"name": f.name, "url": file_url(job_id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
-        for f in _files(r, settings, job_id, st)
+        for f in found
     ]
-    return {
+    view = {
         "id": st["id"],
         "object": "narration",
         "status": state,
@@ -89,14 +96,15 @@ def narration(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any]
         "error": st.get("error") if state == "failed" else None,
         "stopping": bool(st.get("cancel_requested")),
     }
+    return view, found
 
 
-def files_of(r: redis.Redis, settings: Settings, job_id: str) -> list[outputs.OutputFile]:
+def files_of(r: redis.Redis, settings: Settings, job_id: str) -> list[OutputFile]:
     """The files a finished narration wrote that this host can serve (none before it finished)."""
     return _files(r, settings, job_id, job_status(r, check_id(job_id)))
 
 
-def _files(r: redis.Redis, settings: Settings, job_id: str, st: dict[str, Any]) -> list[outputs.OutputFile]:
+def _files(r: redis.Redis, settings: Settings, job_id: str, st: dict[str, Any]) -> list[OutputFile]:
     rel = (st.get("result") or {}).get("output_relative")
     if st["status"] != "finished" or not rel:
         return []
