@@ -30,13 +30,18 @@ def check_chapters(spec: str | None) -> tuple[int, ...]:
     return tuple(sorted(numbers))
 
 
-def chapter_spans(doc: Document) -> list[tuple[int, int, str]]:
-    """Each chapter as (first paragraph, end paragraph, title), the opening included (as summarize)."""
-    marks = list(doc.chapters)
+def spans(marks: list[tuple[int, str]], end: int, title: str) -> list[tuple[int, int, str]]:
+    """Each chapter as (first, end, title) from its marks (first index, title) in order, up to `end`
+    (paragraphs or sentences); what comes before the first mark is the opening, named `title`."""
     if not marks or marks[0][0] > 0:
-        marks.insert(0, (0, doc.title or "Opening"))
-    ends = [i for i, _ in marks[1:]] + [len(doc.paragraphs)]
-    return [(first, end, title) for (first, title), end in zip(marks, ends, strict=True)]
+        marks = [(0, title or "Opening"), *marks]
+    ends = [i for i, _ in marks[1:]] + [end]
+    return [(first, last, name) for (first, name), last in zip(marks, ends, strict=True)]
+
+
+def chapter_spans(doc: Document) -> list[tuple[int, int, str]]:
+    """Each chapter as (first paragraph, end paragraph, title), the opening included."""
+    return spans(list(doc.chapters), len(doc.paragraphs), doc.title)
 
 
 def keep_chapters(doc: Document, numbers: tuple[int, ...], origin: str) -> Document:

@@ -28,6 +28,7 @@ from narrate.jobs.book.plan import Plan, make_plan
 from narrate.jobs.book.result import JobResult, Timings
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Engine, Sentence, VoiceEmbedding
+from narrate.jobs.documents.selection import spans
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.fanout import partaudio
@@ -130,8 +131,9 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
     cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
     todo = [s for s in plan.sentences if s.index not in cached]
+    chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
-                        audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=_chapter_spans(plan, doc.title),
+                        audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=chapters,
                         done_indices=set(cached))  # fmt: skip
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
@@ -201,15 +203,6 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         segments_encoded_early=book.encoded_early,
         voices=_per_voice(plan, checkpoints) if spec.cast else None,
     )
-
-
-def _chapter_spans(plan: Plan, title: str) -> list[tuple[int, int, str]]:
-    """Each chapter's sentences [first, end) and title; text before the first is the opening."""
-    marks = sorted(plan.chapter_at.items())
-    if not marks or marks[0][0] > 0:
-        marks.insert(0, (0, title or "Opening"))
-    ends = [i for i, _ in marks[1:]] + [len(plan.sentences)]
-    return [(first, end, name) for (first, name), end in zip(marks, ends, strict=True)]
 
 
 def _per_voice(plan: Plan, checkpoints: CheckpointStore) -> dict[str, dict]:

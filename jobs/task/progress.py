@@ -5,6 +5,7 @@ and ``eta_seconds`` (the sentences left at the pace of those synthesized so far)
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from collections.abc import Callable
@@ -50,14 +51,19 @@ class Progress:
         self._saved_at = 0.0
         self.chapters = chapters or []  # with `done_indices`: each chapter's sentences done, saved too
         self.done_indices = done_indices if done_indices is not None else set()
+        self._firsts = [first for first, _, _ in self.chapters]
+        self.chapter_done = [sum(1 for i in self.done_indices if first <= i < end) for first, end, _ in self.chapters]
 
     def start_synthesis(self) -> None:
         if self._started is None:  # a checkpoint synthesized again while stitching keeps the pace
             self._started = time.monotonic()
 
     def sentence_done(self, audio_seconds: float, index: int | None = None) -> None:
-        if index is not None:
+        if index is not None and index not in self.done_indices:  # counted once (a vanished checkpoint redone)
             self.done_indices.add(index)
+            k = bisect.bisect_right(self._firsts, index) - 1
+            if k >= 0:
+                self.chapter_done[k] += 1
         self.done += 1
         self.synthesized += 1
         self.audio_seconds += audio_seconds
@@ -96,8 +102,7 @@ class Progress:
         }
         if self.chapters:
             self.job.meta["progress"]["chapters"] = [
-                {"title": title, "done": sum(1 for i in range(first, end) if i in self.done_indices),
-                 "total": end - first}
-                for first, end, title in self.chapters
-            ]  # fmt: skip
+                {"title": title, "done": done, "total": end - first}
+                for (first, end, title), done in zip(self.chapters, self.chapter_done, strict=True)
+            ]
         self._save(self.job)

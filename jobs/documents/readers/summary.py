@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 from narrate.jobs.documents.budgets import speaking_seconds
 from narrate.jobs.documents.documents import Document
+from narrate.jobs.documents.selection import chapter_spans
 
 FIRST_WORDS = 12
 
@@ -26,12 +27,8 @@ class ChapterSummary:
 def summarize(doc: Document, pause_s: float = 0.0) -> list[ChapterSummary]:
     """One entry per chapter; text before the first chapter (or a book without chapters) is an
     opening named after the book, as in the output's chapter marks. `pause_s`: added per sentence."""
-    marks = list(doc.chapters)
-    if not marks or marks[0][0] > 0:
-        marks.insert(0, (0, doc.title or "Opening"))
-    starts = [i for i, _ in marks] + [len(doc.paragraphs)]
     out = []
-    for (first, title), end in zip(marks, starts[1:], strict=True):
+    for first, end, title in chapter_spans(doc):
         sentences = [s for p in doc.paragraphs[first:end] for s in p]
         seconds = sum(speaking_seconds(s) + pause_s for s in sentences)
         words = " ".join(sentences[:3]).split()
