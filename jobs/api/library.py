@@ -8,7 +8,7 @@ from pathlib import Path
 import redis
 from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.library.deliver import Abs, deliver
-from narrate.jobs.library.export import Exported, book_info
+from narrate.jobs.library.export import Exported, book_info, check_library
 from narrate.jobs.library.layout import check_layout
 from narrate.jobs.settings import Settings
 
@@ -21,9 +21,5 @@ def export_book(r: redis.Redis, settings: Settings, job_id: str, library: Path |
     url = abs_url or settings.abs_url
     server = Abs(check_url(url), settings.abs_token, settings.abs_library) if url else None
     check_layout(layout)
-    if root is not None and not Path(root).expanduser().is_dir():
-        from narrate.jobs.errors import BadInput
-
-        raise BadInput(f"library {root} is not a folder; create it, or name the library's folder")
-    root_path = Path(root).expanduser() if root is not None else None
-    return deliver(book_info(r, settings.output_dir, job_id), root_path, layout, server, settings.home)
+    folder = check_library(root) if root is not None else None  # before the job is read: the cheap check first
+    return deliver(book_info(r, settings.output_dir, job_id), folder, layout, server, settings.home)

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.errors import BadInput, NarrateError
-from narrate.jobs.server.store import PREFIX
+from narrate.jobs.server.store import PREFIX, text
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_ITEMS = 500  # the newest; older narrations leave the feed (their files stay)
@@ -47,17 +47,13 @@ class Feed:
     token: str
 
 
-def _text(value: bytes | str | None) -> str:
-    return value.decode() if isinstance(value, bytes) else (value or "")
-
-
 def get(r: redis.Redis, name: str) -> Feed:
     got = r.hgetall(_key(check_feed_name(name)))
     if not got:
         raise FeedNotFound(
             f"no feed named {name[:64]!r} (`narrate feed list` shows them; `submit --feed NAME` makes one)"
         )
-    row = {_text(k): _text(v) for k, v in got.items()}
+    row = {text(k): text(v) for k, v in got.items()}
     return Feed(row["name"], row.get("title") or row["name"], row.get("created_at", ""), row["token"])
 
 
@@ -78,7 +74,7 @@ def add(r: redis.Redis, name: str, job_ids: list[str], title: str | None = None)
 
 def items(r: redis.Redis, name: str) -> list[str]:
     """The feed's narrations, newest first."""
-    return [_text(v) for v in r.zrevrange(_items(check_feed_name(name)), 0, -1) if isinstance(v, bytes | str)]
+    return [text(v) for v in r.zrevrange(_items(check_feed_name(name)), 0, -1) if isinstance(v, bytes | str)]
 
 
 def forget(r: redis.Redis, job_id: str) -> None:
@@ -89,7 +85,7 @@ def forget(r: redis.Redis, job_id: str) -> None:
 
 def all_feeds(r: redis.Redis) -> list[tuple[Feed, int]]:
     out = []
-    for key in sorted(_text(k) for k in r.scan_iter(match=f"{PREFIX}feed:*", count=200)):
+    for key in sorted(text(k) for k in r.scan_iter(match=f"{PREFIX}feed:*", count=200)):
         feed = get(r, key.removeprefix(f"{PREFIX}feed:"))
         out.append((feed, int(r.zcard(_items(feed.name)))))
     return out

@@ -33,9 +33,8 @@ def deliver(found: Found, library: Path | None, layout: str,
         if abs_server is None:
             return done, None
         try:
-            told = audiobookshelf.push(
-                abs_server.url, abs_server.token, abs_server.library, found[0], done.folder, True
-            )
+            told = audiobookshelf.push(abs_server.url, abs_server.token, abs_server.library, found[0], done.folder,
+                                       in_library=True)  # fmt: skip
         except audiobookshelf.AbsError as e:
             raise audiobookshelf.AbsError(f"{done.note} to {done.folder}, but {e}") from None
         return done, told
@@ -45,7 +44,8 @@ def deliver(found: Found, library: Path | None, layout: str,
     tmp = Path(tempfile.mkdtemp(prefix="up-", dir=staging))
     try:
         done = export_files(tmp, "flat", *found)
-        told = audiobookshelf.push(abs_server.url, abs_server.token, abs_server.library, found[0], done.folder, False)
+        told = audiobookshelf.push(abs_server.url, abs_server.token, abs_server.library, found[0], done.folder,
+                                   in_library=False)  # fmt: skip
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return None, told

@@ -92,12 +92,18 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
     return info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None)
 
 
+def check_library(library: Path | str) -> Path:
+    """The library's folder (raises BadInput unless it is one)."""
+    folder = Path(library).expanduser()
+    if not folder.is_dir():
+        raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
+    return folder
+
+
 def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path], beside: list[Path],
                  cover: bytes | None) -> Exported:  # fmt: skip
     """The folder of `info`, with `tracks`, `beside` and `cover`, placed in `library`."""
-    library = Path(library).expanduser()
-    if not library.is_dir():
-        raise BadInput(f"library {library} is not a folder; create it, or name the library's folder")
+    library = check_library(library)
     _sweep(library)
     job_id = info.job_id
     target = library / layouts.folder(info, layout)

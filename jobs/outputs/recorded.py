@@ -12,15 +12,10 @@ from pathlib import Path, PurePosixPath
 import redis
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import FORMATS
-from narrate.jobs.server.store import PREFIX
+from narrate.jobs.server.store import PREFIX, text
 
 AUDIO = frozenset(FORMATS)  # the audio files a job writes (by extension); the rest are subtitles and manifests
 _GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
-
-
-def text(value: bytes | str) -> str:
-    """A Redis reply as text (narrate's clients return bytes)."""
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -40,7 +35,7 @@ def recorded(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> l
     stem = rel.with_suffix("").as_posix()
     found = []
     for raw in r.scan_iter(match=ownership.key(stem).translate(_GLOB) + "*", count=1000):
-        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        key = text(raw)
         who, sha = r.hmget(key, ["job", "sha256"])
         if who is None or text(who) != job_id:
             continue

@@ -10,14 +10,11 @@ from narrate.jobs.errors import BadInput, JobNotFound
 from narrate.jobs.queue.queues import check_priority, priority_of, queue_for, queue_names
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import queue
+from narrate.jobs.server.store import text
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 
 QUEUES_KEY = "rq:queues"
-
-
-def _text(value: bytes | str | None) -> str | None:
-    return value.decode() if isinstance(value, bytes) else value
 
 
 def set_priority(r: redis.Redis, base: str, job_id: str, priority: str) -> str:
@@ -29,7 +26,7 @@ def set_priority(r: redis.Redis, base: str, job_id: str, priority: str) -> str:
         for _ in range(20):
             try:
                 p.watch(key)
-                status, origin = (_text(v) for v in p.hmget(key, ["status", "origin"]))
+                status, origin = (text(v) if v is not None else None for v in p.hmget(key, ["status", "origin"]))
                 if status is None or origin is None:
                     raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)")
                 if origin not in queue_names(base):

@@ -17,6 +17,11 @@ from narrate.jobs.documents.documents import Document
 PREFIX = "narrate:"
 
 
+def text(value: bytes | str) -> str:
+    """A Redis reply as text (narrate's clients return bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def document_key(doc_id: str) -> str:
     return f"{PREFIX}doc:{doc_id}"
 

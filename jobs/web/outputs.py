@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.outputs import ownership
-from narrate.jobs.outputs.recorded import AUDIO, OutputFile, recorded, text
+from narrate.jobs.outputs.recorded import AUDIO, OutputFile, recorded
+from narrate.jobs.server.store import text
 
 __all__ = ["AUDIO", "OutputFile", "duration_s", "recorded", "remove", "text"]
 
