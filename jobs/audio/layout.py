@@ -24,10 +24,12 @@ class Piece:
     track: tuple[int, int] | None = None
 
 
-def safe_title(title: str) -> str:
+def safe_title(title: str, limit: int = MAX_TITLE_CHARS, fallback: str = "Untitled") -> str:
+    """A file or folder name from a title: no separators, reserved or control characters, no
+    leading or trailing dot or space, at most `limit` characters."""
     clean = "".join(" " if unicodedata.category(c).startswith("C") else c for c in title)
     clean = " ".join(_UNSAFE.sub(" ", clean).split()).strip(". ")
-    return clean[:MAX_TITLE_CHARS].rstrip(". ") or "Untitled"
+    return clean[:limit].rstrip(". ") or fallback
 
 
 def _inside(spans: list[tuple[int, int, str]], start: int, end: int) -> list[tuple[int, int, str]]:

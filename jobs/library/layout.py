@@ -4,22 +4,19 @@ part is made safe as a folder name on macOS, Linux and Windows shares."""
 
 from __future__ import annotations
 
-import re
 from pathlib import PurePath
 
+from narrate.jobs.audio.layout import safe_title
 from narrate.jobs.errors import BadInput
 from narrate.jobs.library.metadata import BookInfo
 
 LAYOUTS = ("abs", "plex", "flat")
-_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
 MAX_PART = 120
 
 
 def safe_part(text: str, fallback: str) -> str:
-    """A folder name: no separators, reserved or control characters, no leading dot, trimmed."""
-    part = _UNSAFE.sub(" ", text)
-    part = re.sub(r"\s+", " ", part).strip(" .")[:MAX_PART].strip(" .")
-    return part or fallback
+    """A folder name (jobs/audio/layout.py `safe_title`, longer)."""
+    return safe_title(text, MAX_PART, fallback)
 
 
 def check_layout(layout: str) -> str:
