@@ -107,6 +107,7 @@ def test_dashboard_buttons_work_and_job_descriptions_cannot_run_script(jobs, hom
         page.locator("#delete-job-btn").click()
         page.locator("#confirmation-modal-yes").click()
         wait_until(lambda: c not in state(r)["jobs"], 15, "the delete", poll=0.1)
+        page.wait_for_url(f"{base}/")  # its script then opens the queues page (/): let that load finish
 
         # Requeue all failed jobs.
         page.goto(f"{base}/0/view/jobs/narrate/failed/8/asc/1")
