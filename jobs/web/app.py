@@ -1,16 +1,14 @@
 """The ASGI app of `narrate serve` (FastAPI): the `/v1` routes, the OpenAPI document at
-/openapi.json and its page at /docs, the pages for people (jobs/web/pages.py, voice_pages.py,
-login.py; their templates and static files), every route behind the guard (jobs/web/guard.py),
-and a lifespan that sends due callbacks (jobs/web/callbacks.py) and clears uploads a killed
-server left."""
+/openapi.json and its page at /docs (Swagger UI, vendored in static/swagger/), the pages for people
+(jobs/web/pages.py, voice_pages.py, login.py; their templates and static files), every route behind
+the guard (jobs/web/guard.py), and a lifespan that sends due callbacks (jobs/web/callbacks.py) and
+clears uploads a killed server left."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
-import re
+import html
 import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,8 +24,6 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
 VERSION = "1"
-_INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
-DOCS_ASSETS = "https://cdn.jsdelivr.net"  # where FastAPI's /docs page loads Swagger UI from
 
 
 def check_exposure(bind: str, api_key: str | None) -> None:
@@ -43,22 +39,18 @@ def check_exposure(bind: str, api_key: str | None) -> None:
         )
 
 
-def _docs_page() -> tuple[str, bytes]:
-    """The /docs page and a Content Security Policy that lets it run (its one inline script by hash,
-    Swagger UI from FastAPI's CDN, requests to this server only)."""
-    from fastapi.openapi.docs import get_swagger_ui_html
-
-    html = bytes(get_swagger_ui_html(openapi_url="/openapi.json", title="narrate API").body).decode()
-    hashes = " ".join(
-        "'sha256-" + base64.b64encode(hashlib.sha256(s.encode()).digest()).decode() + "'"
-        for s in _INLINE_SCRIPT.findall(html)
+def docs_page(openapi_url: str) -> str:
+    """The /docs page: Swagger UI, vendored (static/swagger/, see its README.txt), started by
+    static/docs.js on the OpenAPI document at `openapi_url`; nothing inline, nothing from elsewhere,
+    so it runs under the pages' Content Security Policy."""
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<title>narrate API</title>\n'
+        '<link rel="icon" href="data:,">\n<link rel="stylesheet" href="/static/swagger/swagger-ui.css">\n'
+        '<script src="/static/swagger/swagger-ui-bundle.js" defer></script>\n'
+        '<script src="/static/docs.js" defer></script>\n</head>\n<body>\n'
+        f'<div id="swagger-ui" data-openapi="{html.escape(openapi_url)}"></div>\n</body>\n</html>\n'
     )
-    policy = (
-        f"default-src 'none'; script-src {DOCS_ASSETS} {hashes}; style-src {DOCS_ASSETS}; "
-        f"img-src 'self' data: https://fastapi.tiangolo.com; connect-src 'self'; frame-ancestors 'none'; "
-        "base-uri 'none'; form-action 'none'"
-    )
-    return html, policy.encode()
 
 
 def make_app(web: Web, bind: str, port: int) -> Guard:
@@ -66,7 +58,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
     from narrate.jobs.web import feeds, login, narrations, pages, speech, voice_pages, voices
-    from narrate.jobs.web.templating import STATIC
+    from narrate.jobs.web.templating import PAGE_POLICY, STATIC
     from starlette.staticfiles import StaticFiles
 
     @contextlib.asynccontextmanager
@@ -97,14 +89,15 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    html, docs_policy = _docs_page()
+    page = docs_page(app.openapi_url or "/openapi.json")
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        return HTMLResponse(html)
+        return HTMLResponse(page)
 
     hosts = served_hosts(bind, port, web.settings.serve_hosts)
-    return Guard(app, hosts, web.settings.api_key, web.settings.serve_stall_s, MULTIPART_CAP, {"/docs": docs_policy})
+    return Guard(app, hosts, web.settings.api_key, web.settings.serve_stall_s, MULTIPART_CAP,
+                 {"/docs": PAGE_POLICY.encode()})  # fmt: skip
 
 
 def serve(app: Guard, bind: str, port: int) -> None:

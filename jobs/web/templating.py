@@ -1,6 +1,7 @@
 """The pages' HTML: Jinja2 templates (jobs/web/templates/, autoescaped), the static files they load
-(jobs/web/static/: htmx, vendored; the pages' own script and style sheet; no CDN), and the Content
-Security Policy every page is sent with (scripts and styles from this server only, nothing inline)."""
+(jobs/web/static/: htmx, vendored; the pages' own script and style sheet; Swagger UI for /docs,
+vendored in static/swagger/; no CDN), and the Content Security Policy every page, /docs too, is
+sent with (scripts and styles from this server only, nothing inline)."""
 
 from __future__ import annotations
 
