@@ -202,7 +202,14 @@ class Settings:
         doc="A book (or part) that has run this many seconds on a worker yields it to clip jobs waiting on the "
         "high-priority queue (`POST /v1/audio/speech`, voice previews) that no idle worker took: it ends after its "
         "batch in flight, goes back to the front of its queue and continues from its checkpoints once they are "
-        "spoken. `0`: never.",
+        "spoken. `0`: never. A clip for the model the book has loaded does not wait for this: it joins the "
+        "book's batches (see `NARRATE_CLIP_RIDE`).",
+    )  # fmt: skip
+    clip_ride: int = setting(
+        "NARRATE_CLIP_RIDE", 1, reads=WORKER, parse=_int(0, 1),
+        doc="`1`: a clip job (`POST /v1/audio/speech`, a voice preview) for the model a running book has loaded joins "
+        "the book's batches at the next free slot, ahead of the book's next sentences, and the book goes on. `0`: it "
+        "never does (the book yields instead, after `NARRATE_CLIP_YIELD_S`).",
     )  # fmt: skip
     api_key: str | None = setting(
         "NARRATE_API_KEY", None, reads=CLIENT, shown="unset",

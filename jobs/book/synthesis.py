@@ -55,6 +55,7 @@ class Engine(Protocol):
     model_key: str  # identity of the weights (content hash): keys checkpoints and embeddings
     source: str  # what was loaded: a hub id or a local path
     quant: str  # bf16 | 4bit | 6bit | 8bit
+    rides: bool  # its synthesis takes riders (other jobs' sentences) into its batches
 
     def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
         """The voice ready to inject (`r`: the Redis client that holds voice samples): a clone's
@@ -64,12 +65,37 @@ class Engine(Protocol):
 
     def synthesize(
         self, sentences: Sequence[Sentence], voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
-        on_batch: OnBatch | None = None,
+        on_batch: OnBatch | None = None, riders: RiderSource | None = None,
     ) -> Iterator[Chunk]:  # fmt: skip
         """Audio for every sentence, in `voice`, or with a cast (a mapping) in the voice of each
         sentence's label (rows of different voices share a batch), streamed in chunks (possibly out
         of reading order); each sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch
         before its first sentence starts (with continuous batching, rows of the batch before may
         still be running); it may raise to stop: no sentence starts after that, the sentences
-        already started finish (their chunks still come), then the exception comes."""
+        already started finish (their chunks still come), then the exception comes. ``riders``
+        (engines whose ``rides`` is True) is asked between steps for other jobs' sentences to
+        take along (see ``Rider``)."""
         ...
+
+
+class Rider(Protocol):
+    """Another job's sentences riding along a running synthesis: a speech request's line (a clip
+    job) joins the batch of a book at the next free slot, ahead of the book's own next sentences,
+    instead of waiting hours behind it. Its audio goes to the rider, never into the book's chunks."""
+
+    sentences: list[Sentence]  # its own, numbered from 0
+
+    def voice(self, engine: Engine) -> VoiceEmbedding:
+        """Its voice ready for `engine` (raises BadInput when the engine cannot speak it)."""
+        ...
+
+    def chunk(self, chunk: Chunk) -> None:
+        """Each audio chunk of its sentences (``index``: its own sentence's), as they come."""
+        ...
+
+    def give_back(self, why: str) -> None:
+        """It cannot ride (on) with this synthesis: its job goes back to its queue, whole."""
+        ...
+
+
+RiderSource = Callable[[], "list[Rider]"]  # the riders that came since it was last asked

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from narrate.jobs.book.synthesis import Engine
 from narrate.jobs.queue.lifecycle import cancel_reason
 from narrate.jobs.settings import Settings
+from narrate.jobs.task.riders import RiderDesk
 from rq.job import Job
 
 ProgressListener = Callable[[int, int, float], None]  # (done, total, audio seconds)
@@ -40,6 +41,7 @@ class JobContext:
     stopped_early: bool = False  # set by the job when it honoured `stop`: the worker requeues it
     cancel: threading.Event = field(default_factory=threading.Event)  # set by the worker (rq's stop-job command)
     canceled: str | None = None  # set by the job when it ended here: "canceled", "deleted" or "taken"
+    riders: RiderDesk = field(default_factory=RiderDesk)  # other jobs' sentences its synthesis takes along
 
     def check_stop(self, done: int, total: int) -> None:
         """Between batches: end the job here if it was canceled or deleted (for good), or if the

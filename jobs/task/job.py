@@ -300,7 +300,8 @@ def _synthesize(
     parts: dict[int, list] = {}
     first_audio = None
     asked = time.monotonic()
-    chunks = engine.synthesize(todo, voice, on_batch)
+    rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.yielding)
+    chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None)
     try:
         for chunk in chunks:
             ctx.beat()
@@ -332,5 +333,6 @@ def _synthesize(
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:
-            close()  # a cancel mid-batch: the engine drops the rows in flight
+            close()  # a cancel mid-batch: the engine drops the rows in flight (its riders go back)
+        ctx.riders.close()
     return first_audio if first_audio is not None else time.monotonic()

@@ -174,7 +174,9 @@ def test_which_jobs_yield_their_worker_to_clip_jobs():
     assert not yielding.yields(Fake(func_name=CLIP_FUNCTION, origin="narrate-high"))
     assert not yielding.yields(Fake(func_name=JOB_FUNCTION, origin="narrate-high"))  # high jobs wait their turn
     queues = [Fake(name="narrate-high"), Fake(name="narrate"), Fake(name="narrate-low")]
-    stop = threading.Event()
-    assert yielding.watch(None, queues, book, stop, 0, "w") is None  # NARRATE_CLIP_YIELD_S=0: never
-    assert yielding.watch(None, queues[1:], book, stop, 10, "w") is None  # `narrate run`: no high queue
-    assert yielding.watch(None, queues, Fake(func_name=CLIP_FUNCTION, origin="narrate-high"), stop, 10, "w") is None
+
+    def ctx(job):
+        return Fake(job=job, stop=threading.Event(), settings=Fake(clip_yield_s=10))
+
+    assert yielding.watch(None, queues[1:], ctx(book), "w") is None  # `narrate run`: no high queue
+    assert yielding.watch(None, queues, ctx(Fake(func_name=CLIP_FUNCTION, origin="narrate-high")), "w") is None

@@ -11,6 +11,12 @@ audio comes out, then the exception goes on. A runaway (budget used without EOS)
 and, once its group has ended, synthesized again with a new seed as a group of its own, up to
 `retries` times.
 
+Riders (jobs.book.synthesis.Rider: a speech request's clip job, taken along by the worker while a
+book runs) board between steps: their sentences take the next free slots ahead of the groups'
+waiting sentences, as rows of negative index whose chunks go to the rider, not out (a rider's
+runaway is not synthesized again: its clip says so). A rider still aboard when the synthesis ends
+early (a cancel, an error) is given back to its queue, whole.
+
 The state lives in `Admission` (one per synthesis); its clock is the decode loop's step counter
 (`DecodeLoop.steps`).
 """
@@ -18,16 +24,19 @@ The state lives in `Admission` (one per synthesis); its clock is the decode loop
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
+from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, Sentence
 from narrate.worker.engine.decode_loop import FIRST_CHUNK, DecodeLoop, Row
 from narrate.worker.engine.voices import RowVoice
 
 SeedFor = Callable[[int, int], int]  # (sentence seed, attempt) -> the seed of that take
 VoiceFor = Callable[[Sentence], RowVoice]  # the voice a sentence is spoken in
+Boarding = Callable[[], list[tuple[Rider, RowVoice]]]  # riders come since last asked, with their voices
+log = logging.getLogger("narrate.worker")
 # Continuous: the first rows of a synthesis run alone until their first audio chunk is out, then
 # the batch fills up; so the first audio comes as fast as from a batch of FIRST_ROWS.
 FIRST_ROWS = 4
@@ -39,6 +48,12 @@ class _Group:
     attempt: int
     left: int = 0  # sentences not yet final
     runaways: list[Sentence] = field(default_factory=list)
+
+
+@dataclass
+class _Riding:
+    rider: Rider
+    off: bool = False  # given back: its later chunks are dropped
 
 
 class Admission:
@@ -59,6 +74,7 @@ class Admission:
         seed_for: SeedFor,
         voice_for: VoiceFor,
         on_batch: OnBatch | None = None,
+        boarding: Boarding | None = None,
     ):
         self.loop = loop
         self.size = size  # the most rows at once
@@ -72,6 +88,10 @@ class Admission:
         self.held: dict[int, list[Chunk]] = {}
         self.stop: Exception | None = None
         self.first_out = False
+        self.boarding = boarding
+        self.riding: dict[int, tuple[_Riding, int]] = {}  # a rider's row index (below 0): its ride, its sentence
+        self.rider_rows: deque[Row] = deque()  # riders' rows waiting for a slot (they go first)
+        self.last_rider_row = 0
 
     def run(self) -> Iterator[Chunk]:
         """Every sentence's chunks; the loop closed at the end; then what `on_batch` raised, if anything."""
@@ -79,6 +99,7 @@ class Admission:
             yield from self._drive()
         finally:
             self.loop.close()
+            self.set_down("the synthesis it rode along ended before it")
         if self.stop is not None:
             raise self.stop
 
@@ -111,8 +132,12 @@ class Admission:
         return (min(self.size, FIRST_ROWS) if warming else self.size) - loop.running
 
     def admit(self) -> None:
-        """Waiting sentences into the free slots, starting the next groups as needed."""
+        """Riders' rows, then waiting sentences, into the free slots, starting the next groups as needed."""
+        self.board()
         free = self.free_slots()
+        if self.rider_rows and free > 0:
+            self.loop.add([self.rider_rows.popleft() for _ in range(min(free, len(self.rider_rows)))])
+            free = self.free_slots()
         while free > 0 and self.stop is None:
             if not self.waiting and not self.start_group():
                 return
@@ -146,12 +171,53 @@ class Admission:
             ]
         )
 
+    def board(self) -> None:
+        """The riders come since the last step, each sentence a row waiting for a slot."""
+        if self.boarding is None:
+            return
+        for rider, voice in self.boarding():
+            ride = _Riding(rider)
+            for s in rider.sentences:
+                self.last_rider_row -= 1  # below 0: never a sentence of the synthesis
+                index = self.last_rider_row
+                self.riding[index] = (ride, s.index)
+                self.rider_rows.append(Row(index, self.seed_for(s.seed, 0), s.budget, voice, s.text, s.language))
+
+    def ride_out(self, c: Chunk) -> None:
+        """A rider's chunk to the rider (its own sentence index)."""
+        ride, own = self.riding[c.index]
+        if c.final:
+            del self.riding[c.index]
+        if ride.off:
+            return
+        try:
+            ride.rider.chunk(dataclasses.replace(c, index=own))
+        except Exception as e:  # noqa: BLE001 - its store failed (Redis away): it goes back, the book goes on
+            ride.off = True
+            log.warning("a rider failed to take its audio: %s", e)
+            ride.rider.give_back(f"its audio could not be stored ({e})")
+
+    def set_down(self, why: str) -> None:
+        """Give back every rider not done yet (the synthesis ended first)."""
+        rides = {id(ride): ride for ride, _ in self.riding.values() if not ride.off}
+        self.riding.clear()
+        self.rider_rows.clear()
+        for ride in rides.values():
+            try:
+                ride.rider.give_back(why)
+            except Exception as e:  # noqa: BLE001 - its claim stays: the host's next worker puts it back
+                log.warning("could not give a rider back: %s", e)
+
     def _out(self, chunks: Iterable[Chunk]) -> Iterator[Chunk]:
         for c in chunks:
             yield from self.emit(c)
 
     def emit(self, c: Chunk) -> Iterator[Chunk]:
-        """A chunk from the loop, out now (last take), or held until its sentence ends without runaway."""
+        """A chunk from the loop, out now (last take), or held until its sentence ends without runaway
+        (a rider's: to its rider)."""
+        if c.index < 0:
+            self.ride_out(c)
+            return
         g = self.owner[c.index]
         chunk = dataclasses.replace(c, takes=g.attempt + 1)
         if g.attempt >= self.retries:
@@ -188,7 +254,8 @@ def run(
     seed_for: SeedFor,
     voice_for: VoiceFor,
     on_batch: OnBatch | None = None,
+    boarding: Boarding | None = None,
 ) -> Iterator[Chunk]:
     """All sentences of `groups` through `loop`, at most `size` rows at a time, each in the voice
-    `voice_for` gives it; chunks out."""
-    yield from Admission(loop, groups, size, retries, seed_for, voice_for, on_batch).run()
+    `voice_for` gives it, with the riders `boarding` brings along; chunks out."""
+    yield from Admission(loop, groups, size, retries, seed_for, voice_for, on_batch, boarding).run()

@@ -16,13 +16,14 @@ Two paths, each sentence with its own seed and frame budget:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import mlx.core as mx
 import numpy as np
-from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, RiderSource, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
@@ -134,6 +135,8 @@ class MlxEngine:
         self.threaded_codec = threaded_codec
         self.last_loop: DecodeLoop | None = None  # the decode loop of the latest synthesis (its step counts)
 
+    rides = True  # a book's batches take other jobs' sentences along (admission.py: riders)
+
     @property
     def model_key(self) -> str:
         return self.loaded.key
@@ -168,24 +171,27 @@ class MlxEngine:
         sentences: Sequence[Sentence],
         voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
         on_batch: OnBatch | None = None,
+        riders: RiderSource | None = None,
     ) -> Iterator[Chunk]:
         """The job path: batched synthesis, every sentence in `voice`, or with a cast (a mapping)
         each in the voice of its label (``Sentence.voice``), rows of different voices in one batch
         (chunks may come out of reading order). `on_batch` is told the sentence indices of each
-        batch before it starts."""
+        batch before it starts; `riders` is asked between steps for other jobs' sentences to take
+        along (admission.py)."""
         size = self.batch_size
         if size is None:
             size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
         if not isinstance(voice, Mapping):
-            return self.batched(sentences, voice.value, size, on_batch)
+            return self.batched(sentences, voice.value, size, on_batch, riders)
         missing = sorted({s.voice for s in sentences} - set(voice))
         if missing:
             raise ValueError(f"the cast has no voice {', '.join(map(repr, missing))}")
-        return self.batched(sentences, {s.index: voice[s.voice].value for s in sentences}, size, on_batch)
+        return self.batched(sentences, {s.index: voice[s.voice].value for s in sentences}, size, on_batch, riders)
 
     def batched(
-        self, sentences: Sequence[Sentence], voice: Voices, size: int, on_batch: OnBatch | None = None
-    ) -> Iterator[Chunk]:
+        self, sentences: Sequence[Sentence], voice: Voices, size: int, on_batch: OnBatch | None = None,
+        riders: RiderSource | None = None,
+    ) -> Iterator[Chunk]:  # fmt: skip
         """Groups of similar length through one decode loop, at most `size` rows at a time
         (continuous: a finished row's slot goes to the next sentence at once; static: each group
         runs to its last row), each row in its sentence's voice; a runaway row (budget used, no
@@ -198,9 +204,24 @@ class MlxEngine:
         loop = DecodeLoop(self.loaded.model, size, self.continuous, self.threaded_codec)
         self.last_loop = loop
         groups = batches(sentences, size)
+        boarding = None if riders is None else functools.partial(self.board, riders)
         yield from admission.run(
-            loop, groups, size, self.runaway_retries, retry_seed, lambda s: each[s.index], on_batch
+            loop, groups, size, self.runaway_retries, retry_seed, lambda s: each[s.index], on_batch, boarding
         )
+
+    def board(self, riders: RiderSource) -> list[tuple[Rider, RowVoice]]:
+        """The riders come since last asked, each with its voice ready; one this model cannot speak
+        (or whose voice cannot be made) is given back: on its own it fails and says why."""
+        aboard = []
+        for rider in riders():
+            try:
+                voice = voices.as_row_voice(rider.voice(self).value)
+                voices.check(self.loaded, voice)
+            except Exception as e:  # noqa: BLE001 - the rider's own failure, never the book's
+                rider.give_back(f"this model cannot take it along ({e})")
+                continue
+            aboard.append((rider, voice))
+        return aboard
 
     def sequential(self, sentences: Sequence[Sentence], voice: RowVoice | mx.array) -> Iterator[Chunk]:
         """Each sentence alone through mlx-audio's generate, in order, streamed, in `voice`."""

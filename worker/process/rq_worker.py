@@ -137,7 +137,7 @@ class NarrateWorker(ClaimingWorker):
         self.context = ctx
         if self.stop_event.is_set():
             ctx.stop.set()
-        clips = yielding.watch(self.connection, self.queues, job, ctx.stop, self.settings.clip_yield_s, self.name)
+        clips = yielding.watch(self.connection, self.queues, ctx, self.name)
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeats, args=(job, stop), daemon=True)
         beat.start()

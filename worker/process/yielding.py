@@ -8,7 +8,15 @@ it sets the job's stop flag: the job ends after its batch in flight exactly as i
 checkpoints kept, the attempt given back) and goes back to the front of its queue; the worker takes
 the clips (high priority first), then the book again, which continues from its checkpoints. The
 flag is the job's own (``JobContext.stop``), so the worker itself does not stop; a stop of the
-worker sets it too."""
+worker sets it too.
+
+First, though, a clip job for the model the book has loaded rides along instead: while the book's
+engine synthesizes (its ``JobContext.riders`` desk is open), the watch takes the clip job out of the
+queue (jobs.queue.riding) and leaves it on the desk; the book's next step puts its line into the
+batch ahead of the book's next sentences (worker.engine.admission), and the clip job is finished
+from there. The book neither stops nor loses its place. A clip for another model, or one that could
+not ride (its voice cannot be made here: it then runs on its own and says why), makes the book
+yield as above. NARRATE_CLIP_RIDE 0 turns the riding off, NARRATE_CLIP_YIELD_S 0 the yield."""
 
 from __future__ import annotations
 
@@ -18,8 +26,14 @@ import time
 from datetime import UTC, datetime, timedelta
 
 from narrate.jobs.api.submit import JOB_FUNCTION
+from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import PART_FUNCTION
+from narrate.jobs.queue import riding
 from narrate.jobs.queue.queues import priority_of
+from narrate.jobs.server.records import find
+from narrate.jobs.task.clip import ClipRider
+from narrate.jobs.task.context import JobContext
+from narrate.jobs.voices.clips import CLIP_FUNCTION, BadClipSpec, ClipSpec
 from redis import Redis, RedisError
 from rq import Queue
 from rq.exceptions import DeserializationError
@@ -54,29 +68,68 @@ def yields(job: Job) -> bool:
 class ClipWatch:
     """The watching thread of one running job (``close`` when the job ends)."""
 
-    def __init__(self, r: Redis, high: Queue, job: Job, stop: threading.Event, after_s: float, worker_name: str):
-        self.r, self.high, self.job, self.stop = r, high, job, stop
-        self.after_s, self.worker_name = after_s, worker_name
+    def __init__(self, r: Redis, high: Queue, ctx: JobContext, worker_name: str):
+        self.r, self.high, self.ctx, self.job = r, high, ctx, ctx.job
+        self.after_s, self.worker_name = ctx.settings.clip_yield_s, worker_name
         self.started = time.monotonic()
         self.yielded: list[str] = []  # the clips it yielded to
         self._seen: dict[bytes, float] = {}
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"clip-watch-{job.id}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"clip-watch-{self.job.id}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._done.wait(POLL_S):
             try:
                 waiting = self._waiting()
+                if not waiting or self._idle_worker():
+                    continue
+                left = [w for w in waiting if not self._take_along(w.decode())]
             except RedisError as e:  # the server is away: the job's own checks deal with it
                 log.debug("clip watch: %s", e)
                 continue
-            if waiting and time.monotonic() - self.started >= self.after_s and not self._idle_worker():
-                self.yielded = [w.decode() for w in waiting]
+            if left and self.after_s > 0 and time.monotonic() - self.started >= self.after_s:
+                self.yielded = [w.decode() for w in left]
                 log.info("job %s yields to %d clip job(s) after its batch in flight: %s", self.job.id,
-                         len(waiting), ", ".join(self.yielded))  # fmt: skip
-                self.stop.set()
+                         len(left), ", ".join(self.yielded))  # fmt: skip
+                self.ctx.stop.set()
                 return
+
+    def _take_along(self, job_id: str) -> bool:
+        """Take clip job `job_id` along the book's batches; False: it cannot ride (it needs a yield)."""
+        desk = self.ctx.riders
+        model = desk.model()
+        if model is None or job_id in desk.refused or not self.ctx.settings.clip_ride:
+            return False
+        job = find(self.r, job_id)
+        if job is None:  # deleted meanwhile: nothing waits
+            return True
+        spec = _spec(job)
+        if spec is None or self._model_of(spec) != model:
+            desk.refused.add(job_id)
+            return False
+        host = self.ctx.host_id
+        if not riding.take(self.r, self.high.key, host, job_id):  # another worker has it now
+            return True
+        job.meta["host"] = host  # a claimed job of this host: recover_claims puts it back after a crash
+        job.save_meta()
+        rider = ClipRider(job, spec, self.job.id, self.worker_name, host, desk.refused)
+        if not desk.offer(rider):
+            rider.give_back("the book's synthesis ended before it could join")
+            return False
+        log.info("job %s takes clip job %s along its batches", self.job.id, job_id)
+        return True
+
+    def _model_of(self, spec: ClipSpec) -> tuple[str, str] | None:
+        """(source, quant) the clip asks for, resolved as the worker would load it."""
+        from narrate.worker.engine.models import resolve  # mlx: only once a clip waits
+
+        s = self.ctx.settings
+        try:
+            resolved = resolve(spec.model or s.model, spec.quant or s.quant)
+        except BadInput:
+            return None
+        return resolved.source, resolved.quant
 
     def _waiting(self) -> list[bytes]:
         """The clip jobs that have waited on the high queue for WAITED_S."""
@@ -100,10 +153,19 @@ class ClipWatch:
         self._thread.join(timeout=5)
 
 
-def watch(r: Redis, queues: list[Queue], job: Job, stop: threading.Event, after_s: float,
-          worker_name: str) -> ClipWatch | None:  # fmt: skip
-    """A watch for a job that yields (None for the others, or when NARRATE_CLIP_YIELD_S is 0)."""
-    high = next((q for q in queues if priority_of(q.name) == "high"), None)
-    if after_s <= 0 or high is None or not yields(job):
+def _spec(job: Job) -> ClipSpec | None:
+    """A clip job's spec; None for anything else (or a payload that cannot be read)."""
+    try:
+        if job.func_name != CLIP_FUNCTION:
+            return None
+        return ClipSpec.from_json(job.args[0])
+    except (DeserializationError, BadClipSpec, IndexError, TypeError):
         return None
-    return ClipWatch(r, high, job, stop, after_s, worker_name)
+
+
+def watch(r: Redis, queues: list[Queue], ctx: JobContext, worker_name: str) -> ClipWatch | None:
+    """A watch for a job that yields (None for the others: clips, high-priority books)."""
+    high = next((q for q in queues if priority_of(q.name) == "high"), None)
+    if high is None or not yields(ctx.job):
+        return None
+    return ClipWatch(r, high, ctx, worker_name)

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, RiderSource, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
@@ -30,6 +30,7 @@ class FakeEngine:
     model_key = "fake"
     source = "fake"
     quant = "bf16"
+    rides = False  # a fault test's book never takes other jobs along (they wait, or it yields)
 
     def __init__(self, batch_size: int | None = None):
         self.batch_size = batch_size or 4
@@ -43,6 +44,7 @@ class FakeEngine:
         sentences: Sequence[Sentence],
         voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
         on_batch: OnBatch | None = None,
+        riders: RiderSource | None = None,
     ) -> Iterator[Chunk]:
         """Tones by text (`voice`, one or a cast's, changes nothing), in batches of `batch_size`."""
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
