@@ -77,6 +77,7 @@ class SegmentEncoder:
         self._procs: set[PcmEncoder] = set()
         self._error: BaseException | None = None
         self._pending = 0
+        self.on_encoded: Callable[[list[Segment], dict[int, str]], None] | None = None  # after each AAC segment
 
     # --- the job thread ---
     def walked(self, sentences: range, units: list[Unit], all_units: list[Unit]) -> None:
@@ -209,6 +210,9 @@ class SegmentEncoder:
                     with self._lock:
                         self.events.append(("done", seg.index, self.synthesizing))
                         self.early += self.synthesizing
+                        during, segments, encoded = self.synthesizing, list(self.segments), dict(self.encoded)
+                    if during and self.on_encoded is not None and self.write is None:  # chapters to play meanwhile
+                        self.on_encoded(segments, encoded)
             except CheckpointMissing:
                 self.missing.append(seg)  # nothing of it was written (checked first)
             except BaseException as e:  # handed to the job thread by drain()

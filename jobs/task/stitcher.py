@@ -14,13 +14,14 @@ written to the output directory before ``finish`` places the files."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from narrate.jobs.audio import assemble, subtitles
+from narrate.jobs.audio import assemble, previews, subtitles
 from narrate.jobs.audio.segments import Heard, Segmenter, cuts_at_chapters
 from narrate.jobs.audio.stream_encode import PieceStreams, streams_for
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
@@ -29,12 +30,14 @@ from narrate.jobs.book.result import ChapterMark
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.documents import Document
+from narrate.jobs.documents.selection import spans
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import OutputRoot
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from redis import RedisError
 from rq.job import Job
 
 if TYPE_CHECKING:
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
     from narrate.jobs.audio.stitch import BookWriter
 
 SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream copy (jobs/audio/adts.py)
+
+log = logging.getLogger("narrate.jobs")
 
 
 @dataclass(frozen=True)
@@ -138,11 +143,19 @@ class Stitcher:
         self.book.__enter__()
         try:
             self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter)
+            if self.path.segmented:  # each chapter playable once encoded, while the rest is synthesized
+                self.encoders.encoder.on_encoded = self._previews().update
             self._advance(self._ready)  # what earlier attempts, the cache or the parts left
         except BaseException:
             self.__exit__()
             raise
         return self
+
+    def _previews(self) -> previews.ChapterPreviews:
+        assert self.book is not None
+        chapters = spans(sorted(self.plan.chapter_at.items()), len(self.plan.sentences), self.doc.title)
+        return previews.ChapterPreviews(self.ctx.job.connection, self.ctx.job.id, self.root, self.spec.output,
+                                        chapters, self.book.scratch)  # fmt: skip
 
     def saved(self, index: int) -> None:
         """A sentence's checkpoint was saved (the job thread, during synthesis)."""
@@ -197,6 +210,10 @@ class Stitcher:
         n = len(plan.sentences)
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))
+        try:
+            previews.remove(ctx.job.connection, self.root.path, ctx.job.id, self.spec.output)  # the book replaces them
+        except (OSError, RedisError) as e:  # the book is in place: a preview left behind is no failure
+            log.warning("job %s: its chapter previews were not removed: %s", ctx.job.id, e)
         heard = seg.heard
         return Stitched(
             samples=book.samples,

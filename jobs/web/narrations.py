@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 import redis
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from narrate.jobs.api import previews
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.feeds import store as feeds
@@ -146,6 +147,25 @@ def file(request: Request, narration_id: str, name: str) -> FileResponse:
     raise ApiError(404, f"narration {narration_id} wrote no file {name[:100]!r} here (its files: {listed})")
 
 
+@router.get(
+    "/v1/narrations/{narration_id}/chapters/{number}/audio",
+    response_class=FileResponse,
+    responses={200: {"content": {"audio/aac": {"schema": {"type": "string", "format": "binary"}}},
+                     "description": "the chapter's audio (HTTP Range: 206)"},
+               206: {"description": "part of it (Range)"}, **documented(401, 403, 404, 416)},
+)  # fmt: skip
+def chapter_audio(request: Request, narration_id: str, number: int) -> FileResponse:
+    """A chapter of a narration still being read, once its audio is encoded (m4a and m4b books: the
+    chapters' `audio_url` in `progress`); gone once the book is finished (its own files replace it)."""
+    web = web_of(request)
+    views.check_id(narration_id)
+    path = previews.chapter_file(web.redis, web.settings, narration_id, number)
+    if path is None:
+        raise ApiError(404, f"chapter {number} of narration {narration_id} cannot be played yet (or any more: a "
+                       "finished book has its own files, see outputs)")  # fmt: skip
+    return FileResponse(path, filename=f"chapter-{number:03d}.aac", media_type="audio/aac")
+
+
 def _media(suffix: str) -> str:
     return MEDIA.get(suffix.lower(), "application/octet-stream")
 
@@ -171,6 +191,7 @@ def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
         part_job = fetch(web.redis, part) if web.redis.exists(f"rq:job:{part}") else None
         if part_job is not None:
             part_job.delete()
+    previews.forget(web.redis, web.settings, job)
     job.delete()
     callbacks.forget(web.redis, narration_id)
     feeds.forget(web.redis, narration_id)

@@ -20,6 +20,7 @@ class Chapter(BaseModel):
     start_s: float | None = Field(None, description="where it starts in the book, once finished")
     sentences_done: int | None = Field(None, description="while it is being read")
     sentences_total: int | None = None
+    audio_url: str | None = Field(None, description="while the rest is read: the chapter's audio (AAC), once encoded")
 
 
 class Progress(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import redis
-from narrate.jobs.api import listing
+from narrate.jobs.api import listing, previews
 from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.settings import Settings
@@ -70,9 +70,11 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
     state = api_state(st["status"])
     result = st.get("result") or {}
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
-    if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done
-        chapters = [{"title": c["title"], "sentences_done": c["done"], "sentences_total": c["total"]}
-                    for c in (st.get("progress") or {}).get("chapters", [])]  # fmt: skip
+    if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done, and its audio
+        made = previews.ready(r, job_id)
+        chapters = [{"title": c["title"], "sentences_done": c["done"], "sentences_total": c["total"],
+                     "audio_url": chapter_url(job_id, n) if n in made else None}
+                    for n, c in enumerate((st.get("progress") or {}).get("chapters", []), start=1)]  # fmt: skip
     files = [
         {"name": f.name, "url": file_url(job_id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
         for f in found
@@ -113,6 +115,10 @@ def _files(r: redis.Redis, settings: Settings, job_id: str, st: dict[str, Any]) 
 
 def file_url(job_id: str, name: str) -> str:
     return f"/v1/narrations/{job_id}/files/{quote(name)}"
+
+
+def chapter_url(job_id: str, number: int) -> str:
+    return f"/v1/narrations/{job_id}/chapters/{number}/audio"
 
 
 def listed(r: redis.Redis, settings: Settings, state: str | None = None) -> list[dict[str, Any]]:

@@ -71,14 +71,26 @@ function follow(main) {
     set("eta", p.eta_s == null ? "–" : `${Math.round(p.eta_s)} s`);
     const list = main.querySelector("ol[data-field-chapters]");
     if (list && Array.isArray(p.chapters)) {
-      list.replaceChildren(...p.chapters.map((c) => {
-        const item = document.createElement("li");
-        item.textContent = `${c.title} `;
-        const count = document.createElement("small");
-        count.textContent = c.sentences_total == null ? "" : `${c.sentences_done} / ${c.sentences_total}`;
-        item.append(count);
-        return item;
-      }));
+      // Updated in place: a chapter's player, once there, keeps playing through later updates.
+      while (list.children.length > p.chapters.length) list.lastElementChild.remove();
+      p.chapters.forEach((c, i) => {
+        let item = list.children[i];
+        if (!item) {
+          item = document.createElement("li");
+          item.append(document.createTextNode(""), document.createElement("small"));
+          list.append(item);
+        }
+        item.firstChild.textContent = `${c.title} `;
+        item.querySelector("small").textContent =
+          c.sentences_total == null ? "" : `${c.sentences_done} / ${c.sentences_total}`;
+        if (c.audio_url && !item.querySelector("audio")) {
+          const player = document.createElement("audio");
+          player.controls = true;
+          player.preload = "none";
+          player.src = c.audio_url;
+          item.append(" ", player);
+        }
+      });
     }
     const bar = main.querySelector("progress[data-field-progress]");
     if (bar && p.sentences_total) {
