@@ -6,7 +6,7 @@ book's batches (`ride`, the default). For each: the first audio byte of each one
 from submit to finished, against the same book alone. Prints the figures and writes JSON.
 
     .venv/bin/python tests/bench/speech_bench.py --model DIR [--sentences 150] [--requests 5]
-        [--every 10] [--json FILE]
+        [--every 10] [--max-frames 32] [--json FILE]
 
 DIR: a checkpoint (e.g. `python -m narrate.worker.testkit.random_checkpoint DIR`)."""
 
@@ -45,8 +45,9 @@ def first_byte(url: str, text: str) -> float:
     return took
 
 
-def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, every: float) -> dict:
-    s = serve(model, **WAYS[way]).with_worker()
+def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, every: float, frames: int) -> dict:
+    # random weights never end a sentence: no second take of each (NARRATE_RUNAWAY_RETRIES=0)
+    s = serve(model, NARRATE_MAX_FRAMES=str(frames), NARRATE_RUNAWAY_RETRIES="0", **WAYS[way]).with_worker()
     try:
         with open(voice, "rb") as f:
             assert s.post("/v1/audio/voices", files={"audio_sample": f}, data={"name": "alice", "consent": "1"}).ok
@@ -57,7 +58,7 @@ def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, eve
         def status() -> dict:
             return s.get(f"/v1/narrations/{book['id']}").json()
 
-        wait_until(lambda: status()["progress"]["sentences_done"] > 0, 300, "the book's first sentence", poll=0.1)
+        wait_until(lambda: status()["status"] == "in_progress", 300, "the book to start", poll=0.1)
         latencies: list[float] = []
         threads = []
         if way != "alone":
@@ -83,14 +84,15 @@ def main() -> None:
     ap.add_argument("--sentences", type=int, default=150)
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--every", type=float, default=10.0, help="seconds between requests")
+    ap.add_argument("--max-frames", type=int, default=32, help="each sentence's frames (random weights: no EOS)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     voice = Path(os.environ.get("TMPDIR", "/tmp")) / "speech-bench-voice.wav"
     write_voice(voice)
-    out: dict = {"sentences": a.sentences, "requests": a.requests, "every_s": a.every, "cpus": os.cpu_count(),
-                 "ways": {}}  # fmt: skip
+    out: dict = {"sentences": a.sentences, "max_frames": a.max_frames, "requests": a.requests, "every_s": a.every,
+                 "cpus": os.cpu_count(), "ways": {}}  # fmt: skip
     for way in WAYS:
-        got = run(way, a.model, voice, a.sentences, 1 if way == "wait" else a.requests, a.every)
+        got = run(way, a.model, voice, a.sentences, 1 if way == "wait" else a.requests, a.every, a.max_frames)
         out["ways"][way] = got
         print(f"{way:6s} book {got['book_s']:7.2f} s  first audio byte {got['first_byte_s']}", flush=True)
     alone = out["ways"]["alone"]["book_s"]

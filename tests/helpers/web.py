@@ -29,7 +29,8 @@ def serve_env(checkpoint: Path, **extra: str) -> tuple[dict[str, str], Path]:
     (home / "out").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
     env.update(NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"), NARRATE_LOCK_PATH=str(home / "host.lock"),
-               NARRATE_MODEL=str(checkpoint), NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1", **extra)  # fmt: skip
+               NARRATE_MODEL=str(checkpoint), NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1")  # fmt: skip
+    env.update(extra)
     return env, home
 
 

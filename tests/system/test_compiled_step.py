@@ -70,8 +70,9 @@ def test_warm_up_compiles_each_bucket_once_and_says_so(loaded, caplog, monkeypat
     with caplog.at_level(logging.INFO, logger="narrate.worker"):
         engine.warm_up(lambda: beats.append(1))
     assert "compiling the code predictor step for 1,2,4,6 rows" in caplog.text
-    assert len(beats) == 4  # a liveness beat after each shape
-    assert {b for b, _ in step.shapes} == {1, 2, 4, 6}
+    assert "compiling the code predictor step for 8 rows" in caplog.text  # with riders aboard: 6 + RIDER_SEATS
+    assert len(beats) == 5  # a liveness beat after each shape
+    assert {b for b, _ in step.shapes} == {1, 2, 4, 6, 8}
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="narrate.worker"):
         engine.warm_up()

@@ -1,5 +1,5 @@
 """Riders (worker.engine.admission): another job's sentence joins a running synthesis at its next
-free slot, ahead of the synthesis's own waiting sentences; its audio goes to it alone and is
+step, a full batch or not, ahead of the synthesis's own waiting sentences; its audio goes to it alone and is
 bit-identical to the same sentence synthesized on its own, and the synthesis's own audio is
 unchanged. A rider still aboard when the synthesis ends early, or whose voice the model cannot
 speak, is given back whole."""
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from narrate.jobs.book.synthesis import Chunk, Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
+from narrate.worker.engine.decode_loop import RIDER_SEATS
 from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import load, resolve
 
@@ -94,6 +95,7 @@ def test_a_rider_joins_ahead_of_the_books_next_sentences_and_both_sound_as_alone
         out = list(engine.batched(book(), embedding, 2, riders=boarding_at(6, [rider])))
     finally:
         type(engine.last_loop).add = engine_add
+    assert max(rows for rows, _ in engine.last_loop.computed) == 2 + RIDER_SEATS  # it did not wait for a free slot
     assert all(c.index >= 0 for c in out)  # the rider's audio never comes out with the book's
     got = whole(out)
     assert set(got) == set(alone_book)

@@ -12,10 +12,12 @@ and, once its group has ended, synthesized again with a new seed as a group of i
 `retries` times.
 
 Riders (jobs.book.synthesis.Rider: a speech request's clip job, taken along by the worker while a
-book runs) board between steps: their sentences take the next free slots ahead of the groups'
-waiting sentences, as rows of negative index whose chunks go to the rider, not out (a rider's
-runaway is not synthesized again: its clip says so). A rider still aboard when the synthesis ends
-early (a cancel, an error) is given back to its queue, whole.
+book runs) board between steps and join at the next step, ahead of the groups' waiting sentences:
+up to RIDER_SEATS rows beyond the batch size (a full batch does not make them wait for a row to
+end; the book's sentences wait until the batch is back under its size), as rows of negative index
+whose chunks go to the rider, not out (a rider's runaway is not synthesized again: its clip says
+so). A rider still aboard when the synthesis ends early (a cancel, an error) is given back to its
+queue, whole.
 
 The state lives in `Admission` (one per synthesis); its clock is the decode loop's step counter
 (`DecodeLoop.steps`).
@@ -30,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, Sentence
-from narrate.worker.engine.decode_loop import FIRST_CHUNK, DecodeLoop, Row
+from narrate.worker.engine.decode_loop import FIRST_CHUNK, RIDER_SEATS, DecodeLoop, Row
 from narrate.worker.engine.voices import RowVoice
 
 SeedFor = Callable[[int, int], int]  # (sentence seed, attempt) -> the seed of that take
@@ -134,10 +136,10 @@ class Admission:
     def admit(self) -> None:
         """Riders' rows, then waiting sentences, into the free slots, starting the next groups as needed."""
         self.board()
+        seats = self.size + RIDER_SEATS - self.loop.running  # riders never wait for a book's row to end
+        if self.rider_rows and seats > 0:
+            self.loop.add([self.rider_rows.popleft() for _ in range(min(seats, len(self.rider_rows)))])
         free = self.free_slots()
-        if self.rider_rows and free > 0:
-            self.loop.add([self.rider_rows.popleft() for _ in range(min(free, len(self.rider_rows)))])
-            free = self.free_slots()
         while free > 0 and self.stop is None:
             if not self.waiting and not self.start_group():
                 return

@@ -41,6 +41,7 @@ from narrate.worker.engine.voices import RowVoice
 FIRST_CHUNK = 4  # frames in a row's first audio chunk (fast first audio)
 LATER_CHUNK = 24  # frames in later chunks (fewer, larger codec calls)
 
+RIDER_SEATS = 2  # rows riders (another job's sentences: admission.py) may add beyond the batch size
 HISTORY = 64  # repetition-penalty window (first-codebook tokens), as in mlx-audio
 # The talker's codec vocabulary is the 2048 audio codes followed by 1024 control ids (BOS, EOS,
 # pad, think, language tags...). The first codebook never samples a control id except EOS, as in
@@ -172,8 +173,9 @@ class DecodeLoop:
         hit_eos = first == self.eos
         # Code predictor: the other 15 codebooks of this frame, one token per row each, in one
         # compiled call (rows padded up to a compiled shape: code_predictor_step.py).
-        rest = self.predict(hidden, first, seeds, steps, self.size)
-        self.padding.append(self.predict.bucket(n, self.size) - n)
+        size = self.size if n <= self.size else self.size + RIDER_SEATS  # riders aboard: one compiled shape more
+        rest = self.predict(hidden, first, seeds, steps, size)
+        self.padding.append(self.predict.bucket(n, size) - n)
         all_codes = mx.concatenate([first[:, None], rest], axis=1)  # (rows, 16)
         tokens = [all_codes[:, g : g + 1] for g in range(config.num_code_groups)]
         s.embeds = model._next_batch_input_embeds(

@@ -27,7 +27,7 @@ from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, RiderSource, Sent
 from narrate.jobs.book.voice import VoiceRef
 from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
-from narrate.worker.engine.decode_loop import DecodeLoop
+from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop
 from narrate.worker.engine.mlx_compat import VoiceRows, check_internals
 from narrate.worker.engine.models import LoadedModel
 from narrate.worker.engine.sampling import options
@@ -164,7 +164,8 @@ class MlxEngine:
         size = self.batch_size or (GPU_BATCH if is_gpu() else CPU_BATCH)
         model = self.loaded.model
         step = code_predictor_step(model, options(model.generate_config)[1])
-        step.warm_up(size, self.loaded.talker_dtype, progress)
+        for rows in (size, size + RIDER_SEATS):  # and the shape of a full batch with riders aboard
+            step.warm_up(rows, self.loaded.talker_dtype, progress)
 
     def synthesize(
         self,

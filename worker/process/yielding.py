@@ -42,8 +42,8 @@ from rq.worker_registration import get_keys
 
 log = logging.getLogger("narrate.worker")
 CLIP_PREFIX = b"narrate-clip-"
-POLL_S = 0.25
-WAITED_S = 0.5  # an idle worker takes a job within its dequeue poll (claiming.DEQUEUE_POLL_S)
+POLL_S = 0.1  # a look at the high queue (one LRANGE) this often while a book runs
+WAITED_S = 0.5  # before a yield: an idle worker takes a job within its dequeue poll (claiming.DEQUEUE_POLL_S)
 LIVE = timedelta(seconds=30)  # an idle worker beats every dequeue poll: one silent longer is gone
 
 
@@ -84,11 +84,13 @@ class ClipWatch:
                 waiting = self._waiting()
                 if not waiting or self._idle_worker():
                     continue
-                left = [w for w in waiting if not self._take_along(w.decode())]
+                left = [w for w in waiting if not self._take_along(w.decode())]  # at once: no idle worker
             except RedisError as e:  # the server is away: the job's own checks deal with it
                 log.debug("clip watch: %s", e)
                 continue
-            if left and self.after_s > 0 and time.monotonic() - self.started >= self.after_s:
+            now = time.monotonic()
+            left = [w for w in left if now - self._seen.get(w, now) >= WAITED_S]  # a yield costs more: wait
+            if left and self.after_s > 0 and now - self.started >= self.after_s:
                 self.yielded = [w.decode() for w in left]
                 log.info("job %s yields to %d clip job(s) after its batch in flight: %s", self.job.id,
                          len(left), ", ".join(self.yielded))  # fmt: skip
@@ -132,11 +134,11 @@ class ClipWatch:
         return resolved.source, resolved.quant
 
     def _waiting(self) -> list[bytes]:
-        """The clip jobs that have waited on the high queue for WAITED_S."""
+        """The clip jobs waiting on the high queue (``_seen``: since when this watch has seen each)."""
         now = time.monotonic()
         ids = [i for i in self.r.lrange(self.high.key, 0, 63) if i.startswith(CLIP_PREFIX)]
         self._seen = {i: self._seen.get(i, now) for i in ids}
-        return [i for i, since in self._seen.items() if now - since >= WAITED_S]
+        return ids
 
     def _idle_worker(self) -> bool:
         """Another worker of the high queue is idle (it will take the clip: no need to yield)."""
