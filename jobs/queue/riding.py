@@ -31,8 +31,12 @@ def take(r: redis.Redis, queue_key: str, host_id: str, job_id: str) -> bool:
     return bool(r.eval(_TAKE, 2, queue_key, claims.claim_key(host_id), job_id))
 
 
-def finish(r: redis.Redis, job: Job, result: dict, worker_name: str, host_id: str) -> None:
-    """The job ended well on a worker that did not dequeue it: finished, its result stored, unclaimed."""
+def finish(r: redis.Redis, job: Job, result: dict, worker_name: str, host_id: str) -> bool:
+    """The job ended well on a worker that did not dequeue it: finished, its result stored, unclaimed.
+    False (only unclaimed) when it was canceled or deleted while it rode: it stays so."""
+    if r.hget(job.key, "status") != JobStatus.QUEUED.value.encode():
+        claims.release(r, host_id, job.id)
+        return False
     ttl = job.result_ttl if job.result_ttl is not None else DEFAULT_RESULT_TTL
     job.ended_at = now()
     job.worker_name = worker_name
@@ -44,6 +48,7 @@ def finish(r: redis.Redis, job: Job, result: dict, worker_name: str, host_id: st
             job.finished_job_registry.add(job, ttl, p)
         claims.release(p, host_id, job.id)
         p.execute()
+    return True
 
 
 def give_back(r: redis.Redis, job: Job, host_id: str) -> None:

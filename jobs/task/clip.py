@@ -137,10 +137,14 @@ class ClipRider:
         job.meta.update({"model": f"{self.engine.source} ({self.engine.quant})", "rode_with": self.book_id})
         if self.warnings:
             job.meta["warnings"] = self.warnings
-        riding.finish(self.r, job, result_of(self.spec, self.clips, self.engine, self.warnings), self.worker_name,
-                      self.host_id)  # fmt: skip
+        done = riding.finish(self.r, job, result_of(self.spec, self.clips, self.engine, self.warnings),
+                             self.worker_name, self.host_id)  # fmt: skip
         self.ended = True
-        log.info("clip job %s spoken along job %s in %.2f s", job.id, self.book_id, time.monotonic() - self.taken)
+        took = time.monotonic() - self.taken
+        if done:
+            log.info("clip job %s spoken along job %s in %.2f s", job.id, self.book_id, took)
+        else:
+            log.info("clip job %s was canceled or deleted while it rode along job %s", job.id, self.book_id)
 
     def give_back(self, why: str) -> None:
         if self.ended:

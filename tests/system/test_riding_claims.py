@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from narrate.jobs.api import voices as voices_api
 from narrate.jobs.queue import claims, riding
+from narrate.jobs.queue.cancel import cancel
 from narrate.jobs.server.records import find, queue
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import choose
@@ -44,3 +45,8 @@ def test_a_rider_is_taken_once_recovered_after_a_crash_finished_or_given_back(ex
     assert riding.take(r, high.key, "host-a", two.id)
     riding.give_back(r, find(r, two.id), "host-a")
     assert r.lrange(high.key, 0, -1) == [two.id.encode()] and r.llen(claims.claim_key("host-a")) == 0
+
+    assert riding.take(r, high.key, "host-a", two.id)  # canceled while it rides: it stays canceled
+    cancel(r, two.id, "the client went away")
+    assert not riding.finish(r, find(r, two.id), {"clips": []}, "worker-a", "host-a")
+    assert find(r, two.id).get_status() == JobStatus.CANCELED and r.llen(claims.claim_key("host-a")) == 0
