@@ -9,10 +9,10 @@ import functools
 import mlx.core as mx
 import numpy as np
 import pytest
+from helpers.engine import load_tiny, noise_embedding
 from narrate.jobs.book.synthesis import Sentence
 from narrate.worker.engine import decode_loop, mlx_compat
 from narrate.worker.engine.mlx_engine import MlxEngine, retry_seed
-from narrate.worker.engine.models import load, resolve
 
 TEXTS = [
     "Hello there, my friend.",
@@ -25,14 +25,12 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def loaded(checkpoint):
-    return load(resolve(str(checkpoint), None))
+    return load_tiny(checkpoint)
 
 
 @pytest.fixture(scope="module")
 def embedding(loaded):
-    rng = np.random.default_rng(0)
-    audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))
-    return type(loaded.model).extract_speaker_embedding(loaded.model, audio).astype(loaded.talker_dtype)
+    return noise_embedding(loaded)
 
 
 def sentences(budget=7):

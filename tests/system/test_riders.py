@@ -6,14 +6,13 @@ speak, is given back whole."""
 
 from __future__ import annotations
 
-import mlx.core as mx
 import numpy as np
 import pytest
+from helpers.engine import load_tiny, noise_embedding
 from narrate.jobs.book.synthesis import Chunk, Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
 from narrate.worker.engine.decode_loop import RIDER_SEATS
 from narrate.worker.engine.mlx_engine import MlxEngine
-from narrate.worker.engine.models import load, resolve
 
 TEXTS = ["Hello there, my friend.", "The weather is nice today.", "Short.", "Another one here.", "Five.", "Six."]
 BUDGETS = (7, 3, 9, 5, 6, 8)
@@ -21,14 +20,12 @@ BUDGETS = (7, 3, 9, 5, 6, 8)
 
 @pytest.fixture(scope="module")
 def loaded(checkpoint):
-    return load(resolve(str(checkpoint), None))
+    return load_tiny(checkpoint)
 
 
 @pytest.fixture(scope="module")
 def embedding(loaded):
-    rng = np.random.default_rng(0)
-    audio = mx.array((0.1 * rng.standard_normal(48_000)).astype(np.float32))
-    return type(loaded.model).extract_speaker_embedding(loaded.model, audio).astype(loaded.talker_dtype)
+    return noise_embedding(loaded)
 
 
 def book() -> list[Sentence]:
