@@ -99,7 +99,8 @@ def dashboard(bind, port) -> None:
 @click.option(
     "--variants", default="plain,mlx-batch,static,continuous", show_default=True, metavar="LIST",
     help="Which to run besides the plain loop: mlx-batch (mlx-audio's batch_generate: many minutes at 16 rows on "
-    "a CPU), static, continuous.",
+    "a CPU), static, continuous, and the peers mlx-continuous (mlx-audio's continuous-batching session: a preset "
+    "speaker, so it brings --voice-kind preset) and torch (the PyTorch qwen-tts package: needs --torch-python).",
 )  # fmt: skip
 @click.option(
     "--voice-kind", type=click.Choice(["clone", "preset"]), default="clone", show_default=True,
@@ -110,6 +111,19 @@ def dashboard(bind, port) -> None:
     "--voices", type=click.IntRange(1, 32), default=1, show_default=True, metavar="N",
     help="N > 1: also run narrate's static and continuous variants with the sentences' voices assigned round-robin "
     "from N cloned voices (rows of N voices share every batch), to compare with rows of one voice.",
+)  # fmt: skip
+@click.option(
+    "--torch-python", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="PYTHON",
+    help="torch variants: a Python with torch and qwen-tts (its own venv: torch is no dependency of narrate); "
+    "without it, or if it cannot import them, they are skipped with the reason.",
+)  # fmt: skip
+@click.option(
+    "--torch-dtype", type=click.Choice(["auto", "float32", "bfloat16"]), default="auto", show_default=True,
+    help="torch variants' dtype; auto: bfloat16 on CUDA, float32 on a CPU (torch's fast CPU path).",
+)  # fmt: skip
+@click.option(
+    "--torch-threads", type=click.IntRange(0), default=0, show_default=True, metavar="N",
+    help="torch variants' intra-op threads (0: torch's default, one per core).",
 )  # fmt: skip
 def bench(
     checkpoint,
@@ -126,10 +140,14 @@ def bench(
     variants,
     voice_kind,
     voices,
+    torch_python,
+    torch_dtype,
+    torch_threads,
 ) -> None:
     """Benchmark the plain mlx-audio loop against narrate's static and continuous batches (with
     --voice-kind preset, also preset-speaker rows against cloned ones; with --voices N, also rows of
-    N cloned voices against rows of one)."""
+    N cloned voices against rows of one; with --variants ...,mlx-continuous,torch, also mlx-audio's
+    continuous batching and the PyTorch qwen-tts package)."""
     import signal
 
     from narrate.worker.bench.checkpoints import preset_checkpoint, random_checkpoint
@@ -154,7 +172,7 @@ def bench(
         if checkpoint is None:
             checkpoint = random_checkpoint(home, size, log=lambda m: click.echo(m, err=True))
         preset = None
-        if voice_kind == "preset":
+        if voice_kind == "preset" or "mlx-continuous" in families:  # its session speaks presets only
             preset = preset_checkpoint(home, checkpoint, log=lambda m: click.echo(m, err=True))
         report = run_bench(
             checkpoint,
@@ -168,6 +186,9 @@ def bench(
             families=families,
             preset=preset,
             voices=voices,
+            torch_python=torch_python,
+            torch_dtype=torch_dtype,
+            torch_threads=torch_threads,
         )
         click.echo(format_table(report))
         if plot_path is not None:

@@ -8,8 +8,16 @@ from narrate.jobs.errors import NarrateError
 
 
 def family(name: str) -> str:
-    """A variant's family: plain, mlx-batch, static or continuous (static-8-preset: static)."""
-    return "mlx-batch" if name.startswith("mlx-batch") else name.split("-")[0]
+    """A variant's family: plain, mlx-batch, static, continuous, mlx-continuous or torch
+    (static-8-preset: static; torch-batch-4: torch)."""
+    for prefix in ("mlx-batch", "mlx-continuous"):
+        if name.startswith(prefix):
+            return prefix
+    return name.split("-")[0]
+
+
+def _by_n(ratios: dict[str, float]) -> str:
+    return ", ".join(f"{n} rows {ratio:.2f}x" for n, ratio in ratios.items())
 
 
 def format_table(report: dict) -> str:
@@ -30,6 +38,23 @@ def format_table(report: dict) -> str:
     if report.get("multi_vs_one"):
         ratios = ", ".join(f"{name} {ratio:.2f}x" for name, ratio in report["multi_vs_one"].items())
         lines.append(f"rows of {report['voices']} voices vs rows of one voice, frames/s: {ratios}")
+    if report.get("vs_mlx_continuous"):
+        lines.append(
+            f"narrate continuous preset vs mlx-audio's continuous session: {_by_n(report['vs_mlx_continuous'])}"
+        )
+    if report.get("vs_torch_batch"):
+        lines.append(f"narrate continuous vs qwen-tts batched (torch): {_by_n(report['vs_torch_batch'])}")
+    if report.get("vs_torch_plain"):
+        lines.append(f"narrate continuous vs qwen-tts one sentence a call (torch): {_by_n(report['vs_torch_plain'])}")
+    if report.get("torch", {}).get("dtype"):
+        t = report["torch"]
+        memory = next((v["peak_memory_of"] for v in report["variants"].values() if "peak_memory_of" in v), "")
+        line = f"torch {t['torch']}, qwen-tts {t['qwen_tts']}: {t['device']}, {t['dtype']}, {t['threads']} threads"
+        lines.append(f"{line}; its peak MB: {memory}" if memory else line)
+    skipped: dict[str, list[str]] = {}
+    for name, why in report.get("skipped", {}).items():
+        skipped.setdefault(why, []).append(name)
+    lines += [f"skipped {', '.join(names)}: {why}" for why, names in skipped.items()]
     return "\n".join(lines)
 
 
@@ -54,6 +79,7 @@ def plot(report: dict, path: Path) -> None:
     names = list(report["variants"])
     rows = [report["variants"][n] for n in names]
     palette = {"plain": "#888888", "mlx-batch": "#55a868", "static": "#4c72b0", "continuous": "#dd8452"}
+    palette |= {"mlx-continuous": "#8172b3", "torch": "#c44e52"}
     colors = [palette[family(n)] for n in names]
     hatches = ["//" if r.get("voice_kind") == "preset" else "xx" if r.get("voices", 1) > 1 else "" for r in rows]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(max(6, 0.9 * len(names) + 2), 7), sharex=True)

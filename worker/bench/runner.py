@@ -25,6 +25,21 @@ K x-vectors: voices.py), through the job path of a cast (``MlxEngine.synthesize`
 label), so rows of K voices share every batch; ``multi_vs_one`` gives each one's frames/s over its
 one-voice twin's.
 
+Two peers, each on the same sentences and frame budgets, EOS disabled, warmed up as the rest:
+
+  mlx-continuous-N  mlx-audio's own continuous batching (``Qwen3TTSBatchSession``, its server's
+                    engine: mlx_continuous.py), N slots, each request stopped at its own budget.
+                    It refuses reference audio, so it speaks the preset speaker on the CustomVoice
+                    checkpoint (asking for it brings ``--voice-kind preset``'s checkpoint and
+                    narrate's preset rows); ``vs_mlx_continuous`` gives continuous-N-preset's
+                    frames/s over its own, by N
+  torch-plain,      the official PyTorch package ``qwen-tts`` in a separate Python
+  torch-batch-N     (``--torch-python``; torch is no dependency of narrate): its
+                    ``generate_voice_clone`` one sentence a call, and N sentences a call, in
+                    x-vector mode (torch_peer.py, torch_variants.py); skipped with a reason without
+                    that Python; ``vs_torch_batch`` and ``vs_torch_plain`` give continuous-N's
+                    frames/s over torch-batch-N's and torch-plain's, by N
+
 EOS is disabled (unless --allow-eos), so every sentence generates exactly its budget and all
 variants do the same work. Reported per variant: codec frames/s, audio seconds per wall second
 (x realtime), time to first audio, idle-row waste (% of the rows a step computed that had already
@@ -37,6 +52,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import platform
 import tempfile
 import time
@@ -47,6 +63,9 @@ from pathlib import Path
 import mlx.core as mx
 from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
+from narrate.worker.bench.measure import Variant, run_variants, summarize, voices_suffix
+from narrate.worker.bench.mlx_continuous import mlx_continuous
+from narrate.worker.bench.torch_variants import check, run_torch, variant_names
 from narrate.worker.bench.voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.workloads import Item
 from narrate.worker.engine.mlx_compat import shadow
@@ -55,13 +74,14 @@ from narrate.worker.engine.models import LoadedModel, load, resolve
 from narrate.worker.engine.voice_cache import SpeakerEncoderRuns
 from narrate.worker.engine.voices import RowVoice
 
-FRAMES_PER_SECOND = 12.5
 # batch_generate clones a voice in context: it needs the reference audio's transcript. The bench
 # voice is a synthetic tone (random weights do not care what it says); this is what it "says".
 REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."
 
 
-FAMILIES = ("plain", "mlx-batch", "static", "continuous")  # mlx-batch: many minutes at 16 rows on a CPU
+# mlx-batch: many minutes at 16 rows on a CPU; the peers (mlx-continuous, torch) only when asked for
+FAMILIES = ("plain", "mlx-batch", "static", "continuous", "mlx-continuous", "torch")
+DEFAULT_FAMILIES = FAMILIES[:4]
 
 
 def parse_families(text: str) -> tuple[str, ...]:
@@ -71,34 +91,6 @@ def parse_families(text: str) -> tuple[str, ...]:
     if unknown or not families:
         raise BadInput(f"--variants {text!r}: choose from {', '.join(FAMILIES)}, comma-separated")
     return families
-
-
-def _measure(run: Callable[[], Iterator[int]]) -> dict:
-    """Time a variant; `run` yields the codec frames of each audio chunk as it arrives."""
-    mx.reset_peak_memory()
-    enc0 = SpeakerEncoderRuns.count
-    t0 = time.perf_counter()
-    first = None
-    frames = 0
-    for n in run():
-        if first is None:
-            first = time.perf_counter() - t0
-        frames += n
-    wall = time.perf_counter() - t0
-    return {
-        "frames": frames,
-        "wall_s": round(wall, 4),
-        "frames_per_s": round(frames / wall, 3),
-        "x_realtime": round(frames / FRAMES_PER_SECOND / wall, 4),
-        "first_audio_ms": round(1000 * (first or 0.0), 1),
-        "speaker_encoder_runs": SpeakerEncoderRuns.count - enc0,
-        "peak_memory_mb": round(mx.get_peak_memory() / 2**20, 1),
-    }
-
-
-def voices_suffix(voices: int) -> str:
-    """The name suffix of the variants whose rows speak `voices` cloned voices (1: none)."""
-    return f"-{voices}voices" if voices > 1 else ""
 
 
 class Bench:
@@ -180,6 +172,13 @@ class Bench:
         self.steps = engine.last_loop.computed if engine.last_loop else []
         self.padding = engine.last_loop.padding if engine.last_loop else []
 
+    def mlx_continuous(self, size: int, items: list[Item] | None = None) -> Iterator[int]:
+        """mlx-audio's continuous-batching session of `size` slots, the preset speaker on the CustomVoice model."""
+        assert self.preset is not None
+        items = items or self.items
+        yield from mlx_continuous(self.preset.model, items, size, preset_voice(self.preset).speaker)
+        self.steps = [(sum(it.budget for it in items), 0)]  # a request leaves at its budget: no idle rows
+
 
 @contextlib.contextmanager
 def counting_mlx_audio_runs(model) -> Iterator[None]:
@@ -202,6 +201,14 @@ def default_json(home: Path) -> Path:
     return home / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}.json"
 
 
+def _load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages (None where the system has none)."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def _load_no_eos(checkpoint: Path, allow_eos: bool) -> LoadedModel:
     loaded = load(resolve(str(checkpoint), None))
     if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
@@ -219,16 +226,25 @@ def run_bench(
     allow_eos: bool = False,
     out_json: Path | None = None,
     log: Callable[[str], None] = print,
-    families: tuple[str, ...] = FAMILIES,
+    families: tuple[str, ...] = DEFAULT_FAMILIES,
     preset: Path | None = None,
     voices: int = 1,
+    torch_python: Path | None = None,
+    torch_dtype: str = "auto",
+    torch_threads: int = 0,
 ) -> dict:
     """Every variant on `checkpoint` (a Base model); with `preset` (a CustomVoice checkpoint of the
-    same size), narrate's variants again with a preset speaker (``--voice-kind preset``); with
-    `voices` > 1, again with rows of that many cloned voices (``--voices``)."""
+    same size), narrate's variants again with a preset speaker (``--voice-kind preset``), and
+    mlx-audio's continuous session if asked for; with `voices` > 1, again with rows of that many
+    cloned voices (``--voices``); with the torch family, qwen-tts run by `torch_python`."""
+    narrates = {"static", "continuous"}
     for asked, option in ((preset is not None, "--voice-kind preset"), (voices > 1, "--voices")):
-        if asked and not {"static", "continuous"} & set(families):
+        if asked and not (narrates | ({"mlx-continuous"} if preset is not None else set())) & set(families):
             raise BadInput(f"{option} compares narrate's batches: add static or continuous to --variants")
+    if "mlx-continuous" in families and preset is None:
+        raise BadInput(
+            "mlx-continuous speaks a preset speaker: it needs a CustomVoice checkpoint (--voice-kind preset)"
+        )
     if not 1 <= voices <= MAX_VOICES:
         raise BadInput(f"--voices {voices}: give 1 to {MAX_VOICES}")
     t0 = time.perf_counter()
@@ -253,31 +269,50 @@ def run_bench(
         "load_s": round(load_s, 2),
         "voice_kind": "clone" if presets is None else "preset",
         "voices": voices,
+        "load_average": {"start": _load_average()},  # other processes' share of the CPU: ratios move with it
         "variants": {},
     }
     if presets is not None:
         assert preset is not None
         report["preset"] = {"checkpoint": preset.name, "speaker": preset_voice(presets).speaker}
+    torch = None
+    if "torch" in families:  # checked first: a missing torch says so before minutes of measuring
+        torch, why = check(torch_python)
+        report["torch"] = {**(torch or {}), "python": str(torch_python) if torch_python else None}
+        if why:
+            report["skipped"] = {name: why for name in variant_names(batch_sizes)}
+            log(f"torch variants skipped: {why}")
     if out_json:
         out_json.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="narrate-bench-") as tmp:  # removed whatever happens (Ctrl-C too)
         bench = Bench(loaded, items, voice_files(Path(tmp), voices), presets)
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
         with counting_mlx_audio_runs(loaded.model):
-            _run_variants(bench, report, batch_sizes, warmup_frames, out_json, log, families)
+            runs = run_variants(bench, report, _variants(bench, batch_sizes, families), warmup_frames, out_json, log)
+        if torch and torch_python:  # after narrate's variants: the two never share the CPU
+            settings = (allow_eos, torch_dtype, torch_threads)
+            args = (bench.voice_path, items, batch_sizes, warmup_frames, *settings, Path(tmp), log)
+            peer = run_torch(torch_python, checkpoint, *args)
+            if "skipped" in peer:
+                report["skipped"] = {name: peer["skipped"] for name in variant_names(batch_sizes)}
+                log(f"torch variants skipped: {peer['skipped']}")
+            else:
+                report["variants"].update(peer.pop("variants"))
+                report["torch"].update(peer)
+    summarize(report, runs, presets is not None, voices, batch_sizes)
+    report["load_average"]["end"] = _load_average()
     report["wall_s"] = round(time.perf_counter() - t0, 1)
     if out_json:
         out_json.write_text(json.dumps(report, indent=2))
     return report
 
 
-def _variants(
-    bench: Bench, batch_sizes: tuple[int, ...], families: tuple[str, ...] = FAMILIES
-) -> list[tuple[str, int, Callable[..., Iterator[int]]]]:
-    """(name, rows, run) for plain (always: the baseline), and mlx-batch-N, static-N, continuous-N
-    of the families asked for (each narrate one followed by its -preset twin if the bench has a
-    CustomVoice model, and its -Kvoices twin if it has K > 1 voices)."""
-    out: list[tuple[str, int, Callable[..., Iterator[int]]]] = [("plain", 1, bench.plain)]
+def _variants(bench: Bench, batch_sizes: tuple[int, ...], families: tuple[str, ...] = FAMILIES) -> list[Variant]:
+    """(name, rows, run) for plain (always: the baseline), and mlx-batch-N, static-N, continuous-N,
+    mlx-continuous-N of the families asked for (each narrate one followed by its -preset twin if the
+    bench has a CustomVoice model, and its -Kvoices twin if it has K > 1 voices). The torch ones run
+    in their own process (torch_variants.py)."""
+    out: list[Variant] = [("plain", 1, bench.plain)]
     for n in batch_sizes if "mlx-batch" in families else ():
         out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
     many = len(bench.voice_paths)
@@ -288,72 +323,6 @@ def _variants(
         for family, continuous in (("static", False), ("continuous", True)):
             for suffix, kw in twins if family in families else ():
                 out.append((f"{family}-{n}{suffix}", n, partial(bench.narrate, n, continuous, **kw)))
+    for n in batch_sizes if "mlx-continuous" in families and bench.preset is not None else ():
+        out.append((f"mlx-continuous-{n}", n, partial(bench.mlx_continuous, n)))
     return out
-
-
-def _twin_ratios(variants: dict, suffix: str) -> dict[str, float]:
-    """Each `suffix` variant's frames/s over its twin's without the suffix, by the twin's name."""
-    return {
-        k.removesuffix(suffix): round(v["frames_per_s"] / variants[k.removesuffix(suffix)]["frames_per_s"], 3)
-        for k, v in variants.items()
-        if k.endswith(suffix)
-    }
-
-
-def _run_variants(
-    bench: Bench,
-    report: dict,
-    batch_sizes: tuple[int, ...],
-    warmup_frames: int,
-    out_json: Path | None,
-    log: Callable[[str], None],
-    families: tuple[str, ...] = FAMILIES,
-) -> None:
-    """Warm every variant up, then measure each in turn into report["variants"]."""
-    variants = _variants(bench, batch_sizes, families)
-    enc_total0 = SpeakerEncoderRuns.count
-    bench._voices()  # narrate's one speaker-encoder run per voice, for every narrate variant
-    narrate_runs = SpeakerEncoderRuns.count - enc_total0
-    for _, rows, fn in variants:  # warm-up: compile kernels for the shapes the variants use
-        for _ in fn(items=[Item(it.text, warmup_frames) for it in bench.items[:rows]]):
-            pass
-    for name, _, fn in variants:
-        bench.steps, bench.padding, bench.batch_voices = [], [], []
-        res = _measure(fn)
-        computed = sum(r for r, _ in bench.steps)
-        res["rows_computed"] = computed if name != "plain" else res["frames"]  # mlx-batch: row-frames
-        res["idle_row_waste_pct"] = round(100 * sum(d for _, d in bench.steps) / computed, 2) if computed else 0.0
-        padded = sum(bench.padding)
-        res["bucket_padding_pct"] = round(100 * padded / (computed + padded), 2) if computed else 0.0
-        res["voice_kind"] = "preset" if name.endswith("-preset") else "clone"
-        many = len(bench.voice_paths)
-        res["voices"] = many if many > 1 and name.endswith(voices_suffix(many)) else 1
-        if res["voices"] > 1:  # how many of them share a batch (length-sorted groups of reading-order windows)
-            res["voices_per_batch"] = {"min": min(bench.batch_voices), "max": max(bench.batch_voices)}
-        report["variants"][name] = res
-        log(f"  {name:<22} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime")
-        if out_json:  # write as results come: long GPU runs keep what they measured
-            out_json.write_text(json.dumps(report, indent=2))
-    base = report["variants"]["plain"]["frames_per_s"]
-    for res in report["variants"].values():
-        res["ratio_to_plain"] = round(res["frames_per_s"] / base, 3) if base else None
-    narrate_runs += sum(
-        v["speaker_encoder_runs"] for k, v in report["variants"].items() if k.startswith(("static-", "continuous-"))
-    )
-    report["speaker_encoder_runs_narrate_total"] = narrate_runs  # warm-ups included: one per voice
-    if bench.preset is not None:  # each preset variant's frames/s over its cloned twin's
-        report["preset_vs_clone"] = _twin_ratios(report["variants"], "-preset")
-    if len(bench.voice_paths) > 1:  # each many-voice variant's frames/s over its one-voice twin's
-        report["multi_vs_one"] = _twin_ratios(report["variants"], voices_suffix(len(bench.voice_paths)))
-    report["speaker_encoder_runs_all"] = SpeakerEncoderRuns.count - enc_total0
-    best = max(
-        (
-            k
-            for k, v in report["variants"].items()
-            if k.startswith("continuous-") and v["voice_kind"] == "clone" and v["voices"] == 1
-        ),
-        key=lambda k: report["variants"][k]["frames_per_s"],
-        default=None,
-    )
-    if best:
-        report["best_continuous"] = {"variant": best, "ratio_to_plain": report["variants"][best]["ratio_to_plain"]}
