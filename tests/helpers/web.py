@@ -35,15 +35,33 @@ def serve_env(checkpoint: Path, **extra: str) -> tuple[dict[str, str], Path]:
 
 
 def start_serve(env: dict[str, str], port: int, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([*NARRATE, "serve", "--port", str(port), *args], env=env, stdout=subprocess.PIPE,
+    """`narrate serve`, its output into a file (a pipe nobody reads while it runs fills up with the
+    request log of a long test and blocks the server): `output(proc)` reads it."""
+    log = tempfile.NamedTemporaryFile(prefix="narrate-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    proc = subprocess.Popen([*NARRATE, "serve", "--port", str(port), *args], env=env, stdout=log,
                             stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    log.close()
+    proc.log_path = Path(log.name)  # type: ignore[attr-defined]
+    return proc
+
+
+def output(proc: subprocess.Popen) -> str:
+    """What a process from `start_serve` printed (its log file, removed once the process ended)."""
+    path: Path = proc.log_path  # type: ignore[attr-defined]
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    if proc.poll() is not None:
+        path.unlink(missing_ok=True)
+    return text
 
 
 def wait_serving(proc: subprocess.Popen, url: str, headers: dict | None = None, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise AssertionError(f"narrate serve exited {proc.returncode}: {proc.stdout.read() if proc.stdout else ''}")
+            raise AssertionError(f"narrate serve exited {proc.returncode}: {output(proc)}")
         with contextlib.suppress(requests.RequestException):
             if requests.get(f"{url}/v1/models", headers=headers, timeout=2).status_code in (200, 401):
                 return
@@ -55,11 +73,11 @@ def stop(proc: subprocess.Popen) -> str:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
     try:
-        out, _ = proc.communicate(timeout=20)
+        proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, _ = proc.communicate()
-    return out or ""
+        proc.wait()
+    return output(proc)
 
 
 def remove_home(home: Path) -> None:
