@@ -23,7 +23,7 @@ from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, record_failure
 from narrate.jobs.task.progress import Progress, save_meta
-from narrate.jobs.voices.clips import ClipSpec, put_clip
+from narrate.jobs.voices.clips import PARTS_KEEP_S, ClipSpec, parts_key, put_clip
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
@@ -49,10 +49,13 @@ def sentences_of(spec: ClipSpec) -> list[Sentence]:
 
 def store(r: redis.Redis, job_id: str, spec: ClipSpec, index: int, pcm: np.ndarray, runaway: bool) -> dict:
     """Clip `index` + 1 into Redis as a WAV; what the job's result says of it."""
-    pcm16 = (np.clip(pcm, -1.0, 1.0) * 32767).astype("<i2").tobytes()
-    put_clip(r, job_id, index + 1, wav_bytes(pcm16), spec.keep_s)
+    put_clip(r, job_id, index + 1, wav_bytes(pcm16(pcm)), spec.keep_s)
     return {"number": index + 1, "seed": spec.seeds[index], "seconds": round(pcm.size / SAMPLE_RATE, 3),
             "runaway": runaway}  # fmt: skip
+
+
+def pcm16(pcm: np.ndarray) -> bytes:
+    return bytes((np.clip(pcm, -1.0, 1.0) * 32767).astype("<i2").tobytes())
 
 
 def result_of(spec: ClipSpec, clips: list[dict], engine: Engine, warnings: list[str]) -> dict:
@@ -118,12 +121,21 @@ class ClipRider:
 
     def voice(self, engine: Engine) -> VoiceEmbedding:
         self.engine = engine
+        self.r.delete(*(parts_key(self.job.id, s.index + 1) for s in self.sentences))  # an earlier take's
         voice = engine.voice(self.r, self.spec.ref)
         self.warnings = [voice.warning] if voice.warning else []
         return voice
 
     def chunk(self, chunk: Chunk) -> None:
+        """Each piece of audio streamed to a speech request at once (``parts_key``), the clip stored whole
+        at its end."""
         self.pieces.setdefault(chunk.index, []).append(chunk.pcm)
+        if chunk.pcm.size:
+            key = parts_key(self.job.id, chunk.index + 1)
+            with self.r.pipeline(transaction=False) as p:
+                p.rpush(key, pcm16(chunk.pcm))
+                p.expire(key, PARTS_KEEP_S)
+                p.execute()
         if not chunk.final:
             return
         pcm = np.concatenate(self.pieces.pop(chunk.index))

@@ -26,6 +26,15 @@ def clip_key(job_id: str, number: int) -> str:
     return f"{PREFIX}clip:{job_id}:{number}"
 
 
+def parts_key(job_id: str, number: int) -> str:
+    """Clip n's samples as they are spoken (16-bit, a list of pieces): written by a clip riding along a
+    book (jobs/task/clip.py), read by a speech request that streams them before the clip is done."""
+    return f"{PREFIX}clip:{job_id}:{number}:parts"
+
+
+PARTS_KEEP_S = 3600
+
+
 def draft_key(name: str) -> str:
     return f"{PREFIX}voice-design:{name}"
 

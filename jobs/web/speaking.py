@@ -12,11 +12,12 @@ import base64
 import binascii
 import contextlib
 import io
+import logging
 import os
 import struct
 import time
 import wave
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from narrate.jobs.voices.choice import VoiceChoice, choose
 from narrate.jobs.web.errors import ApiError
 from rq.job import Job
 
+log = logging.getLogger("narrate.web")
 MAX_INPUT_CHARS = 4096
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
@@ -160,20 +162,43 @@ def _state(r: redis.Redis, job_id: str) -> str:
     return raw.decode() if isinstance(raw, bytes) else "gone"
 
 
-async def wait_clip(r: redis.Redis, job_id: str, deadline: float) -> bytes:
-    """The clip's 16-bit samples once its job finished (raises ApiError when it failed, or no worker
-    takes it). Waiting holds no thread: only each look at Redis runs in one."""
+@dataclass
+class Streamed:
+    """Whether any clip of an answer came in pieces (then a WAV answer's length is not known ahead)."""
+
+    pieces: bool = False
+
+
+async def clip_audio(r: redis.Redis, job_id: str, deadline: float, streamed: Streamed) -> AsyncGenerator[bytes]:
+    """The clip's 16-bit samples: its pieces as a worker speaks them (a clip riding along a book
+    streams them, clips.parts_key), the rest once its job finished; at least one block (maybe empty).
+    Raises ApiError when it failed, or no worker takes it. Waiting holds no thread: only each look at
+    Redis runs in one."""
     checked = time.monotonic()
+    sent = bytearray()
+    read = 0  # pieces read
     while True:
         state = await asyncio.to_thread(_state, r, job_id)
+        pieces = await asyncio.to_thread(r.lrange, clips.parts_key(job_id, 1), read, -1)
+        for piece in pieces:
+            assert isinstance(piece, bytes)  # narrate's clients return bytes (decode_responses off)
+            read += 1
+            sent += piece
+            streamed.pieces = True
+            yield piece
         if state == "finished":
-            return await asyncio.to_thread(_samples, r, job_id)
+            whole = await asyncio.to_thread(_samples, r, job_id)
+            if whole[: len(sent)] != sent:  # another take than the pieces' (a rider given back mid-way)
+                log.warning("clip %s: its pieces and its whole audio differ; the rest follows the whole", job_id)
+            if len(whole) > len(sent) or not sent:
+                yield whole[len(sent) :]
+            return
         if state in ("failed", "stopped", "canceled", "gone"):
             job = await asyncio.to_thread(find, r, job_id)
             error = ((job.meta or {}).get("error") if job is not None else None) or state
             raise ApiError(502, f"the worker could not speak it ({error})")
         now = time.monotonic()
-        if state == "queued" and now - checked > NO_WORKER_CHECK_S:
+        if state == "queued" and not pieces and now - checked > NO_WORKER_CHECK_S:
             checked = now
             if await asyncio.to_thread(submit_api.unattended_queue, r, job_id):
                 raise ApiError(503, "no worker takes jobs from this server's queues; start one (narrate worker)")
@@ -195,16 +220,22 @@ def wav_header(frames: int | None) -> bytes:
             + b"data" + struct.pack("<I", data))  # fmt: skip
 
 
-async def pcm_stream(r: redis.Redis, job_ids: list[str], first: bytes) -> AsyncIterator[bytes]:
-    """The samples of every clip in order (the first already waited for), as each finishes."""
+async def pcm_stream(r: redis.Redis, job_ids: list[str], first: bytes, rest: AsyncIterator[bytes],
+                     streamed: Streamed) -> AsyncIterator[bytes]:  # fmt: skip
+    """The samples of every clip in order, as they come (the first clip's first block already waited
+    for, `rest` its remainder)."""
     yield first
+    async for block in rest:
+        yield block
     deadline = time.monotonic() + WAIT_S
     for job_id in job_ids[1:]:
-        yield await wait_clip(r, job_id, deadline)
+        async for block in clip_audio(r, job_id, deadline, streamed):
+            yield block
 
 
 async def encoded(pcm: AsyncIterator[bytes], fmt: str, settings: Settings, single: bool) -> AsyncIterator[bytes]:
-    """`pcm` in the response format: pcm and wav as they come, the others through one ffmpeg."""
+    """`pcm` in the response format: pcm and wav as they come (`single`: all of it in one block, so a
+    WAV header with its length), the others through one ffmpeg."""
     if fmt in ("pcm", "wav"):
         if fmt == "wav" and not single:
             yield wav_header(None)

@@ -61,14 +61,17 @@ async def speech(request: Request, body: SpeechRequest) -> StreamingResponse:
         job_ids = await run_in_threadpool(speaking.enqueue, web.redis, web.settings, said)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    streamed = speaking.Streamed()
+    rest = speaking.clip_audio(web.redis, job_ids[0], time.monotonic() + speaking.WAIT_S, streamed)
     try:
-        deadline = time.monotonic() + speaking.WAIT_S
-        first = await speaking.wait_clip(web.redis, job_ids[0], deadline)
+        first = await anext(rest)  # the first audio, or the status code of what went wrong
     except BaseException:
+        await rest.aclose()
         await run_in_threadpool(speaking.drop, web.redis, job_ids)
         raise
-    audio = speaking.encoded(speaking.pcm_stream(web.redis, job_ids, first), body.response_format, web.settings,
-                             single=len(job_ids) == 1)  # fmt: skip
+    single = len(job_ids) == 1 and not streamed.pieces  # the whole answer in one block
+    audio = speaking.encoded(speaking.pcm_stream(web.redis, job_ids, first, rest, streamed), body.response_format,
+                             web.settings, single=single)  # fmt: skip
     if body.stream_format == "sse":
         return StreamingResponse(_events(audio, web, job_ids, len(body.input)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})  # fmt: skip

@@ -1,8 +1,9 @@
 """A speech request does not wait behind a book. With one worker narrating a book:
 
 - a one-line `POST /v1/audio/speech` for the model the book has loaded rides along the book's
-  batches (worker/process/yielding.py, worker/engine/admission.py): it is answered while the book
-  runs, and the book never stops: one attempt, nothing reused from checkpoints, its output whole;
+  batches (worker/process/yielding.py, worker/engine/admission.py): its audio streams while the
+  book runs (the same bytes as the clip kept whole), and the book never stops: one attempt,
+  nothing reused from checkpoints, its output whole;
 - a preview for another model makes the book yield its worker after its batch in flight: the
   preview is made between the book's batches, and the book then finishes from its checkpoints, its
   attempt not counted."""
@@ -63,8 +64,12 @@ def test_a_speech_request_rides_along_the_books_batches(checkpoint, voice_wav):
         assert during["status"] == "in_progress", (during, waited)  # answered while the book ran on
         result = finished_book(s, book)
         assert result["attempts"] == 1 and result["reused"] == 0, result  # it never stopped
+        again = s.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.",
+                                                 "response_format": "pcm"})  # fmt: skip
+        assert again.status_code == 200 and again.content == body  # the pieces streamed are the clip kept whole
     finally:
         logs = s.close()
+    assert "differ" not in logs
     assert f"job {book['id']} takes clip job narrate-clip-" in logs, logs
     assert f"spoken along job {book['id']}" in logs
     assert "yields to" not in logs and "requeued" not in logs
