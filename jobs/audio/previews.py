@@ -8,7 +8,8 @@ confined writes (jobs/outputs/confined.py: a temp file renamed into place, no li
 recorded in Redis (``narrate:preview:<job id>``: chapter number -> its path under the output root,
 title and seconds) for `narrate serve` to play. A chapter whose opening pause was too short to cut
 at starts with the end of the chapter before it (segments.py). The book's own files replace them:
-the folder and the record go when the book is finished, or when the job is deleted."""
+the folder and the record go when the book is finished, when it ends for good without a book
+(canceled, deleted, failed), or when the job is deleted."""
 
 from __future__ import annotations
 
@@ -47,13 +48,21 @@ class ChapterPreviews:
         self.parts = [p for p in folder_of(output_relative, job_id).parts if p != "."]
         self.chapters = chapters  # (first sentence, end sentence, title)
         self.made: set[int] = set()
+        self.closed = False
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """No chapter is made after this (the book is done, or ended for good)."""
+        with self._lock:
+            self.closed = True
 
     def update(self, segments: list[Segment], encoded: dict[int, str]) -> None:
         """Make each chapter whose segments are all encoded now (errors are logged: a preview is a
         convenience, never the book's failure)."""
         with self._lock:
             for k, (first, end, title) in enumerate(self.chapters):
+                if self.closed:
+                    return
                 if k in self.made:
                     continue
                 covering = [s for s in segments if s.last >= first and s.first < end]

@@ -129,6 +129,7 @@ class Stitcher:
         self.segmenter = Segmenter(plan, spec)
         self.book: BookWriter | None = None
         self.encoders: Encoders | None = None
+        self.previews: previews.ChapterPreviews | None = None
 
     @property
     def encoder(self) -> SegmentEncoder | None:
@@ -144,7 +145,8 @@ class Stitcher:
         try:
             self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter)
             if self.path.segmented:  # each chapter playable once encoded, while the rest is synthesized
-                self.encoders.encoder.on_encoded = self._previews().update
+                self.previews = self._previews()
+                self.encoders.encoder.on_encoded = self.previews.update
             self._advance(self._ready)  # what earlier attempts, the cache or the parts left
         except BaseException:
             self.__exit__()
@@ -210,10 +212,7 @@ class Stitcher:
         n = len(plan.sentences)
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))
-        try:
-            previews.remove(ctx.job.connection, self.root.path, ctx.job.id, self.spec.output)  # the book replaces them
-        except (OSError, RedisError) as e:  # the book is in place: a preview left behind is no failure
-            log.warning("job %s: its chapter previews were not removed: %s", ctx.job.id, e)
+        self._drop_previews()  # the book's own files replace them
         heard = seg.heard
         return Stitched(
             samples=book.samples,
@@ -234,6 +233,17 @@ class Stitcher:
         finally:
             if self.book is not None:
                 self.book.__exit__()
+            goes_on = self.ctx.stopped_early or self.ctx.canceled == "taken"  # requeued, or another worker's now
+            if exc and exc[0] is not None and self.path.segmented and not goes_on:
+                self._drop_previews()  # ended here for good (canceled, deleted, failed): no chapters of it left
+
+    def _drop_previews(self) -> None:
+        if self.previews is not None:
+            self.previews.close()  # an encoder thread still running makes none after this
+        try:
+            previews.remove(self.ctx.job.connection, self.root.path, self.ctx.job.id, self.spec.output)
+        except (OSError, RedisError) as e:
+            log.warning("job %s: its chapter previews were not removed: %s", self.ctx.job.id, e)
 
 
 @dataclass(frozen=True)
