@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from helpers.books import book
 from helpers.fake import fake_env, synthesized
 from helpers.faults import leftovers
@@ -60,7 +58,6 @@ def test_hang_in_native_code_is_killed_by_the_supervisor(env, home, voice_wav):
     doc = home / "hang.txt"
     doc.write_text(book(10, "STUCK"))
     job_id = submit(e, doc, voice_wav, home / "out" / "hang.wav")
-    t0 = time.monotonic()
     supervisor = start_worker(e)
     try:
         st = wait_for_job(job_id, timeout=60)
@@ -68,5 +65,4 @@ def test_hang_in_native_code_is_killed_by_the_supervisor(env, home, voice_wav):
         log = stop_worker(supervisor)
     assert st["status"] == "failed" and "crashed the worker 2 times" in st["error"], (st, log[-1500:])
     assert "STUCK" in st["error"]
-    assert time.monotonic() - t0 < 2 * (2 + 5) + 10
     assert "made no progress" in log

@@ -18,7 +18,7 @@ def test_info_on_a_password_protected_server(env, home, voice_wav):
     server.start()
     try:
         e = fake_env(env, home, delay_ms=80, NARRATE_REDIS_URL=server.url)
-        a, b, c = write_docs(home, {"a.txt": 30, "b.txt": 2, "c.txt": 2})
+        a, b, c = write_docs(home, {"a.txt": 120, "b.txt": 2, "c.txt": 2})  # a runs ~10 s: two `info` calls see it
         [running] = submit_json(e, [a], voice_wav, "-o", str(home / "out"))
         submit_json(e, [b], voice_wav, "-o", str(home / "out"), "--priority", "low")
         submit_json(e, [c], voice_wav, "-o", str(home / "out"), "--priority", "high", "--in", "1h")
