@@ -123,10 +123,12 @@ def test_rq_cancel_dashboard_delete_and_stop_job_stop_the_work(action, env, home
 
 
 def test_cancel_racing_with_completion_leaves_each_job_consistent(env, home, voice_wav, external_redis):
-    """Six short jobs, one `narrate cancel` of all while the worker goes through them: every job
-    ends either finished with its output, or canceled with none, and sits in one registry."""
-    e = fake_env(env, home, delay_ms=60)  # jobs long enough that the cancel's own start cannot outlast them
-    docs = write_docs(home, {f"r{k}.txt": 6 for k in range(6)})
+    """Six jobs, one `narrate cancel` of all while the worker goes through them: every job ends
+    either finished with its output, or canceled with none, and sits in one registry. The first
+    three are short (one of them may finish while the cancel runs: the race); the last three last
+    seconds each, so that a cancel slowed by a busy machine still finds work left to cancel."""
+    e = fake_env(env, home, delay_ms=60)
+    docs = write_docs(home, {f"r{k}.txt": 6 if k < 3 else 60 for k in range(6)})
     jobs = submit_json(e, docs, voice_wav, "-o", str(home / "out"))
     worker = start_worker(e)
     try:
