@@ -119,17 +119,25 @@ class DecodeLoop:
         joining, self.pending = self.pending, []
         for _, same in itertools.groupby(sorted(joining, key=lambda r: r.language), key=lambda r: r.language):
             group = list(same)
-            lg, hd = self._prefill(group)
+            lg, hd, new = self._prefill(group)
+            self._join(group, new)
             logits.append(lg)
             hidden.append(hd)
-            self.rows.extend(group)
         self.steps += 1
         self.computed.append((len(self.rows), sum(r.done for r in self.rows)))
         self._advance(mx.concatenate(logits, axis=0), mx.concatenate(hidden, axis=0))
         yield from self.ready()
 
-    def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array]:
-        """Prefill rows that join: their logits and hidden state, their caches joined to the batch."""
+    def _join(self, group: list[Row], new: Rows) -> None:
+        """Rows whose prefill is `new` into the batch, after the rows there (same order)."""
+        self.state = join(self.state, new, self.pad_embed)
+        for r in group:
+            r.codec = self.codec.row()
+        self.rows.extend(group)
+
+    def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array, Rows]:
+        """Prefill rows (one language): their logits and hidden state at the last position, and
+        their device state (caches, text still to feed), to join the batch."""
         model = self.model
         speakers = [self.voices.speaker(r.voice.embedding, r.voice.speaker) for r in group]
         with self.voices.active():
@@ -142,7 +150,11 @@ class DecodeLoop:
             )
         cache = model.talker.make_cache()
         mask = batch.attention_mask if len(group) > 1 else None
-        lg, hd = model.talker(batch.input_embeds, cache=cache, attention_mask=mask)
+        # The talker's layers over every prefill position (they fill the KV cache), its codec head
+        # only on the last one: the only logits sampled (mlx-audio's talker call computes the head
+        # at every position, a third of a prefill's work on the tiny checkpoint).
+        hd = model.talker.model(batch.input_embeds, cache=cache, attention_mask=mask)[:, -1:, :]
+        lg = model.talker.codec_head(hd)
         if self.pad_embed is None:
             self.pad_embed = batch.tts_pad_embed
         n = len(group)
@@ -154,10 +166,7 @@ class DecodeLoop:
             trailing_idx=mx.zeros((n, 1), dtype=mx.int32),
             history=mx.full((n, HISTORY), self.config.vocab_size, dtype=mx.int32),  # vocab = none yet
         )
-        self.state = join(self.state, new, self.pad_embed)
-        for r in group:
-            r.codec = self.codec.row()
-        return lg[:, -1, :], hd[:, -1:, :]
+        return lg[:, -1, :], hd, new
 
     def _advance(self, logits: mx.array, hidden: mx.array) -> None:
         """Sample this frame's 16 codes for every row, prepare the next inputs, retire rows."""

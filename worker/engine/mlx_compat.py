@@ -98,6 +98,7 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "qwen3_tts.Model.model_quant_predicate": ("path", "module"),
         "talker.Qwen3TTSTalkerForConditionalGeneration.__call__": ("inputs_embeds", "cache", "attention_mask"),
         "talker.Qwen3TTSTalkerForConditionalGeneration.make_cache": (),
+        "talker.Qwen3TTSTalkerModel.__call__": ("inputs_embeds", "cache", "attention_mask"),
         "talker.Qwen3TTSTalkerForConditionalGeneration.get_input_embeddings": (),
         "talker.Qwen3TTSTalkerCodePredictor.__call__": ("inputs_embeds", "cache", "generation_step"),
         "talker.Qwen3TTSTalkerCodePredictor.make_cache": (),
@@ -150,6 +151,8 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         # The code predictor step (code_predictor_step.py) makes one cache per layer and embeds
         # each codebook's token itself.
         "Model.talker.code_predictor": ("model", "codec_embedding"),
+        # A prefill runs the talker's layers, then its codec head on the last position only.
+        "Model.talker": ("model", "codec_head"),
         "Model.talker.code_predictor.model": ("layers",),
         # The code predictor calls these on the caches it is given (narrate gives it its own:
         # code_predictor_step._GrowingCache, the same interface).
@@ -258,6 +261,7 @@ def _attribute_problems(model: Any) -> list[str]:
         "Model": [model],
         "Model.speech_tokenizer": [speech_tokenizer] if speech_tokenizer is not None else [],
         "Model.speech_tokenizer.decoder": [speech_tokenizer.decoder] if hasattr(speech_tokenizer, "decoder") else [],
+        "Model.talker": [model.talker] if hasattr(model, "talker") else [],
         "Model.talker.code_predictor": [predictor] if predictor is not None else [],
         "Model.talker.code_predictor.model": [predictor.model] if hasattr(predictor, "model") else [],
         "Model.talker.code_predictor.make_cache()[i]": caches,
