@@ -127,11 +127,17 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: b
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
 def run(document, output, as_json, **kw) -> None:
     """Narrate one document here and now: server, queue and worker in this one command."""
+    import atexit
+    import gc
     import signal
 
     from narrate.worker.process.inprocess import run_in_process  # loads the worker side: only here
 
     signal.signal(signal.SIGTERM, _interrupted)  # clean up (private queue, unfinished job) like Ctrl-C
+    # At exit, the interpreter's last garbage collection would walk every object the worker side
+    # loaded (mlx-audio, transformers, the model): about a second on a small CPU, after the output
+    # is already in place. Frozen objects are skipped; modules are still torn down.
+    atexit.register(gc.freeze)
     out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
     out = out.expanduser().absolute()
     try:
