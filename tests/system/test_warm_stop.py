@@ -100,3 +100,42 @@ def test_a_second_stop_signal_while_the_first_is_handled_does_not_deadlock(env, 
             for s, h in saved.items():
                 signal.signal(s, h)
     assert worker.stop_event.is_set()
+
+
+SWALLOWS_FIRST_STOP = """
+import signal, sys, time
+got = []
+def on_term(*_):
+    got.append(1)
+    if len(got) > 1:
+        print("stops:", len(got), flush=True)
+        sys.exit(0)
+signal.signal(signal.SIGTERM, on_term)
+print("ready", flush=True)
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    time.sleep(0.02)
+print("stops:", len(got), flush=True)
+"""
+
+
+@pytest.mark.parametrize("state", ["idle", "busy"])
+def test_a_lost_stop_is_passed_on_again_to_an_idle_worker_only(tmp_path, monkeypatch, state):
+    """A worker process that lost the stop signal (here: one that swallows its first SIGTERM) is sent
+    another once RESTOP_S has passed since the stop, if it is not running a job; a busy one is left
+    to its warm stop (it ends by itself here, having seen one signal)."""
+    import subprocess
+    import sys
+
+    from narrate.worker.process import supervisor
+
+    monkeypatch.setattr(supervisor, "RESTOP_S", 0.5)
+    progress = tmp_path / "worker.progress"
+    progress.write_text(f"{state} {time.time():.3f} 1\n")
+    child = subprocess.Popen([sys.executable, "-c", SWALLOWS_FIRST_STOP, "3"], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    child.send_signal(signal.SIGTERM)  # the stop, swallowed
+    stopped = time.monotonic()
+    seen = supervisor._watch(child, progress, 60, lambda: stopped)
+    out = child.stdout.read()
+    assert seen.code == 0 and out.strip() == ("stops: 2" if state == "idle" else "stops: 1"), out

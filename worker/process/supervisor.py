@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +42,10 @@ from narrate.worker.process.host import host_id, open_lock
 log = logging.getLogger("narrate.supervisor")
 POLL_S = 0.1
 WAKE_GAP_S = 2.0  # polls further apart than this: this process (or the machine) was not running
+# A stop passed on to a worker process that is still there this long after, and not running a job,
+# is passed on once more: a stop signal can be lost in a process that is just starting (one whose
+# worker went on to wait for jobs was seen). A job's warm stop is never hurried this way.
+RESTOP_S = 10.0
 CONFIG_ERROR = 2
 PROGRESS_NAME = re.compile(r"worker-(\d+)\.(?:progress|tmp)")  # runtime.beat writes .tmp, renames to .progress
 
@@ -109,6 +114,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     ]
     base += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])
     stopping = False
+    stopped_at: list[float] = []  # when the stop signal came
     child: subprocess.Popen | None = None
     signalled: set[int] = set()  # children a stop signal was passed on to
 
@@ -121,6 +127,8 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     def forward(signum, _frame):
         nonlocal stopping
         first, stopping = not stopping, True
+        if first:
+            stopped_at.append(time.monotonic())
         # Only the first signal sets the event: a second one handled inside that set() (it holds the
         # event's lock) would wait for the lock forever, as the worker process did (rq_worker).
         if first and sched is not None:
@@ -142,7 +150,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
             if stopping and child.pid not in signalled:  # the signal came before `child` named this one
                 signalled.add(child.pid)
                 child.send_signal(signal.SIGTERM)
-            seen = _watch(child, progress, settings.hang_timeout)
+            seen = _watch(child, progress, settings.hang_timeout, lambda: stopped_at[0] if stopped_at else None)
             if stopping and seen.code in (-signal.SIGTERM, -signal.SIGINT):
                 return 0  # stopped while it was still starting (before its handlers): nothing ran
             if seen.code == 0 or stopping or seen.code == CONFIG_ERROR:
@@ -177,9 +185,13 @@ class Watched:
         return f"code {self.code}"
 
 
-def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> Watched:
-    """Wait for the child to exit, killing it if it hangs."""
+def _watch(
+    child: subprocess.Popen, progress: Path, hang_timeout: int, stopped_at: Callable[[], float | None] = lambda: None
+) -> Watched:
+    """Wait for the child to exit, killing it if it hangs; an idle child still there RESTOP_S after
+    the stop (`stopped_at`: when it came, or None) is sent it once more."""
     seen = Watched()
+    restopped = False
     last_line, changed_at = None, time.monotonic()
     woke_at = -float("inf")
     polled_at = time.monotonic()
@@ -197,6 +209,11 @@ def _watch(child: subprocess.Popen, progress: Path, hang_timeout: int) -> Watche
         if line != last_line:
             last_line, changed_at = line, now
         seen.worked = seen.worked or state == "busy"
+        since = stopped_at()
+        if since is not None and not restopped and state != "busy" and now - since > RESTOP_S:
+            log.warning("worker %d is still running %.0f s after the stop: stopping it again", child.pid, RESTOP_S)
+            restopped = True
+            child.send_signal(signal.SIGTERM)
         if state == "busy" and now - changed_at > hang_timeout and not seen.hung:
             log.error("worker %d made no progress for %d s: killing it", child.pid, hang_timeout)
             seen.hung = True
