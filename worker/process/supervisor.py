@@ -113,8 +113,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
         str(progress),
     ]
     base += ["--queue", queue_name or settings.queue] + (["--burst"] if burst else [])
-    stopping = False
-    stopped_at: list[float] = []  # when the stop signal came
+    stopped_at: float | None = None  # when the stop signal came (None: no stop yet)
     child: subprocess.Popen | None = None
     signalled: set[int] = set()  # children a stop signal was passed on to
 
@@ -125,10 +124,10 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
         fetcher = fetch.start_thread(settings, host_id(settings.home), sched[1])
 
     def forward(signum, _frame):
-        nonlocal stopping
-        first, stopping = not stopping, True
+        nonlocal stopped_at
+        first = stopped_at is None
         if first:
-            stopped_at.append(time.monotonic())
+            stopped_at = time.monotonic()
         # Only the first signal sets the event: a second one handled inside that set() (it holds the
         # event's lock) would wait for the lock forever, as the worker process did (rq_worker).
         if first and sched is not None:
@@ -144,16 +143,16 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     try:
         while True:
             progress.unlink(missing_ok=True)
-            if stopping:  # stopped while the last one was exiting or during the back-off
+            if stopped_at is not None:  # stopped while the last one was exiting or during the back-off
                 return 0
             child = subprocess.Popen(base + ["--previous-exit", previous_exit])
-            if stopping and child.pid not in signalled:  # the signal came before `child` named this one
+            if stopped_at is not None and child.pid not in signalled:  # the signal came before `child` named this one
                 signalled.add(child.pid)
                 child.send_signal(signal.SIGTERM)
-            seen = _watch(child, progress, settings.hang_timeout, lambda: stopped_at[0] if stopped_at else None)
-            if stopping and seen.code in (-signal.SIGTERM, -signal.SIGINT):
+            seen = _watch(child, progress, settings.hang_timeout, lambda: stopped_at)
+            if stopped_at is not None and seen.code in (-signal.SIGTERM, -signal.SIGINT):
                 return 0  # stopped while it was still starting (before its handlers): nothing ran
-            if seen.code == 0 or stopping or seen.code == CONFIG_ERROR:
+            if seen.code == 0 or stopped_at is not None or seen.code == CONFIG_ERROR:
                 return seen.code
             # Restart at once after a crash mid-work (its job is recovered at start-up); back off
             # when the worker dies before doing any work (a crash loop).
