@@ -14,6 +14,7 @@ from narrate.worker.engine import code_predictor_step as cps
 from narrate.worker.engine.codec_fast import (
     DepthwiseConv1d,
     PatchConv1d,
+    Settled,
     StridedTransposeConv1d,
     swaps_for,
 )
@@ -87,8 +88,12 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
     puts mlx-audio's back; the swaps are built once per decoder."""
     worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
     kinds = {type(new).__name__ for *_, new in worker.swaps}
-    assert {"DepthwiseConv1d", "PatchConv1d", "StridedTransposeConv1d", "array"} <= kinds
+    assert {"DepthwiseConv1d", "PatchConv1d", "StridedTransposeConv1d", "array", "Settled"} <= kinds
     originals = [(owner, attr, old) for owner, attr, old, _ in worker.swaps]
+
+    def now(owner, key):
+        return owner[key] if isinstance(key, int) else getattr(owner, key)
+
     owner0, attr0, _, fast0 = next(s for s in worker.swaps if isinstance(s[3], DepthwiseConv1d))
     seen = []
     real_call = DepthwiseConv1d.__call__
@@ -105,13 +110,42 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
     finally:
         DepthwiseConv1d.__call__ = real_call
     assert fast.shape == (6 * 1920,) and seen and all(seen)
-    assert all(getattr(owner, attr) is old for owner, attr, old in originals)  # mlx-audio's layers are back
-    fast_kinds = DepthwiseConv1d | PatchConv1d | StridedTransposeConv1d
+    assert all(now(owner, attr) is old for owner, attr, old in originals)  # mlx-audio's layers are back
+    fast_kinds = DepthwiseConv1d | PatchConv1d | StridedTransposeConv1d | Settled
     assert not any(isinstance(m, fast_kinds) for _, m in worker.decoder.named_modules())
     assert swaps_for(worker.decoder) is worker.swaps
     worker.swaps = []  # mlx-audio's layers throughout
     slow = worker.row().decode(codes)
     np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
+
+
+def test_the_codec_graph_goes_to_mlx_a_stage_at_a_time(loaded):
+    """Each upsampling ConvNeXt block (the tiny codec has four, and no decoder blocks) is computed
+    when it returns, so a decode never puts its whole graph in MLX's shared task queue; where the
+    graph is cut changes no sample."""
+    worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
+    settled = [new for *_, new in worker.swaps if isinstance(new, Settled)]
+    decoder = worker.decoder
+    assert [s.stage for s in settled] == [pair[1] for pair in decoder.upsample]
+    computed = []
+    real_step = Settled.step
+
+    def spy(self, x):
+        y = real_step(self, x)
+        computed.append(self.stage)
+        return y
+
+    rng = np.random.default_rng(1)
+    codes = [rng.integers(0, 2048, 16).astype(np.int32) for _ in range(5)]
+    Settled.step = spy
+    try:
+        cut = worker.row().decode(codes)
+    finally:
+        Settled.step = real_step
+    assert computed == [s.stage for s in settled]  # each stage once per decode, in order
+    worker.swaps = [s for s in worker.swaps if not isinstance(s[3], Settled)]  # the same layers, one graph
+    whole = worker.row().decode(codes)
+    np.testing.assert_array_equal(cut, whole)
 
 
 @pytest.mark.parametrize("every", [False, True])

@@ -16,8 +16,17 @@ full-rate ConvNeXt block and first decoder convolution):
 - a transposed convolution whose kernel equals its stride (the upsampling by 5): 2.0 ms; as
   one matrix product and a reshape (no two input steps overlap) 0.23 ms.
 
-Each gives the same samples as mlx-audio's layer on this CPU (the tests compare them). They are
-used only on the CPU (a GPU's convolutions are fast) and only while narrate decodes
+Each gives the same samples as mlx-audio's layer on this CPU, within float rounding (the tests
+compare them).
+
+The decoder's stages (each upsampling ConvNeXt block, each decoder block) are also evaluated one at
+a time (``Settled``) rather than as one graph of a few hundred operations. MLX caps the tasks in
+flight across all of a process's streams (a counted task is 10 operations; past 10 of them an
+``eval`` waits for any task to finish): one decode's whole graph held the decode loop's step,
+on the other thread, to the pace of the codec's audio-rate tasks. Measured in one process on the
+2-core CPU (84 sentences, batch 8): synthesis 26.2 s one graph, 21.1 s stage by stage.
+
+They are used only on the CPU (a GPU's convolutions are fast) and only while narrate decodes
 (``fast_layers``): mlx-audio's own ``generate`` (the benchmark's plain loop, the sequential path)
 keeps its layers.
 """
@@ -31,7 +40,7 @@ from typing import Any
 import mlx.core as mx
 import mlx.nn as nn
 
-Swap = tuple[Any, str, Any, Any]  # (owner, attribute, mlx-audio's value, the faster one)
+Swap = tuple[Any, str | int, Any, Any]  # (owner, attribute or list index, mlx-audio's value, the faster one)
 
 
 def _shifted(x: mx.array, kernel: int, dilation: int) -> tuple[int, list[mx.array]]:
@@ -101,6 +110,38 @@ class StridedTransposeConv1d(nn.Module):
         return y + self.bias if "bias" in self else y
 
 
+class Settled(nn.Module):
+    """A decoder stage whose output is computed when it returns (``mx.eval``): the codec's graph
+    goes to MLX a stage at a time (the module docstring says why)."""
+
+    def __init__(self, stage: Any):
+        super().__init__()
+        self.stage = stage
+
+    def step(self, x: mx.array) -> mx.array:
+        y = self.stage.step(x)
+        mx.eval(y)
+        return y
+
+    def __call__(self, x: mx.array) -> mx.array:
+        y = self.stage(x)
+        mx.eval(y)
+        return y
+
+
+def stages(decoder: Any) -> list[tuple[list, int]]:
+    """(list, index) of each stage streaming_step runs that holds the most work: the upsampling
+    ConvNeXt blocks and the decoder blocks (between its first convolution and its last two layers)."""
+    found: list[tuple[list, int]] = []
+    for pair in getattr(decoder, "upsample", []):
+        if isinstance(pair, list) and len(pair) == 2:
+            found.append((pair, 1))
+    blocks = getattr(decoder, "decoder", [])
+    if isinstance(blocks, list):
+        found.extend((blocks, i) for i in range(1, len(blocks) - 2))
+    return [(owner, i) for owner, i in found if hasattr(owner[i], "step")]
+
+
 def is_depthwise(conv: Any) -> bool:
     return (
         isinstance(conv, nn.Conv1d)
@@ -149,18 +190,26 @@ def _build(decoder: Any) -> list[Swap]:
             out.append((m, "conv", conv, StridedTransposeConv1d(conv)))
         if isinstance(m, nn.Linear) and "weight" in m:  # (out, in) viewed from a row-major (in, out) copy
             out.append((m, "weight", m.weight, mx.contiguous(m.weight.T).T))
+    out.extend((owner, i, owner[i], Settled(owner[i])) for owner, i in stages(decoder))
     # computed now, on this thread's stream: the codec thread has its own stream
     mx.eval([new if isinstance(new, mx.array) else new.parameters() for *_, new in out])
     return out
 
 
+def _put(owner: Any, key: str | int, value: Any) -> None:
+    if isinstance(key, int):
+        owner[key] = value
+    else:
+        setattr(owner, key, value)
+
+
 @contextlib.contextmanager
 def fast_layers(swaps: list[Swap]) -> Iterator[None]:
     """The faster layers in place for the duration (one thread decodes at a time)."""
-    for owner, attr, _, fast in swaps:
-        setattr(owner, attr, fast)
+    for owner, key, _, fast in swaps:
+        _put(owner, key, fast)
     try:
         yield
     finally:
-        for owner, attr, original, _ in swaps:
-            setattr(owner, attr, original)
+        for owner, key, original, _ in swaps:
+            _put(owner, key, original)

@@ -8,8 +8,10 @@ modules, one stream at a time; ``RowCodec`` keeps a sentence's state apart and s
 each of its pieces, so every row of a batch streams on its own, in any order.
 
 ``CodecWorker`` decodes pieces on one background thread (the only thread touching the decoder),
-so the codec runs while the decode loop computes the next frames. While it decodes, the
-decoder's slowest CPU layers are replaced by equivalent faster ones (codec_fast.py).
+so the codec runs while the decode loop computes the next frames. While it decodes on a CPU, the
+decoder's slowest layers are replaced by equivalent faster ones and its stages are computed one at
+a time, which keeps the decode loop's step from waiting behind the codec's work in MLX's task
+queue (codec_fast.py).
 """
 
 from __future__ import annotations
