@@ -5,7 +5,7 @@ Prints the medians, spreads and the ratio plain/narrate, and where narrate's tim
 
     .venv/bin/python tests/bench/e2e_bench.py [--runs 3] [--busy] [--max-frames 16] [--model DIR]
         [--chapter FILE] [--voice SAMPLE] [--format mp3] [--batch-size N] [--redis-url URL]
-        [--baseline TREE] [--json FILE]
+        [--baseline TREE] [--plain-blas bundled|openblas] [--json FILE]
 
 - narrate: `narrate run CHAPTER --voice SAMPLE -o OUT --max-frames N --json` with a fresh NARRATE_HOME
   each run (so its embedded Valkey server starts, the voice's x-vector is computed once and no sentence
@@ -141,7 +141,8 @@ def run_plain(a: argparse.Namespace, work: Path, tag: str, plan: Path, budgets: 
 
     out = work / f"{tag}.{a.format}"
     cmd = [sys.executable, str(HERE / "e2e_plain.py"), "--model", str(a.model), "--voice", str(a.voice),
-           "--plan", str(plan), "-o", str(out), "--ffmpeg", ffmpeg_exe(os.environ.get("NARRATE_FFMPEG"))]  # fmt: skip
+           "--plan", str(plan), "-o", str(out), "--ffmpeg", ffmpeg_exe(os.environ.get("NARRATE_FFMPEG")),
+           *(["--openblas"] if a.plain_blas == "openblas" else [])]  # fmt: skip
     wall, cpu, stdout = timed(cmd, dict(os.environ, PYTHONUNBUFFERED="1"), work / f"{tag}.log")
     phases = json.loads(stdout.strip().splitlines()[-1])
     assert phases.pop("frames") == budgets, "the plain loop made other frames than the plan's budgets"
@@ -208,12 +209,14 @@ def report(a: argparse.Namespace, budgets: list[int], runs: dict[str, list[dict]
         "chapter": a.chapter.name, "words": len(a.chapter.read_text(encoding="utf-8").split()),
         "sentences": len(budgets), "max_frames": a.max_frames, "frames": frames, "audio_s": frames / 12.5,
         "format": a.format, "batch_size": a.batch_size, "redis": "external" if a.redis_url else "embedded",
-        "baseline": str(a.baseline) if a.baseline else None, "plain_wall_s": p,
+        "baseline": str(a.baseline) if a.baseline else None, "plain_blas": a.plain_blas,
+        "narrate_blas": os.environ.get("NARRATE_BLAS") or "auto", "plain_wall_s": p,
         "plain_cpu_s": stats([r["cpu_s"] for r in plain]),
         "plain_phases_median_s": medians([r["phases"] for r in plain]),
     }  # fmt: skip
     print(f"\n{fig['sentences']} sentences, {frames} frames ({frames / 12.5:.0f} s of audio), {a.format}, "
-          f"{'with a busy process beside' if a.busy else 'nothing else of ours running'}")  # fmt: skip
+          f"{'with a busy process beside' if a.busy else 'nothing else of ours running'}; the plain loop's BLAS: "
+          f"{a.plain_blas}, narrate's: NARRATE_BLAS={fig['narrate_blas']}")  # fmt: skip
     print(f"plain     median {p['median']:8.2f} s  (min {p['min']:.2f}, max {p['max']:.2f}, spread {p['spread_pct']}%)")
     for name in [v for v in runs if v != "plain"]:
         n = stats([r["wall_s"] for r in runs[name]])
@@ -249,6 +252,9 @@ def main() -> int:
     ap.add_argument("--redis-url", default=None, help="a Redis for narrate (default: its embedded server)")
     ap.add_argument("--baseline", type=Path, default=None, help="also time the narrate of TREE/narrate")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--plain-blas", choices=["bundled", "openblas"], default="bundled",
+                    help="the plain loop's BLAS: MLX's bundled one (a script as installed) or the system OpenBLAS "
+                    "narrate loads on Linux (narrate.worker.blas)")  # fmt: skip
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     from narrate.jobs.outputs.outputs import FORMATS

@@ -1,7 +1,7 @@
 """The plain mlx-audio loop of tests/bench/e2e_bench.py, as its own process: what a script without narrate
 does with the same checkpoint, voice sample and sentences.
 
-    python tests/bench/e2e_plain.py --model DIR --voice SAMPLE.wav --plan PLAN.json -o OUT.mp3 --ffmpeg EXE
+    python tests/bench/e2e_plain.py --model DIR --voice SAMPLE.wav --plan PLAN.json -o OUT.mp3 --ffmpeg EXE [--openblas]
 
 PLAN.json (written by e2e_bench.py from narrate's own planning) holds each sentence's spoken text,
 language, seed and frame budget in reading order, and narrate's ffmpeg muxer and codec arguments for the
@@ -9,7 +9,9 @@ output's format. The model is loaded with mlx-audio, EOS is disabled the way `na
 (an id the sampler never produces: every sentence runs to its budget), then for each sentence
 `model.generate(...)` with the sample as ``ref_audio`` (the speaker encoder runs for every sentence),
 streamed as `narrate bench`'s plain loop streams it; the audio is concatenated and piped into one ffmpeg
-encode. Prints one JSON line: the seconds of each phase and the frames made."""
+encode. Prints one JSON line: the seconds of each phase and the frames made. `--openblas`: MLX's float32
+products by the system OpenBLAS, as narrate.worker loads it on Linux (narrate.worker.blas): the same BLAS
+on both sides."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ import sys
 import time
 
 T0 = time.monotonic()  # before the heavy imports: they count
+
+if "--openblas" in sys.argv:  # the system OpenBLAS ahead of MLX's bundled BLAS, as narrate.worker does
+    import narrate.worker  # noqa: E402, F401
 
 import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
@@ -36,6 +41,7 @@ def main() -> int:
     ap.add_argument("--plan", required=True)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--ffmpeg", default="ffmpeg")
+    ap.add_argument("--openblas", action="store_true", help="MLX's float32 products by the system OpenBLAS")
     a = ap.parse_args()
     plan = json.loads(open(a.plan, encoding="utf-8").read())
     t_imported = time.monotonic()

@@ -14,11 +14,12 @@ def test_the_end_to_end_bench_times_both_processes_and_breaks_narrate_down(env, 
     chapter.write_text("Chapter One.\n\nThe visit was returned in due form. Miss Bennet smiled.\n\nThey went home.\n")
     out = tmp_path / "e2e.json"
     args = ["--runs", "1", "--chapter", str(chapter), "--model", str(checkpoint), "--voice", str(voice_wav),
-            "--max-frames", "3", "--json", str(out)]  # fmt: skip
+            "--max-frames", "3", "--plain-blas", "openblas", "--json", str(out)]  # fmt: skip
     proc = subprocess.run([sys.executable, str(HERE / "e2e_bench.py"), *args], env=env, capture_output=True,
                           text=True, timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fig = json.loads(out.read_text())
+    assert fig["plain_blas"] == "openblas" and fig["narrate_blas"] == "auto"  # the same BLAS on both sides
     assert fig["sentences"] == 4 and fig["frames"] == 12  # every sentence runs to its capped budget, in both
     narrate = fig["narrate"]
     assert narrate["ratio_plain_over_it"] == round(fig["plain_wall_s"]["median"] / narrate["wall_s"]["median"], 2)
