@@ -14,12 +14,16 @@ import signal
 import tempfile
 from pathlib import Path
 
+import narrate.worker  # noqa: F401 - first: see below
 import pytest
 import redis
 from helpers.audio import write_voice
 from helpers.chromium import SKIP_REASON, find_chromium, launch_args
 from helpers.servers import EXTERNAL_REDIS_URL
 
+# narrate.worker, imported above before anything imports mlx, loads the system OpenBLAS where there is
+# one (narrate/worker/blas.py), as the worker processes the tests start do: audio synthesized in the test
+# process then has the same float rounding as theirs.
 TESTS = Path(__file__).resolve().parent
 SLOW_FOLDERS = (TESTS / "system", TESTS / "bench")
 
