@@ -7,6 +7,7 @@ import sys
 import time
 from pathlib import Path
 
+from helpers.blas import system_openblas
 from helpers.procs import NARRATE, narrate
 
 
@@ -18,6 +19,7 @@ def test_bench_runs_every_variant_on_the_book_workload_and_plots(env, checkpoint
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert list(report["variants"]) == ["plain", "mlx-batch-2", "static-2", "continuous-2"]
+    assert report["blas"] == ("libopenblas.so.0" if system_openblas() else "mlx's own")  # its float32 products
     budgets = report["budgets"]["each"]
     assert len(budgets) == 5 and len(set(budgets)) > 2  # the chapter's sentences differ in length
     plain = report["variants"]["plain"]["frames_per_s"]

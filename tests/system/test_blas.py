@@ -3,13 +3,13 @@ checked in fresh interpreters: which BLAS the process maps, and that the product
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+from helpers.blas import system_openblas
 
 PROBE = """
 import json, sys
@@ -25,14 +25,6 @@ print(json.dumps({"loaded": blas.loaded, "mapped": sorted(set(maps)), "err": err
 """
 
 
-def openblas_installed() -> bool:
-    try:
-        ctypes.CDLL("libopenblas.so.0")
-    except OSError:
-        return False
-    return True
-
-
 def probe(**env: str) -> dict:
     out = subprocess.run(
         [sys.executable, "-c", PROBE], env={**os.environ, **env}, capture_output=True, text=True, timeout=120
@@ -42,7 +34,7 @@ def probe(**env: str) -> dict:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the system OpenBLAS is used on Linux only")
-@pytest.mark.skipif(not openblas_installed(), reason="no libopenblas.so.0 here (Debian: apt-get install libopenblas0)")
+@pytest.mark.skipif(not system_openblas(), reason="no libopenblas.so.0 here (Debian: apt-get install libopenblas0)")
 def test_mlx_multiplies_with_the_system_openblas_unless_told_not_to():
     used = probe(NARRATE_BLAS="auto")
     assert used["loaded"] == "libopenblas.so.0" and used["mapped"]  # in the process, ahead of MLX's bundled BLAS

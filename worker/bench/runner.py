@@ -63,6 +63,7 @@ from pathlib import Path
 import mlx.core as mx
 from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
+from narrate.worker import blas
 from narrate.worker.bench.measure import Variant, run_variants, summarize, voices_suffix
 from narrate.worker.bench.mlx_continuous import mlx_continuous
 from narrate.worker.bench.torch_variants import check, run_torch, variant_names
@@ -261,6 +262,7 @@ def run_bench(
         "device": str(mx.default_device()),
         "platform": platform.platform(),
         "mlx": mx.__version__,
+        "blas": blas.loaded or "mlx's own",  # float32 products: the system OpenBLAS where loaded (worker/blas.py)
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "workload": workload_name,
         "sentences": len(items),
