@@ -1,4 +1,5 @@
-"""The compiled code-predictor step's buckets, and the codec's faster CPU layers equal to mlx's, without a model."""
+"""The compiled code-predictor step's buckets, and the codec's faster CPU layers equal to mlx's (and its stages
+computed one at a time), without a checkpoint."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from narrate.worker.engine import code_predictor_step as cps
 from narrate.worker.engine.codec_fast import (
     DepthwiseConv1d,
     PatchConv1d,
+    Settled,
     StridedTransposeConv1d,
     is_depthwise,
     is_plain,
     is_strided_transpose,
+    stages,
 )
 
 
@@ -47,3 +50,30 @@ def test_faster_codec_layers_equal_mlx_layers():
     linear = nn.Linear(12, 40)
     reordered = mx.contiguous(linear.weight.T).T
     np.testing.assert_array_equal(np.array(x @ reordered.T + linear.bias), np.array(linear(x)))
+
+
+def test_a_decoder_shaped_like_the_real_ones_is_settled_stage_by_stage_with_the_same_samples():
+    """The real codecs have SEANet decoder blocks (the tiny test checkpoint has none): an mlx-audio
+    decoder built with two of them is cut after its ConvNeXt block and after each decoder block, as
+    streaming_step runs them, and the cut changes no sample."""
+    from mlx_audio.tts.models.qwen3_tts.config import Qwen3TTSTokenizerDecoderConfig
+    from mlx_audio.tts.models.qwen3_tts.speech_tokenizer import Qwen3TTSSpeechTokenizerDecoder
+    from narrate.worker.engine.codec_stream import CodecWorker
+
+    config = Qwen3TTSTokenizerDecoderConfig(
+        latent_dim=16, codebook_dim=32, codebook_size=64, decoder_dim=16, hidden_size=32, intermediate_size=64,
+        head_dim=16, num_attention_heads=2, num_hidden_layers=1, num_key_value_heads=2, semantic_codebook_size=64,
+        upsample_rates=[2, 3], upsampling_ratios=[2], vector_quantization_hidden_dimension=32,
+    )  # fmt: skip
+    mx.random.seed(0)
+    decoder = Qwen3TTSSpeechTokenizerDecoder(config)
+    mx.eval(decoder.parameters())
+    cut_at = [type(owner[i]).__name__ for owner, i in stages(decoder)]
+    assert cut_at == ["ConvNeXtBlock", "DecoderBlock", "DecoderBlock"]
+    worker = CodecWorker(decoder, threaded=False)
+    assert sum(isinstance(new, Settled) for *_, new in worker.swaps) == 3
+    rng = np.random.default_rng(0)
+    codes = [rng.integers(0, 64, 16).astype(np.int32) for _ in range(5)]
+    cut = worker.row().decode(codes)
+    worker.swaps = [s for s in worker.swaps if not isinstance(s[3], Settled)]
+    assert np.array_equal(cut, worker.row().decode(codes)) and cut.shape == (5 * 2 * 2 * 3,)
