@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -307,9 +307,9 @@ class Settings:
         """Settings from NARRATE_* environment variables; `overrides` (from flags) win when not None."""
         values: dict[str, object] = {}
         for f in fields(cls):
-            raw = os.environ.get(f.metadata["env"])
-            if raw not in (None, ""):
-                values[f.name] = f.metadata["parse"](f.metadata["env"], raw)
+            value = _from_env(f)
+            if value is not MISSING:
+                values[f.name] = value
         for k, v in overrides.items():  # flags: checked as the variable would be (whole numbers: bounds)
             if v is None:
                 continue
@@ -319,6 +319,19 @@ class Settings:
             values[k] = v
         check_quant(values.get("quant"))  # type: ignore[arg-type]
         return cls(**values)  # type: ignore[arg-type]
+
+
+def _from_env(f: Field) -> Any:
+    """A field's value from its environment variable, checked; MISSING where it is unset or empty."""
+    raw = os.environ.get(f.metadata["env"])
+    return MISSING if raw in (None, "") else f.metadata["parse"](f.metadata["env"], raw)
+
+
+def env_value(name: str) -> Any:
+    """One setting from its environment variable, checked as ``from_env`` checks it, else its default:
+    for code that must read it before the rest (narrate.worker.blas, before mlx is imported)."""
+    value = _from_env(Settings.__dataclass_fields__[name])
+    return default(name) if value is MISSING else value
 
 
 def default(name: str) -> Any:

@@ -16,10 +16,9 @@ The talker runs in bfloat16, which MLX multiplies with its own kernels on a CPU:
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 
-from narrate.jobs.settings import Settings
+from narrate.jobs.settings import env_value
 
 NAMES = ("libopenblas.so.0", "libopenblas.so")  # the system's OpenBLAS, found by the dynamic loader's own search
 loaded: str | None = None  # the library put ahead of MLX's, if any
@@ -27,9 +26,7 @@ loaded: str | None = None  # the library put ahead of MLX's, if any
 
 def choice() -> str:
     """NARRATE_BLAS, checked (BadInput if it is none of the choices)."""
-    f = Settings.__dataclass_fields__["blas"]
-    raw = os.environ.get(f.metadata["env"])
-    return f.default if raw in (None, "") else f.metadata["parse"](f.metadata["env"], raw)
+    return env_value("blas")
 
 
 def use_system_openblas() -> str | None:
