@@ -33,8 +33,9 @@ def probe(**env: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="the system OpenBLAS is used on Linux only")
-@pytest.mark.skipif(not system_openblas(), reason="no libopenblas.so.0 here (Debian: apt-get install libopenblas0)")
+@pytest.mark.skipif(
+    not system_openblas(), reason="Linux only, where libopenblas.so.0 loads (Debian: apt-get install libopenblas0)"
+)
 def test_mlx_multiplies_with_the_system_openblas_unless_told_not_to():
     used = probe(NARRATE_BLAS="auto")
     assert used["loaded"] == "libopenblas.so.0" and used["mapped"]  # in the process, ahead of MLX's bundled BLAS
