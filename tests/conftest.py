@@ -1,8 +1,8 @@
 """Fixtures and hooks (the helpers the tests share are in helpers/): tiny random-weight Qwen3-TTS
 checkpoints built by the tests in the real on-disk layout (Base, CustomVoice, VoiceDesign), a
 synthetic voice, isolated
-narrate homes, the embedded server and the external Redis (NARRATE_TEST_REDIS_URL, default
-redis://127.0.0.1:6379/9, flushed). Every test under system/ and bench/ is marked slow:
+narrate homes, the embedded server and the external Redis (a DB of
+its own on 127.0.0.1:6379, or NARRATE_TEST_REDIS_URL; flushed). Every test under system/ and bench/ is marked slow:
 `pytest -m "not slow"` runs the in-process tests of unit/."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 import redis
 from helpers.audio import write_voice
 from helpers.chromium import SKIP_REASON, find_chromium, launch_args
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 
 # narrate.worker, imported above before anything imports mlx, loads the system OpenBLAS where there is
 # one (narrate/worker/blas.py), as the worker processes the tests start do: audio synthesized in the test
@@ -111,12 +111,15 @@ def env(home, checkpoint, monkeypatch) -> dict[str, str]:
 
 @pytest.fixture
 def external_redis(env, monkeypatch):
-    """The external-server path: a real Redis at NARRATE_TEST_REDIS_URL, its DB flushed around the test."""
-    client = redis.Redis.from_url(EXTERNAL_REDIS_URL)
+    """The external-server path: a real Redis, in a DB of this test process's own (helpers/servers.py
+    `external_redis_url`: one told by NARRATE_TEST_REDIS_URL, else an empty one it claimed), flushed
+    around the test."""
+    url = external_redis_url()
+    client = redis.Redis.from_url(url)
     client.ping()
     client.flushdb()
-    monkeypatch.setenv("NARRATE_REDIS_URL", EXTERNAL_REDIS_URL)
-    env["NARRATE_REDIS_URL"] = EXTERNAL_REDIS_URL
+    monkeypatch.setenv("NARRATE_REDIS_URL", url)
+    env["NARRATE_REDIS_URL"] = url
     yield client
     client.flushdb()
     client.close()

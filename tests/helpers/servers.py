@@ -1,8 +1,9 @@
-"""The servers the tests use: the external Redis (NARRATE_TEST_REDIS_URL, one DB per pytest-xdist
-worker) and a private Valkey server on a free port that a test can kill and restart."""
+"""The servers the tests use: the external Redis (a DB of its own per test process, see
+`external_redis_url`) and a private Valkey server on a free port that a test can kill and restart."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import socket
@@ -14,16 +15,48 @@ from pathlib import Path
 from narrate.jobs.server.embedded import valkey_binary
 
 
-def _external_redis_url() -> str:
-    """The external server's DB for this test process: NARRATE_TEST_REDIS_URL (default DB 9), and
-    with pytest-xdist the next DBs for the other workers (gw1 takes DB 10, ...), each flushed alone."""
-    url = os.environ.get("NARRATE_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    base, _, db = url.rpartition("/")
-    return f"{base}/{int(db) + int(worker.removeprefix('gw'))}" if db.isdigit() else url
+SHARED_SERVER = "redis://127.0.0.1:6379"
+_claim = None  # the connection whose name claims this process's DB (it goes with the process)
 
 
-EXTERNAL_REDIS_URL = _external_redis_url()
+@functools.cache
+def external_redis_url() -> str:
+    """The external server's DB for this test process.
+
+    - NARRATE_TEST_REDIS_URL set: that DB (and with pytest-xdist the next DBs for the other workers:
+      gw1 takes DB n+1, ...), flushed around each test: the caller said it is the tests' own.
+    - Otherwise the Redis on 127.0.0.1:6379 is shared (other programs, other test runs), so a DB is
+      flushed only if this process claimed it: the first DB from 15 down to 1 that is empty and that
+      no live test process has named a connection for (CLIENT SETNAME narrate-tests-dbN, held open
+      for the life of the process, so a killed run's claim goes with it and no key marks it). A DB
+      holding anything else is never touched."""
+    global _claim
+    told = os.environ.get("NARRATE_TEST_REDIS_URL")
+    if told:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+        base, _, db = told.rpartition("/")
+        return f"{base}/{int(db) + int(worker.removeprefix('gw'))}" if db.isdigit() else told
+    import redis
+
+    for db in range(15, 0, -1):
+        url, name = f"{SHARED_SERVER}/{db}", f"narrate-tests-db{db}"
+        client = redis.Redis.from_url(url, single_connection_client=True)
+        if client.dbsize() != 0 or _holders(client, name):
+            client.close()
+            continue
+        client.client_setname(name)
+        mine = client.client_id()
+        if min(_holders(client, name)) == mine and client.dbsize() == 0:  # two at once: the older connection wins
+            _claim = client
+            return url
+        client.close()
+    raise RuntimeError(
+        f"no free empty DB on {SHARED_SERVER} for the tests: set NARRATE_TEST_REDIS_URL to a DB they may flush"
+    )
+
+
+def _holders(client, name: str) -> list[int]:
+    return [int(c["id"]) for c in client.client_list() if c.get("name") == name]
 
 
 def free_port() -> int:

@@ -17,7 +17,7 @@ from helpers.fake import fake_env, synthesized
 from helpers.faults import golden
 from helpers.ops import submit
 from helpers.procs import child_pid, narrate, start_worker, stop_worker, wait_for_job, wait_until
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 from narrate.jobs.api import submit as api
 from narrate.jobs.fanout import partaudio
 from narrate.jobs.fanout.split import Part
@@ -128,7 +128,7 @@ def run_book(env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: 
 def test_book_fans_out_over_three_hosts_and_a_dead_host_is_taken_over(env, home, voice_wav, external_redis):
     """External Redis: a 4-chapter book over 3 hosts; host 0 is killed -9 mid-part; the book finishes,
     sample-identical, with parts done by at least 2 hosts; at most the unsent sentences are redone."""
-    f = run_book(env, home, voice_wav, EXTERNAL_REDIS_URL, fault="kill")
+    f = run_book(env, home, voice_wav, external_redis_url(), fault="kill")
     print("\nfan-out figures:", json.dumps({k: v for k, v in f.items() if k != "host0_log"}))
     assert f["parts_hosts"] >= 2
     # redone: what host 0 had synthesized but not sent (a chunk of 4) and its batch in flight (4)
@@ -139,7 +139,7 @@ def test_a_host_that_sleeps_mid_part_stops_it_when_it_wakes(env, home, voice_wav
     """Host 0 is stopped (SIGSTOP: a laptop's lid closed) mid-part until another host has started
     that part: woken, it ends its batch in flight and leaves the part alone (no status, progress or
     audio of its own in it); the book is sample-identical."""
-    f = run_book(env, home, voice_wav, EXTERNAL_REDIS_URL, fault="sleep")
+    f = run_book(env, home, voice_wav, external_redis_url(), fault="sleep")
     print("\nfan-out figures:", json.dumps({k: v for k, v in f.items() if k != "host0_log"}))
     assert "is another worker's now" in f["host0_log"], f["host0_log"][-3000:]
     assert f["after_waking"] <= 4, f  # at most its batch in flight (4); before, it ran the part to its end

@@ -11,7 +11,7 @@ from helpers.books import write_docs
 from helpers.fake import fake_env
 from helpers.ops import submit_json
 from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 from narrate.jobs.api.listing import list_jobs
 from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.server.records import queue
@@ -55,7 +55,7 @@ class Counting(redis.Connection):
 
 def round_trips(n: int, home) -> int:
     """The round trips of one listing of the narrate queues holding `n` jobs (in this process)."""
-    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(EXTERNAL_REDIS_URL, connection_class=Counting))
+    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
     r.ping()  # the connection's handshake is not the listing's
     before = Counting.sent
     rows = list_jobs(r, "narrate", home / "out")

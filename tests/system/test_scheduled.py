@@ -12,7 +12,7 @@ from helpers.books import write_docs
 from helpers.fake import fake_env, synthesized
 from helpers.ops import due_mover, narrate_keys, one_error_line, registries_holding, submit_json
 from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 from narrate.jobs.queue.due import enqueue_due
 
 
@@ -33,7 +33,7 @@ def test_a_job_due_in_two_seconds_waits_then_runs(env, home, voice_wav, external
     assert registries_holding(external_redis, job["id"]) == ["scheduled"]
     worker = start_worker(e)
     try:
-        with due_mover(EXTERNAL_REDIS_URL) as moved:
+        with due_mover(external_redis_url()) as moved:
             st = wait_for_job(job["id"], timeout=30)
         assert moved in ([], [job["id"]])  # moved once: by this mover or, first, by the worker's own scheduler
     finally:

@@ -11,7 +11,7 @@ from helpers.books import write_docs
 from helpers.cli import invoke
 from helpers.fake import fake_env
 from helpers.ops import one_error_line, submit_json
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 
 COMMANDS = ("submit", "run", "chapters", "cast", "status", "list", "watch", "cancel", "resume", "info", "fetch",
             "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
@@ -76,7 +76,7 @@ def test_status_list_and_info_of_queued_and_scheduled_jobs(env, home, voice_wav,
     assert (queues["narrate-high"]["queued"], queues["narrate"]["scheduled"], queues["narrate-low"]["queued"]) == (
         1, 1, 0)  # fmt: skip
     out = invoke(e, "info").stdout
-    assert out.startswith(f"server: {EXTERNAL_REDIS_URL} (NARRATE_REDIS_URL, version ")
+    assert out.startswith(f"server: {external_redis_url()} (NARRATE_REDIS_URL, version ")
     assert (
         "  narrate-high (high): 1 queued, 0 scheduled, 0 started" in out
         and "  narrate (normal): 0 queued, 1 scheduled" in out

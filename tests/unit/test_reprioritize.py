@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 from narrate.jobs.api.listing import list_jobs
 from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.errors import BadInput, JobNotFound
@@ -166,7 +166,7 @@ def test_a_worker_taking_the_job_before_the_list_is_read_leaves_it_where_it_was(
     """The worker pops the job after the job's hash is read: the move sees it gone from its list."""
     r = external_redis
     enqueue(r, ["n-1", "n-2"])
-    worker = redis.Redis.from_url(EXTERNAL_REDIS_URL)
+    worker = redis.Redis.from_url(external_redis_url())
     try:
         calls = _after(monkeypatch, "hmget", lambda: worker.lrem("rq:queue:narrate", 1, "n-1"))
         with pytest.raises(BadInput, match=r"job n-1 is being taken by a worker \(it runs at normal\)"):
@@ -183,7 +183,7 @@ def test_a_worker_taking_the_job_between_watch_and_exec_makes_the_move_fail_clea
     EXEC: the watched list changed, so the transaction is dropped and the retry sees the job taken."""
     r = external_redis
     enqueue(r, ["n-1", "n-2"])
-    worker = redis.Redis.from_url(EXTERNAL_REDIS_URL)
+    worker = redis.Redis.from_url(external_redis_url())
 
     def take() -> None:
         with worker.pipeline() as p:
@@ -206,7 +206,7 @@ def test_a_popped_job_still_marked_queued_is_not_moved_on_retry(external_redis, 
     """As above, but the worker has not yet marked the job started when the move retries."""
     r = external_redis
     enqueue(r, ["n-1"])
-    worker = redis.Redis.from_url(EXTERNAL_REDIS_URL)
+    worker = redis.Redis.from_url(external_redis_url())
     try:
         calls = _after(monkeypatch, "lpos", lambda: worker.lrem("rq:queue:narrate", 1, "n-1"))
         with pytest.raises(BadInput, match="job n-1 is being taken by a worker"):
@@ -222,7 +222,7 @@ def test_a_scheduled_job_enqueued_meanwhile_is_not_put_in_two_places(external_re
     r = external_redis
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=5)
     schedule(r, "s-1", due)
-    scheduler = redis.Redis.from_url(EXTERNAL_REDIS_URL)
+    scheduler = redis.Redis.from_url(external_redis_url())
 
     def enqueue_due() -> None:
         with scheduler.pipeline() as p:

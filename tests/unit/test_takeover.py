@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 import redis
-from helpers.servers import EXTERNAL_REDIS_URL
+from helpers.servers import external_redis_url
 from narrate.jobs.fanout import takeover
 from narrate.jobs.queue import lifecycle
 from narrate.jobs.task import progress
@@ -47,7 +47,7 @@ def abandoned_part(r: redis.Redis) -> Job:
 
 def test_many_hosts_looking_at_once_requeue_a_dead_part_once(external_redis):
     job = abandoned_part(external_redis)
-    clients = [redis.Redis.from_url(EXTERNAL_REDIS_URL) for _ in range(8)]
+    clients = [redis.Redis.from_url(external_redis_url()) for _ in range(8)]
     together = threading.Barrier(len(clients))
     taken: list[list[str]] = []
 
