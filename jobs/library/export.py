@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from narrate.jobs.api.unfinished import not_finished  # a job's state in words (a book's from its parts)
 from narrate.jobs.audio.bookmeta import Tags, image_kind, series_parts
 from narrate.jobs.audio.tagging import read_cover, write_tags
 from narrate.jobs.book.spec import JobSpec
@@ -52,7 +53,7 @@ def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
     host. Raises NarrateError saying what to do otherwise."""
     job = fetch(r, job_id)
     if job.get_status(refresh=False) != JobStatus.FINISHED:
-        raise BadInput(f"job {job_id} has not finished ({job.get_status(refresh=False)}); export it once it has")
+        raise not_finished(r, job_id, "export") or BadInput(f"job {job_id} has not finished; export it once it has")
     result: dict[str, Any] = job.return_value(refresh=True) or {}
     spec = JobSpec.from_json(job.args[0])
     doc: Document | None = None
