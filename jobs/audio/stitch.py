@@ -29,6 +29,7 @@ from narrate.jobs.outputs.confined import OutputRoot
 from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.outputs.scratch import Scratch
 from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.xmltext import xml_text
 
 with warnings.catch_warnings():  # pydub warns about ffmpeg on PATH; narrate passes its own
     warnings.simplefilter("ignore")
@@ -57,6 +58,7 @@ COPY_BUFFER = 1 << 20
 
 
 def _escape(value: str) -> str:
+    value = xml_text(value)  # no NUL or other control ffmpeg would cut the file at (jobs/xmltext.py)
     for ch in "\\=;#\n":
         value = value.replace(ch, "\\" + ch)
     return value

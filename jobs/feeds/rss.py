@@ -1,6 +1,8 @@
 """A feed's RSS 2.0 document, with the tags podcast apps read: iTunes' (author, image, duration,
 explicit) and Podcasting 2.0's `podcast:chapters` (a JSON chapter list per episode); and that JSON.
-Written with the standard library's ElementTree (every text escaped by it)."""
+Written with the standard library's ElementTree (every text escaped by it), each text and attribute
+first cleaned of what XML 1.0 does not allow (jobs/xmltext.py): one odd character in a name would
+make strict podcast apps show no episode at all."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from datetime import UTC, datetime
 from email.utils import format_datetime
 from typing import Any
 from urllib.parse import quote
+
+from narrate.jobs.feeds.titles import from_file_name
+from narrate.jobs.xmltext import xml_text
 
 ITUNES = "http://www.itunes.com/dtds/podcast-1.0.dtd"
 PODCAST = "https://podcastindex.org/namespace/1.0"
@@ -43,10 +48,11 @@ def _when(text: str | None) -> datetime:
     return (found or datetime.now(UTC)).astimezone(UTC)
 
 
-def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool) -> Episode:
-    """An episode from a finished narration (jobs/web/views.py `narration`) and its audio file."""
+def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool, title: str | None = None) -> Episode:
+    """An episode from a finished narration (jobs/web/views.py `narration`) and its audio file;
+    `title`: the book's (jobs/feeds/titles.py; None: one made from the document's file name)."""
     suffix = "." + file["name"].rsplit(".", 1)[-1].lower()
-    title = narration.get("document") or narration["id"]
+    title = title or from_file_name(narration.get("document") or "") or from_file_name(file["name"]) or narration["id"]
     return Episode(narration["id"], title, _when(narration.get("ended_at") or narration.get("created_at")),
                    file["name"], int(file["bytes"]), MEDIA.get(suffix, "application/octet-stream"),
                    file.get("duration_s") or narration.get("duration_s"), narration["progress"].get("chapters") or [],
@@ -55,13 +61,13 @@ def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool)
 
 def episode_url(base: str, feed: str, episode: Episode, what: str, token: str | None) -> str:
     tail = f"?token={quote(token)}" if token else ""
-    return f"{base.rstrip('/')}/feeds/{quote(feed)}/{quote(episode.job_id)}/{quote(what)}{tail}"
+    return f"{base.rstrip('/')}/feeds/{quote(feed)}/{quote(episode.job_id)}/{quote(what, errors='replace')}{tail}"
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
-    el = ET.SubElement(parent, tag, attrs)
+    el = ET.SubElement(parent, tag, {k: xml_text(v) for k, v in attrs.items()})
     if text is not None:
-        el.text = text
+        el.text = xml_text(text)
     return el
 
 
@@ -103,5 +109,5 @@ def render(feed: str, title: str, base: str, episodes: list[Episode], token: str
 
 def chapters_json(episode: Episode) -> dict[str, Any]:
     """Podcasting 2.0's JSON chapters of an episode."""
-    return {"version": "1.2.0", "chapters": [{"startTime": round(float(c["start_s"]), 3), "title": c["title"]}
-                                             for c in episode.chapters]}  # fmt: skip
+    marks = [{"startTime": round(float(c["start_s"]), 3), "title": xml_text(str(c["title"]))} for c in episode.chapters]
+    return {"version": "1.2.0", "chapters": marks}

@@ -10,6 +10,8 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
+from narrate.jobs.xmltext import xml_text
+
 DC = "http://purl.org/dc/elements/1.1/"
 OPF = "http://www.idpf.org/2007/opf"
 
@@ -65,7 +67,7 @@ def opf(info: BookInfo) -> bytes:
     meta = ET.SubElement(package, f"{{{OPF}}}metadata")
 
     def dc(tag: str, text: str, **attrs: str) -> None:
-        if text:
+        if text := xml_text(text):  # a book's metadata may hold what XML 1.0 does not allow
             el = ET.SubElement(meta, f"{{{DC}}}{tag}", {f"{{{OPF}}}{k}": v for k, v in attrs.items()})
             el.text = text
 
@@ -81,10 +83,10 @@ def opf(info: BookInfo) -> bytes:
     dc("identifier", info.isbn, scheme="ISBN")
     ident = ET.SubElement(meta, f"{{{DC}}}identifier", {"id": "narrate-id", f"{{{OPF}}}scheme": "narrate"})
     ident.text = info.job_id
-    if info.series:
-        ET.SubElement(meta, f"{{{OPF}}}meta", {"name": "calibre:series", "content": info.series})
-        if info.series_index:
-            ET.SubElement(meta, f"{{{OPF}}}meta", {"name": "calibre:series_index", "content": info.series_index})
+    if series := xml_text(info.series):
+        ET.SubElement(meta, f"{{{OPF}}}meta", {"name": "calibre:series", "content": series})
+        if index := xml_text(info.series_index):
+            ET.SubElement(meta, f"{{{OPF}}}meta", {"name": "calibre:series_index", "content": index})
     return b"<?xml version='1.0' encoding='utf-8'?>\n" + ET.tostring(package, encoding="unicode").encode()
 
 
