@@ -10,6 +10,7 @@ from narrate.cli.common import fail, reading_from, reading_options
 from narrate.jobs.cast.declare import build_cast
 from narrate.jobs.cast.reading import MARKUPS, make_reading, read_cast
 from narrate.jobs.cast.summary import summarize_cast
+from narrate.jobs.counts import count
 from narrate.jobs.documents.readers import format_of
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.humanize import clock
@@ -62,14 +63,11 @@ def cast(document, cast_file, voices, markup, dialogue_voice, strict, draft, inp
         data |= {"draft": {"path": str(draft), "tagged": tagged}} if draft is not None else {}
         click.echo(json.dumps(data, ensure_ascii=False))
         return
-    count = len(summary.voices)
-    click.echo(
-        f"{doc.title}: {count} voice{'s' * (count != 1)}, {summary.sentences} sentences, about {clock(summary.seconds)}"
-    )
+    voices, sentences = count(len(summary.voices), "voice"), count(summary.sentences, "sentence")
+    click.echo(f"{doc.title}: {voices}, {sentences}, about {clock(summary.seconds)}")
     for v in summary.voices:
-        many = "s" * (v.sentences != 1)
         voice = v.voice or "the job's --voice"
-        click.echo(f"  {v.label} ({voice}): {v.sentences} sentence{many}, {clock(v.seconds)}")
+        click.echo(f"  {v.label} ({voice}): {count(v.sentences, 'sentence')}, {clock(v.seconds)}")
         for line in v.first_lines:
             click.echo(f"      {line}")
     if summary.unused:
@@ -78,7 +76,7 @@ def cast(document, cast_file, voices, markup, dialogue_voice, strict, draft, inp
     if report.unknown:
         click.echo(f"tags that name nobody (read as text): {report.describe()}")
     if draft is not None:
-        click.echo(f"draft: {draft} ({tagged} quotes tagged; review it, then narrate it with the same cast)")
+        click.echo(f"draft: {draft} ({count(tagged, 'quote')} tagged; review it, then narrate it with the same cast)")
 
 
 def _write_draft(document: Path, out: Path, members, input_format: str | None) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 from narrate.cli.common import fail, reading_from, reading_options
+from narrate.jobs.counts import count
 from narrate.jobs.documents.readers import read_any
 from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import NarrateError
@@ -38,7 +39,8 @@ def chapters(document, input_format, include_front_matter, chapters, as_json) ->
         click.echo(json.dumps(book | {"chapters": [c.to_json() for c in items]}, ensure_ascii=False))
         return
     author = f" by {doc.meta.author}" if doc.meta and doc.meta.author else ""
-    click.echo(f"{doc.title}{author}: {len(items)} chapters, {len(doc.sentences)} sentences, about {clock(total)}")
+    size = f"{count(len(items), 'chapter')}, {count(len(doc.sentences), 'sentence')}"
+    click.echo(f"{doc.title}{author}: {size}, about {clock(total)}")
     for n, c in enumerate(items, 1):
-        click.echo(f"{n:>3}. {c.title}  ({c.sentences} sentences, {clock(c.seconds)})")
+        click.echo(f"{n:>3}. {c.title}  ({count(c.sentences, 'sentence')}, {clock(c.seconds)})")
         click.echo(f"     {c.first_words}")

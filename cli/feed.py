@@ -7,6 +7,7 @@ import json
 import click
 from narrate.cli.common import one_line_errors, settings_from_env
 from narrate.jobs.api import feeds as api
+from narrate.jobs.counts import count
 from narrate.jobs.server.connection import Connection
 
 
@@ -32,7 +33,7 @@ def list_(as_json) -> None:
     if not rows:
         click.echo("no feeds yet: narrate submit DOC --voice ... --feed NAME", err=True)
     for row in rows:
-        click.echo(f"{row['name']}: {row['narrations']} narrations  {row['url']}")
+        click.echo(f"{row['name']}: {count(row['narrations'], 'narration')}  {row['url']}")
 
 
 @feed_group.command()

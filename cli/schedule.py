@@ -18,6 +18,7 @@ from narrate.cli.common import (
     settings_from_env,
     voice_option,
 )
+from narrate.jobs.counts import count
 from narrate.jobs.errors import BadInput
 from narrate.jobs.schedules import cron, tick
 from narrate.jobs.schedules import definitions as schedules
@@ -97,7 +98,7 @@ def _when(ts: float | None) -> str:
 def _print_view(v: dict) -> None:
     click.echo(f"{v['name']}: {v['cron']} ({v['tz']}), {v['watch']} -> {v['output_dir']}/*{v['format']}")
     if v["language"] != "auto" or v["lexicon_entries"]:
-        click.echo(f"  language: {v['language']}, lexicon: {v['lexicon_entries']} entries")
+        click.echo(f"  language: {v['language']}, lexicon: {count(v['lexicon_entries'], 'entry', 'entries')}")
     shown = _options_line(v)
     if shown:
         click.echo(f"  options: {shown}")

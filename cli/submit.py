@@ -21,6 +21,7 @@ from narrate.cli.common import (
 )
 from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as api
+from narrate.jobs.counts import count
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.server.connection import Connection
@@ -83,7 +84,7 @@ def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
             click.echo(f"job {st['id']} {st['status']}: {st.get('error', '')}", err=True)
     bad = [st for st in finals if st["status"] != "finished"]
     if bad:
-        raise click.ClickException(f"{len(bad)} of {len(finals)} jobs did not finish")
+        raise click.ClickException(f"{len(bad)} of {count(len(finals), 'job')} did not finish")
 
 
 def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: bool) -> None:

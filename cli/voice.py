@@ -16,6 +16,7 @@ from narrate.cli.common import (
 )
 from narrate.jobs.api import voices as api
 from narrate.jobs.api.request import Options
+from narrate.jobs.counts import count
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.voices.clips import MAX_CANDIDATES
 
@@ -176,7 +177,7 @@ def design(name, description, text, candidates, model, quant, language, output_d
     settings = settings_from_env()
     with Connection(settings) as conn:
         draft, job = api.design(settings, conn.redis, name, description, text, candidates, model, quant, language)
-        click.echo(f"designing {draft.name}: {len(draft.seeds)} candidates in job {job.id}", err=True)
+        click.echo(f"designing {draft.name}: {count(len(draft.seeds), 'candidate')} in job {job.id}", err=True)
         if not _wait(conn, job.id, no_wait):
             return
         folder = output_dir or Path(f"{draft.name}-candidates")

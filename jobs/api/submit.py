@@ -15,6 +15,7 @@ from narrate.jobs.api.request import Options
 from narrate.jobs.api.status import due_time, status
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import JobSpec, job_timeout
+from narrate.jobs.counts import count
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.fanout import split as fanout
@@ -271,7 +272,7 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
         timeout=p.timeout,
         result_ttl=settings.keep_days * DAY_S,
         failure_ttl=settings.keep_days * DAY_S,
-        description=f"narrate {req.document.title} ({n} sentences) -> {req.output}",
+        description=f"narrate {req.document.title} ({count(n, 'sentence')}) -> {req.output}",
         meta={
             "progress": {"done": 0, "total": n, "audio_seconds": 0.0, "realtime_factor": None, "eta_seconds": None},
             "max_retries": settings.max_attempts - 1,

@@ -9,6 +9,7 @@ from typing import Any
 
 from narrate.jobs.cast.declare import Cast
 from narrate.jobs.cast.reading import CastReport
+from narrate.jobs.counts import count
 from narrate.jobs.documents.budgets import speaking_seconds
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.voicing import NARRATOR
@@ -72,7 +73,7 @@ class CastSummary:
         """`cast: narrator 80 sentences (0:08:00), alice 30 (0:03:10); never used: carol; tags that name
         nobody (read as text): [Fireball] (3 times)`."""
         spoken = [
-            f"{v.label} {v.sentences} sentences ({clock(v.seconds)})"
+            f"{v.label} {count(v.sentences, 'sentence')} ({clock(v.seconds)})"
             if n == 0
             else f"{v.label} {v.sentences} ({clock(v.seconds)})"
             for n, v in enumerate(self.voices)
