@@ -180,11 +180,11 @@ def test_a_voice_the_model_cannot_speak_is_refused_in_one_line(base, custom, des
     sample = VoiceRef.clone("a" * 64)
     assert refused(custom, sample) == (
         f"model {src['custom_voice']} is a CustomVoice model: it speaks its preset speakers ({listed}), not a sample; "
-        "clone a sample with a Base model (--model Qwen/Qwen3-TTS-12Hz-1.7B-Base)"
+        "clone a sample with a Base model (--model mlx-community/Qwen3-TTS-12Hz-1.7B-Base)"
     )
     assert refused(design, sample) == (
         f"model {src['voice_design']} is a VoiceDesign model: it makes a voice from a description, not a sample; "
-        "clone a sample with a Base model (--model Qwen/Qwen3-TTS-12Hz-1.7B-Base)"
+        "clone a sample with a Base model (--model mlx-community/Qwen3-TTS-12Hz-1.7B-Base)"
     )
     assert (
         refused(custom, VoiceRef.preset("Bob"))
@@ -192,12 +192,12 @@ def test_a_voice_the_model_cannot_speak_is_refused_in_one_line(base, custom, des
     )
     assert refused(base, VoiceRef.preset("ryan")) == (
         f"model {src['base']} is a Base model: it clones voice samples and has no preset speakers; "
-        "speak a preset with a CustomVoice model (--model Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice)"
+        "speak a preset with a CustomVoice model (--model mlx-community/Qwen3-TTS-12Hz-1.7B-CustomVoice)"
     )
     assert "is a VoiceDesign model" in refused(design, VoiceRef.preset("ryan"))
     assert refused(base, VoiceRef.design("A deep voice.")) == (
         f"model {src['base']} is a Base model: it clones voice samples and designs no voice; "
-        "design a voice with a VoiceDesign model (--model Qwen/Qwen3-TTS-12Hz-1.7B-VoiceDesign)"
+        "design a voice with a VoiceDesign model (--model mlx-community/Qwen3-TTS-12Hz-1.7B-VoiceDesign)"
     )
     assert f"preset speakers ({listed}) and designs no voice" in refused(custom, VoiceRef.design("A deep voice."))
     assert refused(design, VoiceRef.design("  ")) == "a designed voice needs a description of the voice"
@@ -216,7 +216,7 @@ def test_the_suggested_model_is_the_same_hub_model_of_the_right_kind():
     assert suggest("mlx-community/Qwen3-TTS-12Hz-0.6B-Base-bf16", "voice_design") == (
         "mlx-community/Qwen3-TTS-12Hz-1.7B-VoiceDesign-bf16"  # VoiceDesign comes in 1.7B only
     )
-    assert suggest("/models/my-checkpoint", "custom_voice") == "Qwen/Qwen3-TTS-12Hz-1.7B-CustomVoice"
+    assert suggest("/models/my-checkpoint", "custom_voice") == "mlx-community/Qwen3-TTS-12Hz-1.7B-CustomVoice"
 
 
 @pytest.fixture(scope="module")

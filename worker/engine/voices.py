@@ -25,11 +25,13 @@ import mlx.core as mx
 from narrate.jobs.book.synthesis import VoiceEmbedding
 from narrate.jobs.book.voice import KINDS, VoiceRef
 from narrate.jobs.errors import BadInput
+from narrate.jobs.settings import DEFAULT_MODEL
+from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
 from narrate.worker.engine.models import KIND_NAMES, LoadedModel
 
 # The published model of each kind, suggested when a model cannot speak a voice (VoiceDesign
-# exists in 1.7B only).
-PUBLISHED = {kind: f"Qwen/Qwen3-TTS-12Hz-1.7B-{name}" for kind, name in KIND_NAMES.items()}
+# exists in 1.7B only): spelled as the defaults are, in the README and the other messages.
+PUBLISHED = {"base": DEFAULT_MODEL, "custom_voice": DEFAULT_CUSTOM_VOICE, "voice_design": DEFAULT_VOICE_DESIGN}
 HUB_KIND = re.compile(r"-(Base|CustomVoice|VoiceDesign)(?=-|$)")
 MAX_LISTED_SPEAKERS = 20
 
