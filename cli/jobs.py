@@ -219,11 +219,15 @@ def status(job_id, as_json, follow) -> None:
 @click.option("--overwrite", is_flag=True, help="Replace the file at -o if there is one.")
 def fetch(job_id, dest, via_redis, overwrite) -> None:
     """Copy a finished job's output here (through Redis when another host wrote it)."""
+    from narrate.jobs.api.unfinished import not_finished
     from narrate.jobs.fanout.fetch import fetch as fetch_output
 
     settings = settings_from_env()
     try:
         with Connection(settings) as conn:
+            refused = not_finished(conn.redis, job_id, "fetch")  # its state in words: failed (why), running, ...
+            if refused is not None:
+                raise refused
             path, how = fetch_output(settings, conn.redis, job_id, dest, via_redis, overwrite)
     except (NarrateError, redis.RedisError, OSError) as e:
         raise fail(e) from None

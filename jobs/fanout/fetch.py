@@ -23,7 +23,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import redis
-from narrate.jobs.api.unfinished import not_finished  # a job's state in words (a book's from its parts)
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.outputs import confined
 from narrate.jobs.server.records import fetch as fetch_job
@@ -71,8 +70,11 @@ def fetch(
     "local" (from this host's disk) or "redis". `via_redis`: even when the file is visible here (a
     shared output directory, or a check of the Redis path)."""
     job = fetch_job(r, job_id)
-    if job.get_status(refresh=False) != JobStatus.FINISHED:
-        raise not_finished(r, job_id, "fetch") or BadInput(f"job {job_id} has not finished; fetch it once it has")
+    state = job.get_status(refresh=False)
+    if state != JobStatus.FINISHED:  # `narrate fetch` says more first (jobs.api.unfinished)
+        raise BadInput(
+            f"job {job_id} has not finished (it is {state.value if state else 'unknown'}); fetch it once it has"
+        )
     result = job.return_value(refresh=True) or {}
     path, want = Path(result.get("output", "")), result.get("output_sha256", "")
     dest = destination(dest, path.name or f"{job_id}.audio", overwrite)

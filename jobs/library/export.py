@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from narrate.jobs.api.unfinished import not_finished  # a job's state in words (a book's from its parts)
 from narrate.jobs.audio.bookmeta import Tags, image_kind, series_parts
 from narrate.jobs.audio.tagging import read_cover, write_tags
 from narrate.jobs.book.spec import JobSpec
@@ -52,8 +51,11 @@ def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
     """What a finished job's folder holds and says, from its files under output root `root` on this
     host. Raises NarrateError saying what to do otherwise."""
     job = fetch(r, job_id)
-    if job.get_status(refresh=False) != JobStatus.FINISHED:
-        raise not_finished(r, job_id, "export") or BadInput(f"job {job_id} has not finished; export it once it has")
+    state = job.get_status(refresh=False)
+    if state != JobStatus.FINISHED:  # jobs.api.library says more: this is the last guard
+        raise BadInput(
+            f"job {job_id} has not finished (it is {state.value if state else 'unknown'}); export it once it has"
+        )
     result: dict[str, Any] = job.return_value(refresh=True) or {}
     spec = JobSpec.from_json(job.args[0])
     doc: Document | None = None
