@@ -41,6 +41,6 @@ def chapters(document, input_format, include_front_matter, chapters, as_json) ->
     author = f" by {doc.meta.author}" if doc.meta and doc.meta.author else ""
     size = f"{count(len(items), 'chapter')}, {count(len(doc.sentences), 'sentence')}"
     click.echo(f"{doc.title}{author}: {size}, about {clock(total)}")
-    for n, c in enumerate(items, 1):
-        click.echo(f"{n:>3}. {c.title}  ({count(c.sentences, 'sentence')}, {clock(c.seconds)})")
+    for c in items:  # numbered as in the whole book, with --chapters too
+        click.echo(f"{c.number:>3}. {c.title}  ({count(c.sentences, 'sentence')}, {clock(c.seconds)})")
         click.echo(f"     {c.first_words}")

@@ -43,8 +43,11 @@ def pieces(
     spans: list[tuple[int, int, str]],
     split: str,
     max_part_samples: int | None,
+    numbers: list[int] | None = None,
 ) -> list[Piece]:
-    """The files, in order: the book (or its parts) unless split is 'chapters', then the chapters."""
+    """The files, in order: the book (or its parts) unless split is 'chapters', then the chapters.
+    `numbers`: each chapter's number in the whole book, for its file's name (a book read with
+    `--chapters 1,3` names chapter 3 "03"); else they are numbered 1, 2, ..."""
     stem, dot, ext = name.rpartition(".")
     stem, ext = (stem, "." + ext) if dot else (name, "")
     out: list[Piece] = []
@@ -60,9 +63,10 @@ def pieces(
                 out.append(Piece((), f"{label}{ext}", start, end, f"{title or stem}, part {n}",
                                  _inside(spans, start, end), (n, len(groups))))  # fmt: skip
     if split in ("chapters", "chapters+book"):
-        width = max(2, len(str(len(chapters))))
-        for n, (start, end, t) in enumerate(chapters, 1):
-            fname = f"{stem} - {n:0{width}d} - {safe_title(t)}{ext}"
+        named = numbers if numbers and len(numbers) == len(chapters) else range(1, len(chapters) + 1)
+        width = max(2, len(str(max(named))))
+        for n, ((start, end, t), number) in enumerate(zip(chapters, named, strict=True), 1):
+            fname = f"{stem} - {number:0{width}d} - {safe_title(t)}{ext}"
             out.append(Piece((stem,), fname, start, end, t, [], (n, len(chapters))))
     return out
 

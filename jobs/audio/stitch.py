@@ -108,6 +108,7 @@ class BookWriter:
         self._dirs: dict[tuple[str, ...], int] = {}  # output folders open (each reached without following links)
         self.tags: Tags | None = None  # embedded after the encode (jobs/audio/tagging.py)
         self.split = ""  # "", "chapters", "chapters+book" (jobs/audio/layout.py)
+        self.chapter_numbers: list[int] = []  # each chapter's number in the whole book (--chapters), for names
         self.max_part_samples: int | None = None
         self._extra: list[tuple[Path, tuple[str, ...], str]] = []  # text files to place beside the book
         self.sha256: dict[Path, str] = {}  # of every file written
@@ -179,7 +180,7 @@ class BookWriter:
         todo: list[tuple[Path, tuple[str, ...], str]] = []
         plain = not self.split and not self.max_part_samples
         for n, piece in enumerate(layout.pieces(self.name, self.title, self.samples, self.chapter_spans(),
-                                                self.split, self.max_part_samples)):  # fmt: skip
+                                                self.split, self.max_part_samples, self.chapter_numbers)):  # fmt: skip
             whole = piece.start == 0 and piece.end == self.samples
             encoded = wav if ext == ".wav" and plain else scratch / f"encoded-{n}.partial{ext}"
             if self.mux is not None:

@@ -83,10 +83,15 @@ class Document:
     # variant "alice:whisper"), where a cast gave any sentence a voice other than the narrator's; None:
     # every sentence is the narrator's (a document read without a cast), and to_json() leaves it out.
     voices: list[list[str]] | None = None
+    # The book's own number of each chapter of `chapters` where `--chapters` kept only some
+    # (jobs.documents.selection): chapter 3 stays 3; empty: the chapters are the book's, numbered 1, 2, ...
+    chapter_numbers: list[int] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.voices is not None and [len(v) for v in self.voices] != [len(p) for p in self.paragraphs]:
             raise BadInput("the document's voices do not match its sentences (one label per sentence)")
+        if self.chapter_numbers and len(self.chapter_numbers) != len(self.chapters):
+            raise BadInput("the document's chapter numbers do not match its chapters (one number per chapter)")
 
     @property
     def sentences(self) -> list[str]:
@@ -111,7 +116,8 @@ class Document:
         }
         data |= {"languages": self.languages} if self.languages else {}
         voices = {"voices": self.voices} if self.voices is not None else {}
-        return data | ({"meta": self.meta.to_json()} if self.meta else {}) | voices
+        numbers = {"chapter_numbers": self.chapter_numbers} if self.chapter_numbers else {}
+        return data | ({"meta": self.meta.to_json()} if self.meta else {}) | voices | numbers
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
@@ -120,7 +126,9 @@ class Document:
         meta = BookMeta.from_json(data["meta"]) if data.get("meta") else None
         languages = [str(code) for code in data.get("languages", [])]
         voices = [[str(v) for v in p] for p in data["voices"]] if data.get("voices") is not None else None
-        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages, voices)
+        numbers = [int(n) for n in data.get("chapter_numbers", [])]
+        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages, voices,
+                   numbers)  # fmt: skip
 
 
 def read_document(path: Path, language: str | None = None) -> Document:

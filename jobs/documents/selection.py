@@ -44,6 +44,14 @@ def chapter_spans(doc: Document) -> list[tuple[int, int, str]]:
     return spans(list(doc.chapters), len(doc.paragraphs), doc.title)
 
 
+def numbered_spans(doc: Document) -> list[tuple[int, int, int, str]]:
+    """`chapter_spans` with each chapter's number in the whole book: (number, first, end, title). A
+    document of some chapters (`--chapters 1,3`) keeps the book's numbers: 1 and 3, not 1 and 2."""
+    found = chapter_spans(doc)
+    numbers = doc.chapter_numbers if len(doc.chapter_numbers) == len(found) else range(1, len(found) + 1)
+    return [(n, *span) for n, span in zip(numbers, found, strict=True)]
+
+
 def keep_chapters(doc: Document, numbers: tuple[int, ...], origin: str) -> Document:
     """The document with only chapters `numbers` (1-based), their titles kept as chapter marks."""
     if not numbers:
@@ -71,4 +79,5 @@ def keep_chapters(doc: Document, numbers: tuple[int, ...], origin: str) -> Docum
         chapters=chapters,
         languages=[doc.languages[i] for i in kept] if doc.languages else [],
         voices=[doc.voices[i] for i in kept] if doc.voices is not None else None,
+        chapter_numbers=list(numbers),  # the book's own: chapter 3 stays 3
     )

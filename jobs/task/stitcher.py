@@ -204,6 +204,7 @@ class Stitcher:
         cover = store.get_cover(ctx.job.connection, self.spec.cover) if self.spec.cover else None
         book.tags = assemble.tags_for(self.spec, self.doc.title, meta, cover)
         book.split, book.max_part_samples = self.spec.split, assemble.max_part_samples(self.spec)
+        book.chapter_numbers = list(self.doc.chapter_numbers)  # --chapters 1,3: chapter 3's file says 03
         spans = book.chapter_spans()
         cues = subtitles.with_chapters(seg.cues, spans)
         for fmt in filter(None, self.spec.subtitles.split(",")):

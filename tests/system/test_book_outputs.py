@@ -136,3 +136,13 @@ def test_split_into_chapter_files_and_parts(env, home, voice_wav):
     beside = sorted(p.name for p in (home / "out").iterdir() if p.name.startswith("both"))
     assert "both" in beside and any(n.startswith("both - part 1 of ") for n in beside) and "both.m4b" not in beside
     assert len(list((home / "out" / "both").iterdir())) == 3
+
+
+def test_chapter_files_of_some_chapters_keep_the_books_numbers(env, home, voice_wav):
+    """`--chapters 1,3 --split chapters`: the files are chapters 01 and 03 of the book, not 01 and 02."""
+    e = fake_env(env, home, delay_ms=0)
+    out = home / "out" / "some.mp3"
+    st = _run(e, home, voice_wav, out, "--split", "chapters", "--chapters", "1,3")
+    names = sorted(p.name for p in (home / "out" / "some").iterdir())
+    assert names == ["some - 01 - some.mp3", "some - 03 - Chapter 2.mp3"], names
+    assert [c["title"] for c in st["result"]["chapters"]] == ["some", "Chapter 2"]

@@ -87,3 +87,25 @@ def test_the_commands_take_chapters(env, book):
     sched = narrate(env, "schedule", "add", "s", "--cron", "0 2 * * *", "--watch", str(book.parent), "--voice",
                     "x.wav", "--chapters", "2")  # fmt: skip
     assert sched.returncode == 1 and "a schedule reads every document" in sched.stderr
+
+
+def test_kept_chapters_keep_the_books_own_numbers(env, book):
+    """`--chapters 2,4` lists chapters 2 and 4 (not 1 and 2), in the text and the JSON, and the
+    document a job stores says which of the book's chapters it holds."""
+    shown = narrate(env, "chapters", str(book), "--chapters", "2,4")
+    assert shown.returncode == 0, shown.stderr
+    listed = [line.split("(")[0].strip() for line in shown.stdout.splitlines()[1::2]]
+    assert listed == ["2. The Storm", "4. The End"], shown.stdout
+    shown = narrate(env, "chapters", str(book), "--chapters", "2,4", "--json")
+    assert [(c["number"], c["title"]) for c in json.loads(shown.stdout)["chapters"]] == [
+        (2, "The Storm"),
+        (4, "The End"),
+    ]
+    whole = narrate(env, "chapters", str(book), "--json")
+    assert [c["number"] for c in json.loads(whole.stdout)["chapters"]] == [1, 2, 3, 4]
+    from narrate.jobs.documents.documents import Document
+
+    kept = read_any(book, ReadOptions(chapters=(1, 3)))
+    assert kept.chapter_numbers == [1, 3]
+    assert Document.from_json(json.loads(json.dumps(kept.to_json()))) == kept
+    assert "chapter_numbers" not in read_any(book).to_json()  # a whole book's JSON is as before

@@ -251,3 +251,14 @@ def test_job_functions_stored_in_redis_keep_their_names():
     assert JOB_FUNCTION == "narrate.jobs.task.narrate_job" and PART_FUNCTION == "narrate.jobs.parts.part_job"
     assert CLIP_FUNCTION == "narrate.jobs.task.clip.clip_job"  # previews and designs (new: its own module)
     assert FUNCTIONS == {JOB_FUNCTION: job.narrate_job, PART_FUNCTION: part.part_job, CLIP_FUNCTION: clip.clip_job}
+
+
+def test_chapter_files_are_named_with_the_books_own_numbers():
+    from narrate.jobs.audio.layout import pieces
+
+    spans = [(0, 10, "Opening"), (10, 20, "The Calm")]
+    named = [p.name for p in pieces("b.mp3", "B", 20, spans, "chapters", None, [1, 3])]
+    assert named == ["b - 01 - Opening.mp3", "b - 03 - The Calm.mp3"]
+    tracks = [p.track for p in pieces("b.mp3", "B", 20, spans, "chapters", None, [1, 3])]
+    assert tracks == [(1, 2), (2, 2)]  # the tracks of the files themselves
+    assert [p.name for p in pieces("b.mp3", "B", 20, spans, "chapters", None, [4])][1] == "b - 02 - The Calm.mp3"
