@@ -66,6 +66,8 @@ def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
         for req in reqs:
             if req.cast_line and not as_json:
                 click.echo(f"{req.source}: {req.cast_line}", err=True)
+            for warning in req.warnings:  # stderr: --json's stdout stays JSON
+                click.echo(f"warning: {warning}", err=True)
         subs = api.submit_many(settings, conn.redis, reqs, at=due)
         for sub, req in zip(subs, reqs, strict=True):
             _report(sub, req, settings, as_json)
@@ -148,6 +150,8 @@ def run(document, output, as_json, **kw) -> None:
         [req] = api.prepare_many(settings, [document], narrator, [out], options, cast)
         if req.cast_line:
             click.echo(req.cast_line, err=True)
+        for warning in req.warnings:
+            click.echo(f"warning: {warning}", err=True)
         total = len(req.document.sentences)
         with click.progressbar(length=total, label="narrating", file=sys.stderr, show_pos=True) as bar:
             st = run_in_process(

@@ -7,7 +7,7 @@ before: the same job spec and id."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
@@ -16,6 +16,7 @@ from narrate.jobs.audio.voices import Voice
 from narrate.jobs.cast.declare import build_cast
 from narrate.jobs.cast.reading import CastReading, make_reading, read_cast
 from narrate.jobs.cast.summary import cast_line
+from narrate.jobs.cast.undeclared import warnings
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput
@@ -98,6 +99,7 @@ class CastDocument:
     spec: dict[str, dict] | None
     samples: tuple[Voice, ...]
     line: str
+    warnings: tuple[str, ...] = ()  # tag-like brackets that name nobody in the cast (read as text)
 
 
 def read_with_cast(
@@ -109,7 +111,8 @@ def read_with_cast(
     for path in documents:
         doc, report = read_cast(Path(path), cast.reading, options.reading)
         line = cast_line(doc, cast.reading.cast, report, settings.speaker_pause_ms / 1000)
-        out.append(cast_document(doc, cast, line))
+        said = tuple(warnings(Path(path), doc, report.unknown, cast=True))
+        out.append(replace(cast_document(doc, cast, line), warnings=said))
     return out
 
 

@@ -12,6 +12,7 @@ from narrate.jobs.api.casting import CastChoice, read_with_cast
 from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.audio.voices import Voice, read_voice
+from narrate.jobs.cast.undeclared import tags_in, warnings
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.readers import read_any
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -34,6 +35,7 @@ class Request:
     cast_samples: tuple[Voice, ...] = ()  # their samples, stored with the job
     cast_line: str | None = None  # the cast in one line, for the person who submits
     narrator_seed: int | None = None  # the cast's seed of the narrator (None: NARRATE_SEED)
+    warnings: tuple[str, ...] = ()  # for the person who submits: tag-like brackets that name no voice
 
     @property
     def model(self) -> str | None:
@@ -91,7 +93,11 @@ def prepare_many(
     if cast is not None:
         return _prepare_cast(settings, documents, voice, outputs, options, cast)
     docs = [read_any(Path(d), options.reading) for d in documents]
-    return prepare_read_many(settings, docs, documents, voice, outputs, options)
+    reqs = prepare_read_many(settings, docs, documents, voice, outputs, options)
+    return [
+        replace(req, warnings=tuple(warnings(Path(d), req.document, tags_in(req.document), cast=False)))
+        for d, req in zip(documents, reqs, strict=True)
+    ]
 
 
 def _prepare_cast(
@@ -105,7 +111,14 @@ def _prepare_cast(
     read = read_with_cast(settings, documents, options, cast)
     base = prepare_read_many(settings, [r.document for r in read], documents, voice, outputs, options)
     return [
-        replace(req, cast=r.spec, cast_samples=r.samples, cast_line=r.line, narrator_seed=cast.narrator_seed)
+        replace(
+            req,
+            cast=r.spec,
+            cast_samples=r.samples,
+            cast_line=r.line,
+            narrator_seed=cast.narrator_seed,
+            warnings=r.warnings,
+        )  # fmt: skip
         for req, r in zip(base, read, strict=True)
     ]
 

@@ -4,7 +4,8 @@
   variant; `[Mr. Darcy]` an alias; `[narrator]` or `[/]` back to the narrator. Every paragraph
   starts with the narrator.
 - `[word]` is a tag only if the cast declares `word` (any case): `[Fireball]`, `[1]`, `[sic]` stay
-  book text, and those that look like a tag (a name, or name:variant) are reported as naming nobody.
+  book text, and those that look like a tag (a name, or name:variant, or a capitalized name of a few
+  words as aliases are written: `[Mr. Darcy]`) are reported as naming nobody.
 - `\\[` is a literal `[` (so `\\[alice]` is read as the text "[alice]").
 
 A tag inside a sentence ends the run there: the sentence is split where the voice changes."""
@@ -20,6 +21,7 @@ from narrate.jobs.documents.voicing import NARRATOR, Run
 TAG = re.compile(r"\\\[|\[([^\[\]\n]{1,100})\]")
 _DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
+_ALIAS_LIKE = re.compile(r"[^\W\d_][\w'\u2019.-]*(?:\s+[^\W\d_][\w'\u2019.-]*){1,3}")  # 2-4 words
 
 
 @dataclass
@@ -37,9 +39,12 @@ class Marked:
 
 
 def looks_like_tag(word: str) -> bool:
-    """Would a person have meant `[word]` as a tag? A name or name:variant, not a number."""
-    word = word.strip().lower()
-    return bool(LABEL.fullmatch(word)) and not _DIGITS.fullmatch(word)
+    """Would a person have meant `[word]` as a tag? A name or name:variant, not a number; or a
+    capitalized name of a few words, as an alias is written (`[Mr. Darcy]`, `[Lady Catherine]`)."""
+    word = word.strip()
+    if LABEL.fullmatch(word.lower()):
+        return not _DIGITS.fullmatch(word)
+    return bool(_ALIAS_LIKE.fullmatch(word)) and word[0].isupper()
 
 
 def read_markup(paragraph: str, cast: Cast) -> Marked:

@@ -36,3 +36,12 @@ def test_a_job_submitted_with_a_relative_output_is_written_there(env, home, voic
     assert proc.returncode == 0, proc.stderr
     assert wait_for_job(job["id"])["status"] == "finished"
     assert (home / "out" / "shelf" / "doc.wav").is_file() and not (tmp_path / "shelf").exists()
+
+
+def test_run_warns_of_an_undeclared_tag(env, home, voice_wav, tmp_path):
+    e = fake_env(env, home)
+    doc = tmp_path / "doc.txt"
+    doc.write_text("One line.\n[Mr. Darcy] A fine sentence.")
+    proc = narrate(e, "run", str(doc), "--voice", str(voice_wav), timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: doc.txt line 2: [Mr. Darcy] names no voice" in proc.stderr, proc.stderr
