@@ -227,6 +227,11 @@ class Settings:
         doc="Comma-separated hosts (`name` or `name:port`) a narration's `callback_url` may name; unset: no "
         "callbacks (the API posts to no host nobody listed).",
     )  # fmt: skip
+    callback_host_concurrency: int = setting(
+        "NARRATE_CALLBACK_HOST_CONCURRENCY", 2, reads=CLIENT, parse=_int(1, 64),
+        doc="Callbacks `narrate serve` sends to one host at once (each server; 16 to all hosts together): a slow "
+        "host delays only its own.",
+    )  # fmt: skip
     openai_voices: tuple[tuple[str, str], ...] = setting(
         "NARRATE_OPENAI_VOICES", (), reads=CLIENT, shown="unset", parse=_pairs,
         doc="OpenAI voice names for `POST /v1/audio/speech`, each mapped to a saved voice or preset speaker: "

@@ -101,8 +101,10 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
 
 
 def serve(app: Guard, bind: str, port: int) -> None:
-    """Serve until interrupted (uvicorn, one process; the routes' Redis calls run in its threads)."""
+    """Serve until interrupted (uvicorn, one process; the routes' Redis calls run in its threads). Its
+    log never shows a feed's token or a key given in a query (jobs/web/access_log.py)."""
     import uvicorn
+    from narrate.jobs.web.access_log import log_config
 
     uvicorn.run(app, host=bind, port=port, log_level="info", proxy_headers=False, server_header=False,
-                timeout_keep_alive=5, limit_concurrency=256)  # fmt: skip
+                timeout_keep_alive=5, limit_concurrency=256, log_config=log_config())  # fmt: skip
