@@ -1,18 +1,21 @@
 """Podcast feeds over HTTP: `/feeds/{name}.xml` (RSS 2.0, jobs/feeds/rss.py), each episode's audio
 (HTTP Range: podcast apps seek and resume), its Podcasting 2.0 chapters and its cover. Podcast apps
 send no headers, so these routes take no key or cookie (jobs/web/guard.py): once the server has a
-key, each URL carries the feed's token instead (`?token=`), and a wrong or revoked one is 404, as
-an unknown feed is. Only the finished narrations of the feed, and only their audio, are served."""
+key, each URL carries the feed's token instead (`?token=`, compared in constant time), and a
+missing, wrong or revoked one gets the very answer an unknown feed gets (`UNKNOWN`, 404), on every
+route. Only the finished narrations of the feed, and only their audio, are served; an episode is
+titled by its book's title (jobs/feeds/titles.py)."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from narrate.jobs.audio.tagging import read_cover
-from narrate.jobs.errors import JobNotFound
-from narrate.jobs.feeds import rss
+from narrate.jobs.errors import BadInput, JobNotFound
+from narrate.jobs.feeds import rss, titles
 from narrate.jobs.feeds import store as feeds
 from narrate.jobs.web import outputs, views
 from narrate.jobs.web.errors import ApiError
@@ -23,9 +26,22 @@ router = APIRouter(include_in_schema=False)  # for podcast apps, not API clients
 Token = Annotated[str | None, Query(description="the feed's token (required once the server has an API key)")]
 
 
+# One answer for an unknown feed, a bad name, a missing, wrong or revoked token, on every route: the
+# same status, body and headers, so a feed's name cannot be found out without its token.
+UNKNOWN = "no such feed, or a wrong or revoked token (`narrate feed show NAME` gives its URL)"
+_NO_TOKEN = secrets.token_urlsafe(24)  # compared against when the feed does not exist: the same work
+
+
 def _feed(web: Web, name: str, token: str | None) -> feeds.Feed:
-    feed = feeds.get(web.redis, name)
-    feeds.check_token(feed, token, required=web.settings.api_key is not None)
+    try:
+        feed: feeds.Feed | None = feeds.get(web.redis, name)
+    except (feeds.FeedNotFound, BadInput):
+        feed = None
+    required = web.settings.api_key is not None
+    held = feed.token if feed is not None else _NO_TOKEN
+    matches = secrets.compare_digest((token or "").encode(), held.encode())  # constant time
+    if feed is None or (required and not (token and matches)):
+        raise ApiError(404, UNKNOWN)
     return feed
 
 
@@ -41,7 +57,8 @@ def _episode(web: Web, job_id: str) -> tuple[rss.Episode, outputs.OutputFile] | 
     if audio is None:
         return None
     listed = next(f for f in job["outputs"] if f["name"] == audio.name)
-    return rss.episode_of(job, listed, read_cover(audio.path) is not None), audio
+    title = titles.episode_title(audio.path, job.get("document"), job["id"])
+    return rss.episode_of(job, listed, read_cover(audio.path) is not None, title), audio
 
 
 def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
