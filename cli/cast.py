@@ -75,7 +75,7 @@ def cast(document, cast_file, voices, markup, dialogue_voice, strict, draft, inp
         click.echo(f"never used: {shown}")
     if report.unknown:
         click.echo(f"tags that name nobody (read as text): {report.describe()}")
-    if draft is not None:
+    if draft is not None and tagged is not None:
         click.echo(f"draft: {draft} ({count(tagged, 'quote')} tagged; review it, then narrate it with the same cast)")
 
 

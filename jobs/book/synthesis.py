@@ -14,6 +14,9 @@ if TYPE_CHECKING:  # numpy is loaded by what makes audio, not by every command t
     from narrate.jobs.book.voice import VoiceRef
 
 OnBatch = Callable[[list[int]], None]
+# Told each chunk of a take the engine drops: a runaway's audio, synthesized again with a new seed.
+# Its frames were computed all the same (the worker's batch log line counts them).
+OnDropped = Callable[["Chunk"], None]
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class Engine(Protocol):
 
     def synthesize(
         self, sentences: Sequence[Sentence], voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
-        on_batch: OnBatch | None = None, riders: RiderSource | None = None,
+        on_batch: OnBatch | None = None, riders: RiderSource | None = None, on_dropped: OnDropped | None = None,
     ) -> Iterator[Chunk]:  # fmt: skip
         """Audio for every sentence, in `voice`, or with a cast (a mapping) in the voice of each
         sentence's label (rows of different voices share a batch), streamed in chunks (possibly out
@@ -74,7 +77,8 @@ class Engine(Protocol):
         still be running); it may raise to stop: no sentence starts after that, the sentences
         already started finish (their chunks still come), then the exception comes. ``riders``
         (engines whose ``rides`` is True) is asked between steps for other jobs' sentences to
-        take along (see ``Rider``)."""
+        take along (see ``Rider``). ``on_dropped`` is told each chunk of a runaway take that is
+        dropped to be synthesized again (never among the chunks that come out)."""
         ...
 
 

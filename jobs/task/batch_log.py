@@ -6,7 +6,8 @@ A batch ends when the engine starts the next one (or the synthesis ends). The to
 number of batches the job's missing sentences make at the first batch's size (the MLX engine's
 windows are whole batches, so it is exact). A batch of sentences already synthesized once holds
 the runaways of the batch before it (budget used without an end: their audio was dropped), which
-that batch's line counts; the retry is logged as "batch N/T, runaways again".
+that batch's line counts, with the frames and audio seconds it synthesized for them (then dropped:
+the engine tells `on_dropped`); the retry is logged as "batch N/T, runaways again".
 """
 
 from __future__ import annotations

@@ -301,7 +301,8 @@ def _synthesize(
     first_audio = None
     asked = time.monotonic()
     rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.yielding)
-    chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None)
+    chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None,
+                               on_dropped=lambda c: batch_log.chunk(c.frames, c.pcm.size, c.index))  # fmt: skip
     try:
         for chunk in chunks:
             ctx.beat()

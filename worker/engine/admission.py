@@ -31,7 +31,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, Sentence
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Rider, Sentence
 from narrate.worker.engine.decode_loop import FIRST_CHUNK, RIDER_SEATS, DecodeLoop, Row
 from narrate.worker.engine.voices import RowVoice
 
@@ -77,6 +77,7 @@ class Admission:
         voice_for: VoiceFor,
         on_batch: OnBatch | None = None,
         boarding: Boarding | None = None,
+        on_dropped: OnDropped | None = None,
     ):
         self.loop = loop
         self.size = size  # the most rows at once
@@ -91,6 +92,7 @@ class Admission:
         self.stop: Exception | None = None
         self.first_out = False
         self.boarding = boarding
+        self.on_dropped = on_dropped  # told the chunks of each runaway take it drops
         self.riding: dict[int, tuple[_Riding, int]] = {}  # a rider's row index (below 0): its ride, its sentence
         self.rider_rows: deque[Row] = deque()  # riders' rows waiting for a slot (they go first)
         self.last_rider_row = 0
@@ -237,6 +239,9 @@ class Admission:
         parts = self.held.pop(chunk.index)
         if chunk.runaway:
             g.runaways.append(next(s for s in g.sentences if s.index == chunk.index))
+            if self.on_dropped is not None:  # computed all the same: the batch log counts its frames
+                for part in parts:
+                    self.on_dropped(part)
         else:
             yield from parts
 
@@ -257,7 +262,8 @@ def run(
     voice_for: VoiceFor,
     on_batch: OnBatch | None = None,
     boarding: Boarding | None = None,
+    on_dropped: OnDropped | None = None,
 ) -> Iterator[Chunk]:
     """All sentences of `groups` through `loop`, at most `size` rows at a time, each in the voice
     `voice_for` gives it, with the riders `boarding` brings along; chunks out."""
-    yield from Admission(loop, groups, size, retries, seed_for, voice_for, on_batch, boarding).run()
+    yield from Admission(loop, groups, size, retries, seed_for, voice_for, on_batch, boarding, on_dropped).run()

@@ -23,7 +23,7 @@ from typing import Any
 
 import mlx.core as mx
 import numpy as np
-from narrate.jobs.book.synthesis import Chunk, OnBatch, Rider, RiderSource, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Rider, RiderSource, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
@@ -173,25 +173,28 @@ class MlxEngine:
         voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
         on_batch: OnBatch | None = None,
         riders: RiderSource | None = None,
+        on_dropped: OnDropped | None = None,
     ) -> Iterator[Chunk]:
         """The job path: batched synthesis, every sentence in `voice`, or with a cast (a mapping)
         each in the voice of its label (``Sentence.voice``), rows of different voices in one batch
         (chunks may come out of reading order). `on_batch` is told the sentence indices of each
         batch before it starts; `riders` is asked between steps for other jobs' sentences to take
-        along (admission.py)."""
+        along (admission.py); `on_dropped` is told the chunks of each runaway take dropped to be
+        synthesized again."""
         size = self.batch_size
         if size is None:
             size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
         if not isinstance(voice, Mapping):
-            return self.batched(sentences, voice.value, size, on_batch, riders)
+            return self.batched(sentences, voice.value, size, on_batch, riders, on_dropped)
         missing = sorted({s.voice for s in sentences} - set(voice))
         if missing:
             raise ValueError(f"the cast has no voice {', '.join(map(repr, missing))}")
-        return self.batched(sentences, {s.index: voice[s.voice].value for s in sentences}, size, on_batch, riders)
+        each = {s.index: voice[s.voice].value for s in sentences}
+        return self.batched(sentences, each, size, on_batch, riders, on_dropped)
 
     def batched(
         self, sentences: Sequence[Sentence], voice: Voices, size: int, on_batch: OnBatch | None = None,
-        riders: RiderSource | None = None,
+        riders: RiderSource | None = None, on_dropped: OnDropped | None = None,
     ) -> Iterator[Chunk]:  # fmt: skip
         """Groups of similar length through one decode loop, at most `size` rows at a time
         (continuous: a finished row's slot goes to the next sentence at once; static: each group
@@ -207,7 +210,15 @@ class MlxEngine:
         groups = batches(sentences, size)
         boarding = None if riders is None else functools.partial(self.board, riders)
         yield from admission.run(
-            loop, groups, size, self.runaway_retries, retry_seed, lambda s: each[s.index], on_batch, boarding
+            loop,
+            groups,
+            size,
+            self.runaway_retries,
+            retry_seed,
+            lambda s: each[s.index],
+            on_batch,
+            boarding,
+            on_dropped,
         )
 
     def board(self, riders: RiderSource) -> list[tuple[Rider, RowVoice]]:

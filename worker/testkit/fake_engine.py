@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from narrate.jobs.book.synthesis import Chunk, OnBatch, RiderSource, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, RiderSource, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
@@ -45,6 +45,7 @@ class FakeEngine:
         voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
         on_batch: OnBatch | None = None,
         riders: RiderSource | None = None,
+        on_dropped: OnDropped | None = None,
     ) -> Iterator[Chunk]:
         """Tones by text (`voice`, one or a cast's, changes nothing), in batches of `batch_size`."""
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
