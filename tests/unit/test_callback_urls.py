@@ -80,3 +80,30 @@ def test_secret_query_values_are_redacted_from_uvicorns_records():
     assert RedactSecrets().filter(record) and "SECRET" not in record.getMessage()
     config = log_config()
     assert all("narrate_redact" in h["filters"] for h in config["handlers"].values())
+
+
+def test_the_sender_loop_survives_any_error_of_a_pass(external_redis, monkeypatch, caplog):
+    import asyncio
+
+    from narrate.jobs.settings import Settings
+    from narrate.jobs.web.state import Web
+
+    passes: list[int] = []
+
+    def due(web, skip=()):
+        passes.append(1)
+        if len(passes) == 1:
+            raise RuntimeError("something no one expected")
+        return []
+
+    monkeypatch.setattr(callbacks, "due", due)
+
+    async def run() -> None:
+        task = asyncio.create_task(callbacks.loop(Web(Settings(), external_redis), every_s=0.02))
+        await asyncio.sleep(0.5)
+        assert not task.done(), "the loop ended"
+        task.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="narrate.serve"):
+        asyncio.run(run())
+    assert len(passes) > 3 and "callbacks: a pass failed" in caplog.text
