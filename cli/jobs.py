@@ -153,12 +153,16 @@ def info(queue_name, as_json) -> None:
     with Connection(settings) as conn:
         facts = about.info(conn, queue_name or settings.queue)
         facts["schedules"] = schedule_rows(conn.redis)
+    from narrate.worker.blas import in_use  # the worker side's rule, read lazily (as `narrate bench` does)
+
+    facts["blas"] = in_use()  # what a worker started here would use for MLX's float32 products
     if as_json:
         click.echo(json.dumps(facts))
         return
     srv = facts["server"]
     kind = "embedded Valkey" if srv["kind"] == "embedded" else "NARRATE_REDIS_URL"
     click.echo(f"server: {srv['url']} ({kind}, version {srv['version'] or 'unknown'})")
+    click.echo(f"blas: MLX's float32 products on this host use {facts['blas']}")
     click.echo("queues:")
     for q in facts["queues"]:
         counts = ", ".join(f"{q[s]} {s}" for s in listing.STATES)
@@ -166,7 +170,8 @@ def info(queue_name, as_json) -> None:
     click.echo("workers:" if facts["workers"] else "workers: none")
     for w in facts["workers"]:
         job = f"job {w['current_job']} ({w['current_document']})" if w["current_job"] else "idle"
-        click.echo(f"  {w['name']} on {w['host']} (pid {w['pid']}): {job}; model {w['model'] or '-'}")
+        blas = f"; blas {w['blas']}" if w.get("blas") else ""
+        click.echo(f"  {w['name']} on {w['host']} (pid {w['pid']}): {job}; model {w['model'] or '-'}{blas}")
     schedules = facts["schedules"]
     click.echo("schedules:" if schedules else "schedules: none")
     for sched in schedules:

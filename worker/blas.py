@@ -52,3 +52,15 @@ def use_system_openblas() -> str | None:
         loaded = name
         return loaded
     return None
+
+
+def in_use() -> str:
+    """Which BLAS MLX's float32 matrix products use in this process, in words (`narrate info`, the
+    worker's record, `narrate bench`): the system OpenBLAS's library name where it was put ahead,
+    Apple's Accelerate on macOS, else MLX's own (bundled)."""
+    if loaded is not None:
+        return f"{loaded} (the system OpenBLAS)"
+    if sys.platform == "darwin":
+        return "Accelerate (macOS)"
+    why = "NARRATE_BLAS=bundled" if choice() == "bundled" else "no system libopenblas.so.0 with 32-bit integers"
+    return f"MLX's own, the bundled reference BLAS ({why}; see docs/models.md)"

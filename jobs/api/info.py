@@ -1,5 +1,6 @@
 """``narrate info``: the server, each narrate queue with its jobs per state, the workers (host,
-current job, model); the CLI adds the recurring schedules (jobs.schedules.definitions.summary).
+current job, model, the BLAS of their MLX float32 products); the CLI adds this host's BLAS and the
+recurring schedules (jobs.schedules.definitions.summary).
 Read-only; a handful of round trips."""
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ def workers(r: redis.Redis, base_queue: str) -> list[dict]:
     found = [w for w in Worker.all(connection=r, serializer=JSONSerializer) if mine & set(w.queue_names())]
     with r.pipeline(transaction=False) as p:
         for w in found:
-            p.hmget(w.key, ["current_job", "narrate_model"])
-        current = [(job.decode() if job else None, model.decode() if model else None) for job, model in p.execute()]
+            p.hmget(w.key, ["current_job", "narrate_model", "narrate_blas"])
+        fields = [[v.decode() if v else None for v in row] for row in p.execute()]
+        current = [(job, model) for job, model, _ in fields]
     with r.pipeline(transaction=False) as p:
         for job_id, _ in current:
             p.hget(Job.key_for(job_id or "-"), "meta")
@@ -83,6 +85,7 @@ def workers(r: redis.Redis, base_queue: str) -> list[dict]:
             "progress": meta.get("progress") if job_id else None,
             "model": (meta.get("model") if job_id else None) or default_model,  # the job's, else the worker's
             "last_heartbeat": w.last_heartbeat.isoformat() if w.last_heartbeat else None,
+            "blas": row[2],  # what its MLX float32 products use (worker/blas.py); None: a worker before it said
         }
-        for w, (job_id, default_model), meta in zip(found, current, metas, strict=True)
+        for w, (job_id, default_model), meta, row in zip(found, current, metas, fields, strict=True)
     ]

@@ -67,3 +67,25 @@ def test_info_on_the_embedded_server_with_an_idle_worker(env, home, checkpoint):
 def _busy(env: dict) -> bool:
     workers = json.loads(narrate(env, "info", "--json").stdout)["workers"]
     return bool(workers) and workers[0]["current_job"] is not None
+
+
+def test_info_says_which_blas_mlx_float32_products_use(env, home):
+    """On this host, and as each worker recorded it when it started (worker/blas.py's rule)."""
+    from helpers.blas import system_openblas
+
+    want = "libopenblas.so.0 (the system OpenBLAS)" if system_openblas() else "MLX's own, the bundled reference BLAS"
+    e = fake_env(env, home)
+    worker = start_worker(e)
+    try:
+        wait_until(lambda: json.loads(narrate(e, "info", "--json").stdout)["workers"], 20, "the worker")
+        facts = json.loads(narrate(e, "info", "--json").stdout)
+        text = narrate(e, "info").stdout
+    finally:
+        stop_worker(worker)
+    assert facts["blas"].startswith(want), facts["blas"]
+    [w] = facts["workers"]
+    assert w["blas"].startswith(want), w
+    assert f"blas: MLX's float32 products on this host use {want}" in text, text
+    assert f"; blas {want}" in text, text
+    bundled = narrate({**e, "NARRATE_BLAS": "bundled"}, "info", "--json")
+    assert json.loads(bundled.stdout)["blas"].startswith("MLX's own, the bundled reference BLAS (NARRATE_BLAS=bundled")

@@ -28,6 +28,7 @@ from narrate.jobs.task import part as parts
 from narrate.jobs.task.clip import clip_job
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.voices.clips import CLIP_FUNCTION
+from narrate.worker import blas
 from narrate.worker.process import yielding
 from narrate.worker.process.claiming import ClaimingWorker
 from redis import Redis, RedisError
@@ -97,7 +98,8 @@ class NarrateWorker(ClaimingWorker):
 
     def register_birth(self, *args, **kwargs):
         super().register_birth(*args, **kwargs)
-        fields = {"narrate_model": self.settings.model, HOST_FIELD: self.host_id}  # `narrate info`; fan-out
+        fields = {"narrate_model": self.settings.model, "narrate_blas": blas.in_use(),  # `narrate info`
+                  HOST_FIELD: self.host_id}  # fan-out  # fmt: skip
         self.connection.hset(self.key, mapping=fields)
 
     def handle_payload(self, message):
