@@ -1,14 +1,23 @@
 """Times for people, one way everywhere: the CLI's compact durations (``3m05s``), the pages' spelled
-ones (``3 min 05 s``) and chapter clocks (``1:02:03``)."""
+ones (``3 min 05 s``: an ETA on the Queue and Job pages alike) and chapter clocks (``1:02:03``).
+Seconds round half up, as the pages' script (jobs/web/static/narrate.js ``spelled``) rounds them
+when it updates a figure live: the same figure reads the same in both."""
 
 from __future__ import annotations
+
+import math
+
+
+def whole_seconds(seconds: float) -> int:
+    """Seconds rounded half up (JavaScript's Math.round), never below 0."""
+    return max(0, math.floor(seconds + 0.5))
 
 
 def duration(seconds: float | None, spelled: bool = False) -> str:
     """42s, 3m05s, 2h07m (spelled: 42 s, 3 min 05 s, 2 h 07 min); "-" when unknown."""
     if seconds is None:
         return "-"
-    s = max(0, int(round(seconds)))
+    s = whole_seconds(seconds)
     sec, mins, hours = ("s", "min", "h") if spelled else ("s", "m", "h")
     gap = " " if spelled else ""
     if s < 60:
@@ -20,5 +29,5 @@ def duration(seconds: float | None, spelled: bool = False) -> str:
 
 def clock(seconds: float) -> str:
     """1:02:03 (hours:minutes:seconds)."""
-    s = round(seconds)
+    s = whole_seconds(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"

@@ -142,7 +142,11 @@ def file(request: Request, narration_id: str, name: str) -> FileResponse:
     found = views.files_of(web.redis, web.settings, narration_id)
     for out in found:
         if out.name == name:
-            return FileResponse(out.path, filename=out.path.name, media_type=_media(out.path.suffix))
+            return FileResponse(
+                out.path,
+                filename=views.file_download_name(web.redis, narration_id, out.name),
+                media_type=_media(out.path.suffix),
+            )
     listed = ", ".join(f.name for f in found) or "none yet: it has not finished"
     raise ApiError(404, f"narration {narration_id} wrote no file {name[:100]!r} here (its files: {listed})")
 

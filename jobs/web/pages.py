@@ -7,9 +7,10 @@ each works without script and a reload never repeats it."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import PurePosixPath
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
@@ -21,7 +22,7 @@ from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
-from narrate.jobs.web import narrations, submitting, views
+from narrate.jobs.web import flash, narrations, submitting, views
 from narrate.jobs.web.errors import ApiError, message_of, status_of
 from narrate.jobs.web.login import local_path
 from narrate.jobs.web.outputs import AUDIO, OutputFile
@@ -31,6 +32,7 @@ from narrate.jobs.web.uploads import Form, read_form
 from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(include_in_schema=False)
+MISSING = "There is no narration by that id: it was deleted, it expired, or the link is wrong."
 PANGRAM = "The quick brown fox jumps over the lazy dog, and the narrator reads on."
 FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
 KEPT_FIELDS = (
@@ -48,18 +50,21 @@ KEPT_FIELDS = (
     "language",
     "split",
     "feed",
+    "model",
 )  # a refused form shows these again
 
 
-def back_to(request: Request, path: str, **said: str) -> RedirectResponse:
-    """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing)."""
-    path = local_path(path)
-    query = urlencode({k: v[:300] for k, v in said.items() if v})
-    return RedirectResponse(f"{path}?{query}" if query else path, status_code=303)
+def back_to(request: Request, path: str, said: str | None = None, error: str | None = None) -> RedirectResponse:
+    """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing); what
+    the action said is shown once by the page it goes to (jobs/web/flash.py: never in the URL)."""
+    answer = RedirectResponse(local_path(path), status_code=303)
+    flash.keep(web_of(request).redis, answer, request.url.scheme == "https", said=said, error=error)
+    return answer
 
 
 def _flash(request: Request) -> dict[str, str | None]:
-    return {"said": request.query_params.get("said"), "error": request.query_params.get("error")}
+    """What the last action said, for the page (never the query string: anyone can write a link)."""
+    return flash.take(web_of(request).redis, request)
 
 
 @router.get("/")
@@ -70,14 +75,43 @@ def home() -> RedirectResponse:
 @router.get("/queue")
 def queue_page(request: Request) -> Response:
     web = web_of(request)
-    return render(request, "queue.html", {"jobs": views.listed(web.redis, web.settings), **_flash(request)})
+    return render(request, "queue.html", {"jobs": _queue(web), **_flash(request)})
 
 
 @router.get("/queue/rows")
 def queue_rows(request: Request) -> Response:
     """The queue's rows alone: the Queue page polls them (htmx)."""
     web = web_of(request)
-    return render(request, "_rows.html", {"jobs": views.listed(web.redis, web.settings)})
+    return render(request, "_rows.html", {"jobs": _queue(web)})
+
+
+def _queue(web: Web) -> list[dict[str, Any]]:
+    """Every narration: running, waiting (as a worker takes them), scheduled, then ended, newest first."""
+    return _titled(web, views.queue_order(web.redis, web.settings, views.listed(web.redis, web.settings)))
+
+
+def _titled(web: Web, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The jobs (page copies) with what the pages show of each besides the API's fields: the book's
+    title, its voice, the name each file downloads under, its format and the day it was made."""
+    facts = views.book_facts(web.redis, [j["id"] for j in jobs])
+    shown = []
+    for job in jobs:
+        known = facts.get(job["id"], {})
+        title = known.get("title") or job["document"] or job["id"]
+        outputs = [{**f, "download": views.download_name(title, known.get("stem"), f["name"])} for f in job["outputs"]]
+        audio = _audio(job)
+        shown.append({**job, "title": title, "voice_shown": known.get("voice") or job["voice"], "outputs": outputs,
+                      "format": PurePosixPath(audio["name"]).suffix.lstrip(".").upper() if audio else None,
+                      "day": _day(job.get("ended_at") or job.get("created_at"))})  # fmt: skip
+    return shown
+
+
+def _day(iso: str | None) -> str | None:
+    """An ISO time as the day it fell on here (2026-12-03)."""
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d") if iso else None
+    except ValueError:
+        return None
 
 
 def _audio(job: dict[str, Any]) -> dict[str, Any] | None:
@@ -89,8 +123,9 @@ def job_page(request: Request, job_id: str) -> Response:
     web = web_of(request)
     try:
         job = views.narration(web.redis, web.settings, job_id)
-    except JobNotFound as e:
-        return render(request, "missing.html", {"message": str(e)}, status=404)
+    except JobNotFound:  # the words are fixed: the id in the URL is anyone's text
+        return render(request, "missing.html", {"message": MISSING}, status=404)
+    [job] = _titled(web, [job])
     context = {"job": job, "audio": _audio(job), "terminal": job["status"] in views.TERMINAL, **_flash(request)}
     return render(request, "job.html", context)
 
@@ -140,7 +175,9 @@ def books_page(request: Request) -> Response:
             job, files = views.narration_and_files(web.redis, web.settings, row["id"])
         except JobNotFound:
             continue  # deleted meanwhile
-        books.append({"job": job, "audio": _audio(job), "cover": _cover(job, files) is not None})
+        cover = _cover(job, files) is not None
+        [job] = _titled(web, [job])
+        books.append({"job": job, "audio": _audio(job), "cover": cover})
     return render(request, "books.html", {"books": books, **_flash(request)})
 
 
@@ -168,7 +205,9 @@ def _voices(web: Web) -> list[dict[str, Any]]:
 @router.get("/new")
 def new_page(request: Request) -> Response:
     web = web_of(request)
-    return render(request, "new.html", {"voices": _voices(web), "formats": FORMATS, "values": {}, "pangram": PANGRAM})
+    context: dict[str, Any] = {"voices": _voices(web), "formats": FORMATS, "values": {}, "pangram": PANGRAM,
+                               "models": views.offered_models(web.settings), **_flash(request)}  # fmt: skip
+    return render(request, "new.html", context)
 
 
 def inspect(form: Form) -> dict[str, Any]:
@@ -217,7 +256,7 @@ async def new_submit(request: Request) -> Response:
     except (NarrateError, ApiError) as e:
         values = {k: form.value(k) or "" for k in KEPT_FIELDS}
         context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
-                   "error": form.plain(message_of(e))}  # fmt: skip
+                   "models": views.offered_models(web.settings), "error": form.plain(message_of(e))}  # fmt: skip
         return render(request, "new.html", context, status=status_of(e))
     finally:
         form.remove()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from narrate.jobs.humanize import clock
+from narrate.jobs.humanize import clock, duration
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -30,6 +30,21 @@ def _seconds(value: float | None) -> str:
     return "–" if value is None else clock(float(value))
 
 
+def eta(job: dict[str, Any]) -> str | None:
+    """A narration's ETA as the Queue and Job pages show it ("ETA 1 min 17 s"; narrate.js `etaText`
+    writes the same live): only while it runs and the figure is known."""
+    seconds = (job.get("progress") or {}).get("eta_s")
+    if job.get("status") != "in_progress" or seconds is None:
+        return None
+    return f"ETA {duration(float(seconds), spelled=True)}"
+
+
+def realtime(job: dict[str, Any]) -> str | None:
+    """Its realtime factor ("1.50× realtime"; narrate.js `rtfText`), or None where there is none."""
+    factor = (job.get("progress") or {}).get("realtime_factor")
+    return None if not factor else f"{float(factor):.2f}× realtime"
+
+
 def templates() -> Jinja2Templates:
     global _templates
     if _templates is None:
@@ -38,14 +53,20 @@ def templates() -> Jinja2Templates:
         _templates = Jinja2Templates(directory=str(TEMPLATES))
         _templates.env.filters["clock"] = _seconds
         _templates.env.globals["nav"] = NAV
+        _templates.env.globals.update(eta=eta, realtime=realtime)
     return _templates
 
 
 def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
     """The page `name` (a template), sent with the pages' Content Security Policy."""
+    from narrate.jobs.web import flash
+
     web = request.app.state.web
     page = {"signed_in": web.settings.api_key is not None, "path": request.url.path, **context}
-    return templates().TemplateResponse(
+    answer = templates().TemplateResponse(
         request, name, page, status_code=status, headers={"Content-Security-Policy": PAGE_POLICY,
                                                           "Cache-Control": "no-store"}
     )  # fmt: skip
+    if not name.startswith("_"):  # a whole page (not a piece htmx swaps in) showed what the last action said
+        flash.clear(request, answer)
+    return answer

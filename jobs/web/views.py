@@ -4,18 +4,20 @@ progress, the files it wrote (jobs/web/outputs.py) with their URLs, and the erro
 
 from __future__ import annotations
 
-from pathlib import Path
+import re
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 import redis
 from narrate.jobs.api import listing, previews
 from narrate.jobs.api.status import status as job_status
-from narrate.jobs.errors import JobNotFound
+from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import outputs
 from narrate.jobs.web.outputs import OutputFile
 from rq.job import Job
+from rq.serializers import JSONSerializer
 
 STATES = {
     "queued": "queued",
@@ -30,6 +32,10 @@ STATES = {
 NARRATE_STATE = {"in_progress": "started", "completed": "finished", "cancelled": "canceled"}
 TERMINAL = ("completed", "failed", "cancelled")
 CLIP_PREFIX = "narrate-clip-"  # previews and speech: clip jobs, not narrations
+# A voice name as the pages' fields check it (jobs/voices/names.py, any case). Chromium compiles an
+# input's `pattern` with the `v` flag, where a `-` in a class must be escaped.
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}"
+NAME_RULE = "1-64 letters, digits, - or _, starting with a letter or digit"
 
 
 def api_state(state: str) -> str:
@@ -40,19 +46,23 @@ def narrate_state(api: str) -> str:
     return NARRATE_STATE.get(api, api)
 
 
+_JOB_ID = re.compile(r"narrate-[A-Za-z0-9_-]{1,191}")  # what rq takes as an id (it raises on anything else)
+
+
 def check_id(job_id: str) -> str:
-    if job_id.startswith(CLIP_PREFIX) or not job_id.startswith("narrate-") or len(job_id) > 200:
+    if job_id.startswith(CLIP_PREFIX) or not _JOB_ID.fullmatch(job_id):
         raise JobNotFound(f"no narration {job_id[:80]!r} (wrong id, or it expired); GET /v1/narrations lists them")
     return job_id
 
 
-def _progress(p: dict[str, Any], chapters: list[dict[str, Any]]) -> dict[str, Any]:
+def _progress(p: dict[str, Any], chapters: list[dict[str, Any]], state: str) -> dict[str, Any]:
+    """The progress figures; an ETA only while it runs (a finished job's last one said 0)."""
     return {
         "sentences_done": int(p.get("done", 0)),
         "sentences_total": int(p.get("total", 0)),
         "audio_s": float(p.get("audio_seconds") or 0.0),
         "realtime_factor": p.get("realtime_factor"),
-        "eta_s": p.get("eta_seconds"),
+        "eta_s": p.get("eta_seconds") if state == "in_progress" else None,
         "chapters": chapters,
     }
 
@@ -91,7 +101,7 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
         "document": st.get("document"),
         "voice": st.get("voice"),
         "host": ", ".join(st.get("hosts") or []) or st.get("host") if state == "in_progress" else None,
-        "progress": _progress(st.get("progress") or {}, chapters),
+        "progress": _progress(st.get("progress") or {}, chapters, state),
         "duration_s": st.get("duration_seconds"),
         "voices": result.get("voices"),
         "outputs": files,
@@ -143,10 +153,119 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
         "document": row["document"],
         "voice": row["voice"],
         "host": row.get("host"),
-        "progress": _progress(progress, []),
+        "progress": _progress(progress, [], state),
         "duration_s": None,
         "voices": None,
         "outputs": [],
         "error": row["error"] if state == "failed" else None,
         "stopping": bool(row["stopping"]),
     }
+
+
+def offered_models(settings: Settings) -> list[str]:
+    """The models the pages offer: the server's NARRATE_MODEL first, then those NARRATE_SERVE_MODELS
+    allows (where that setting exists)."""
+    allowed = getattr(settings, "serve_models", None) or ()
+    return list(dict.fromkeys([settings.model, *allowed]))
+
+
+def design_models(settings: Settings) -> list[str]:
+    """The VoiceDesign models among those offered (a local checkpoint needs no network); none there:
+    the published VoiceDesign model, from the hub."""
+    from narrate.jobs.voices.models import DEFAULT_VOICE_DESIGN, facts
+
+    found = []
+    for model in offered_models(settings):
+        try:
+            known = facts(model)
+        except (NarrateError, OSError, ValueError):
+            continue
+        if known is not None and known.kind == "voice_design":
+            found.append(model)
+    return found or [DEFAULT_VOICE_DESIGN]
+
+
+def queue_order(r: redis.Redis, settings: Settings, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The Queue page's order: what runs first, then what waits in the order a worker takes it
+    (priority, then place in its queue), then the scheduled ones (soonest due first), then the ended
+    ones, newest first (`rows` come newest first, as `listed` makes them)."""
+    from narrate.jobs.queue.queues import queue_names
+    from narrate.jobs.server.records import queue
+
+    with r.pipeline(transaction=False) as p:
+        for name in queue_names(settings.queue):
+            p.lrange(queue(r, name).key, 0, -1)
+        waiting = [raw.decode() if isinstance(raw, bytes) else str(raw) for ids in p.execute() for raw in ids]
+    return ordered(rows, waiting)
+
+
+def ordered(rows: list[dict[str, Any]], waiting: list[str]) -> list[dict[str, Any]]:
+    """`queue_order` of rows listed newest first, `waiting` the queued ids as a worker takes them."""
+    place = {job_id: n for n, job_id in enumerate(waiting)}
+    rank = {"in_progress": 0, "queued": 1, "scheduled": 2}
+
+    def key(numbered: tuple[int, dict[str, Any]]) -> tuple[int, float | int | str, int]:
+        newest, row = numbered
+        group = rank.get(row["status"], 3)
+        if group == 1:  # a book waiting for its parts (not in a queue) after those that are
+            return group, place.get(row["id"], len(place)), newest
+        if group == 2:
+            return group, row["scheduled_for"] or "", newest
+        return group, 0, newest
+
+    return [row for _, row in sorted(enumerate(rows), key=key)]
+
+
+_DESCRIBED = re.compile(r"narrate (.+) \(\d+ sentences\) -> ", re.DOTALL)  # jobs/api/submit.py's description
+_NOT_IN_NAMES = re.compile(r'[\x00-\x1f\x7f/\\:*?"<>|]+')
+
+
+def book_facts(r: redis.Redis, job_ids: list[str]) -> dict[str, dict[str, str | None]]:
+    """What the pages show of each narration besides its status, in one round trip: its title (the
+    `--title` it was given, else the document's own: its metadata title, else its file name without
+    the extension), the stem of its output file, and its voice (a saved voice by name)."""
+    found: dict[str, dict[str, str | None]] = {}
+    for job in Job.fetch_many(job_ids, connection=r, serializer=JSONSerializer):
+        if job is not None:
+            meta = job.meta or {}
+            output = meta.get("output")
+            found[job.id] = {"title": title_of(job), "stem": PurePosixPath(output).stem if output else None,
+                             "voice": meta.get("voice_name") or meta.get("voice")}  # fmt: skip
+    return found
+
+
+def title_of(job: Job) -> str:
+    """A narration's book title (see `book_facts`)."""
+    try:
+        spec = job.args[0] if job.args else {}
+    except Exception:  # noqa: BLE001 - a record this server cannot read has no --title to show
+        spec = {}
+    given = spec.get("title") if isinstance(spec, dict) else None
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    described = _DESCRIBED.match(job.description or "")
+    if described and described.group(1).strip():
+        return described.group(1).strip()
+    document = str((job.meta or {}).get("document") or job.id)
+    return PurePosixPath(document).stem or document
+
+
+def file_title(title: str) -> str:
+    """A title as a file name: no path separators, quotes or control characters, not too long."""
+    name = " ".join(_NOT_IN_NAMES.sub(" ", title).split()).strip(" .")
+    return name[:120].rstrip(" .") or "narration"
+
+
+def download_name(title: str, stem: str | None, name: str) -> str:
+    """The name a download of output `name` (relative to the book's folder: "harbor-11d97576cb.m4b",
+    "harbor-11d97576cb/01 - One.mp3") is saved under: the book's title in place of the output's
+    stem ("Harbor.m4b", "Harbor - 01 - One.mp3")."""
+    rest = name[len(stem) :] if stem and name.startswith(stem) else f"/{name}"
+    head, *folders = rest.split("/")  # ".m4b", " - Part 2.mp3"; or "" and the names under the book's folder
+    return " - ".join([file_title(title) + _NOT_IN_NAMES.sub("", head), *(file_title(p) for p in folders if p)])
+
+
+def file_download_name(r: redis.Redis, job_id: str, name: str) -> str:
+    """`download_name` of a narration's output file (its Content-Disposition)."""
+    facts = book_facts(r, [job_id]).get(job_id)
+    return download_name(facts["title"] or job_id, facts["stem"], name) if facts else PurePosixPath(name).name

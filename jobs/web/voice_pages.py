@@ -11,10 +11,12 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api.model_choice import DRY_RUN
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.server.records import find
 from narrate.jobs.voices import clips
 from narrate.jobs.voices.names import check_name
+from narrate.jobs.web import flash, views
 from narrate.jobs.web.errors import ApiError, message_of
 from narrate.jobs.web.pages import PANGRAM, back_to, form_fields
 from narrate.jobs.web.state import Web, web_of
@@ -23,13 +25,17 @@ from narrate.jobs.web.uploads import read_form
 from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(include_in_schema=False)
+DESIGN_DRY_RUN = f"{DRY_RUN} --kind voice-design"  # a random-weight VoiceDesign checkpoint, made offline
 
 
 @router.get("/voices")
 def voices_page(request: Request) -> Response:
     web = web_of(request)
+    models = views.design_models(web.settings)
     context = {"voices": voices_api.list_voices(web.redis, web.settings.model), "pangram": PANGRAM,
-               "said": request.query_params.get("said"), "error": request.query_params.get("error")}  # fmt: skip
+               "name_pattern": views.NAME_PATTERN, "name_rule": views.NAME_RULE, "design_models": models,
+               "design_model": models[0], "design_dry_run": DESIGN_DRY_RUN,
+               **flash.take(web.redis, request)}  # fmt: skip
     return render(request, "voices.html", context)
 
 
@@ -56,10 +62,16 @@ async def add(request: Request) -> RedirectResponse:
 async def design(request: Request) -> RedirectResponse:
     web = web_of(request)
     form = await form_fields(request)
+    models = views.design_models(web.settings)
     try:
         count = int(form.get("candidates") or 3)
+        model = form.get("model") or models[0]
+        if model not in models:
+            raise BadInput(f"model {model[:100]!r} is not one this server offers for designing: choose one of "
+                           f"{', '.join(models)}")  # fmt: skip
         draft, _job = await run_in_threadpool(voices_api.design, web.settings, web.redis, form.get("name", ""),
-                                              form.get("description", ""), form.get("text") or None, count)  # fmt: skip
+                                              form.get("description", ""), form.get("text") or None, count,
+                                              model)  # fmt: skip
     except ValueError:
         return back_to(request, "/voices", error="candidates: give a whole number")
     except NarrateError as e:
@@ -76,6 +88,8 @@ def _design(web: Web, name: str) -> dict[str, Any]:
     state = job.get_status(refresh=False).value if job is not None else "gone"
     numbers = voices_api.clip_numbers(web.redis, draft.job_id) if state == "finished" else []
     error = (job.meta or {}).get("error") if job is not None and state == "failed" else None
+    if error and DRY_RUN in error and DESIGN_DRY_RUN not in error:  # the random weights of a VoiceDesign model
+        error = error.replace(DRY_RUN, DESIGN_DRY_RUN)
     return {"draft": draft, "state": state, "numbers": numbers, "job_error": error}
 
 
@@ -84,10 +98,10 @@ def design_page(request: Request, name: str) -> Response:
     web = web_of(request)
     try:
         context = _design(web, name)
-    except NarrateError as e:
-        return back_to(request, "/voices", error=message_of(e))
-    return render(request, "design.html", {**context, "said": request.query_params.get("said"),
-                                           "error": request.query_params.get("error")})  # fmt: skip
+    except NarrateError:  # fixed words: the name in the URL is anyone's text
+        return back_to(request, "/voices", error="There is no such design waiting to be kept: it was kept, or it "
+                       "expired. Design the voice again below.")  # fmt: skip
+    return render(request, "design.html", {**context, **flash.take(web.redis, request)})
 
 
 @router.get("/voices/designs/{name}/{number}.wav")

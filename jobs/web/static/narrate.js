@@ -7,6 +7,27 @@ function say(el, text) {
   if (el) el.textContent = text;
 }
 
+// Seconds as the pages spell them (narrate.jobs.humanize.duration, spelled): 42 s, 3 min 05 s, 2 h 07 min.
+function spelled(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const two = (n) => String(n).padStart(2, "0");
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${two(s % 60)} s`;
+  return `${Math.floor(s / 3600)} h ${two(Math.floor((s % 3600) / 60))} min`;
+}
+
+// A narration's ETA and realtime factor, as the server renders them (jobs/web/templating.py eta,
+// realtime): "" where there is none (not running, or not known yet).
+function etaText(job) {
+  const seconds = (job.progress || {}).eta_s;
+  return job.status === "in_progress" && seconds != null ? `ETA ${spelled(seconds)}` : "";
+}
+
+function rtfText(job) {
+  const factor = (job.progress || {}).realtime_factor;
+  return factor ? `${Number(factor).toFixed(2)}× realtime` : "";
+}
+
 function readDataUrl(file) {
   return new Promise((resolve, reject) => {
     const reader = new FileReader();
@@ -22,6 +43,7 @@ async function preview(button) {
   let voice = button.dataset.voice || "";
   const picker = button.dataset.voiceFrom && document.querySelector(button.dataset.voiceFrom);
   if (picker) voice = picker.value;
+  const model = button.dataset.modelFrom && document.querySelector(button.dataset.modelFrom);
   const sample = button.dataset.sampleFrom && document.querySelector(button.dataset.sampleFrom);
   if (sample && sample.files && sample.files.length) voice = await readDataUrl(sample.files[0]);
   const source = button.dataset.textFrom && document.querySelector(button.dataset.textFrom);
@@ -36,7 +58,7 @@ async function preview(button) {
     const answer = await fetch("/v1/audio/speech", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ model: "tts-1", voice: voice, input: text.slice(0, 300), response_format: "wav" }),
+      body: JSON.stringify({ model: (model && model.value) || "tts-1", voice: voice, input: text.slice(0, 300), response_format: "wav" }),
     });
     if (!answer.ok) {
       const said = await answer.json().catch(() => ({}));
@@ -64,11 +86,19 @@ function follow(main) {
     const p = job.progress || {};
     const set = (name, value) => main.querySelectorAll(`[data-field="${name}"]`).forEach((el) => (el.textContent = value));
     set("status", job.status.replace("_", " "));
+    main.querySelectorAll('[data-field="status"]').forEach((badge) => {
+      badge.className = `status ${job.status}`; // its colour follows the state, as the server renders it
+    });
     set("done", p.sentences_done);
     set("total", p.sentences_total);
     set("audio", (p.audio_s || 0).toFixed(1));
-    set("rtf", p.realtime_factor == null ? "–" : Number(p.realtime_factor).toFixed(2));
-    set("eta", p.eta_s == null ? "–" : `${Math.round(p.eta_s)} s`);
+    const shown = (name, text) =>
+      main.querySelectorAll(`[data-field="${name}"]`).forEach((el) => {
+        el.textContent = text;
+        el.hidden = !text;
+      });
+    shown("rtf", rtfText(job));
+    shown("eta", etaText(job));
     const list = main.querySelector("ol[data-field-chapters]");
     if (list && Array.isArray(p.chapters)) {
       // Updated in place: a chapter's player, once there, keeps playing through later updates.
