@@ -20,6 +20,18 @@ HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 DRY_RUN = "python -m narrate.worker.testkit.random_checkpoint DIR --size tiny"
 RANDOM_WEIGHTS = f"try narrate on random weights ({DRY_RUN}, then --model DIR)"
 CHOOSE = f"give --model a checkpoint directory (with config.json) or a Hugging Face id (org/name), or {RANDOM_WEIGHTS}"
+# A model id's kind, as the published ids spell it, and the random checkpoint of that kind (--kind).
+_ID_KIND = re.compile(r"-(CustomVoice|VoiceDesign)(?=-|$)", re.IGNORECASE)
+KIND_FLAGS = {"customvoice": "custom-voice", "voicedesign": "voice-design"}
+
+
+def random_weights(model: str | None = None) -> str:
+    """RANDOM_WEIGHTS for a job of `model`: a random checkpoint of the same kind (a VoiceDesign id:
+    `--kind voice-design`, a CustomVoice id: `--kind custom-voice`; a Base one needs no --kind)."""
+    found = _ID_KIND.search(model or "")
+    if found is None:
+        return RANDOM_WEIGHTS
+    return f"try narrate on random weights ({DRY_RUN} --kind {KIND_FLAGS[found.group(1).lower()]}, then --model DIR)"
 
 
 def is_hub_id(model: str) -> bool:

@@ -62,3 +62,21 @@ def test_the_first_command_offline_is_one_clear_line(env, home, voice_wav, tmp_p
     assert proc.stderr.count("HF_HUB_OFFLINE") == 1, proc.stderr  # not also as a log line of the worker
     assert time.monotonic() - t0 < 60
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sample.txt"]  # no partial output
+
+
+def test_an_offline_voice_design_names_the_random_checkpoint_of_its_kind(env, home, external_redis):
+    """`voice design` offline: the hint builds a VoiceDesign checkpoint (--kind voice-design), which
+    the design can use, not the Base one the default hint makes."""
+    e = no_network(env, home, offline_flag=True)
+    made = narrate(e, "voice", "design", "gran", "Female, 60s, low raspy alto", "--no-wait")
+    assert made.returncode == 0, made.stderr
+    job_id = made.stdout.strip().split()[-1]
+    proc = narrate(e, "worker", "--burst", timeout=120)
+    st = wait_for_job(job_id, timeout=10)
+    assert st["status"] == "failed", (st, proc.stderr[-2000:])
+    hint = "python -m narrate.worker.testkit.random_checkpoint DIR --size tiny --kind voice-design, then --model DIR"
+    assert hint in st["error"] and "mlx-community/Qwen3-TTS-12Hz-1.7B-VoiceDesign" in st["error"], st["error"]
+    from narrate.jobs.api.model_choice import random_weights
+
+    assert "--kind" not in random_weights(DEFAULT_HUB_ID)  # a Base model's random weights need no --kind
+    assert "--kind custom-voice" in random_weights("mlx-community/Qwen3-TTS-12Hz-1.7B-CustomVoice-bf16")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import mlx.core as mx
 import mlx.nn as nn
-from narrate.jobs.api.model_choice import RANDOM_WEIGHTS
+from narrate.jobs.api.model_choice import random_weights
 from narrate.jobs.errors import BadInput
 from narrate.worker.engine.model_key import HashMemo, model_key
 
@@ -153,11 +153,11 @@ def _hub_errors(resolved: Resolved):
         if isinstance(e, LocalEntryNotFoundError):
             why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else str(e).splitlines()[0].removeprefix("Got: ")
             why += f", and it is not in the hub cache ({constants.HF_HUB_CACHE})"
-            do = f"use a local checkpoint (--model DIR), {RANDOM_WEIGHTS}, or run the same command again once "
-            do += "the network is back"
+            do = f"use a local checkpoint (--model DIR), {random_weights(resolved.source)}, or run the same command "
+            do += "again once the network is back"
         else:
             why = "no such model, or it is private or gated (log in with `hf auth login`)"
-            do = f"check the name, use a local checkpoint (--model DIR) or {RANDOM_WEIGHTS}"
+            do = f"check the name, use a local checkpoint (--model DIR) or {random_weights(resolved.source)}"
         raise ModelUnavailable(f"{what}: {why}; {do}") from e
 
 
