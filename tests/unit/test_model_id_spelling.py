@@ -32,3 +32,17 @@ def test_a_suggested_model_is_spelled_as_the_readme_spells_it():
     from narrate.worker.engine.voices import suggest
 
     assert {suggest("/a/local/checkpoint", kind) for kind in ("base", "custom_voice", "voice_design")} == DEFAULTS
+
+
+def test_the_readme_says_before_its_first_command_that_it_downloads_the_model():
+    readme = (ROOT / "README.md").read_text()
+    setup = readme[readme.index("## Set up on a fresh machine") : readme.index("## Contents")]
+    before_first = setup[: setup.index("```sh")]
+    assert "needs the network" in before_first and DEFAULT_MODEL in before_first and "GB" in before_first
+    assert "random-weight" in before_first  # the offline path, named right there
+    everyday = readme[readme.index("## Everyday commands") :]
+    for command in ("`narrate worker", "`narrate serve"):
+        item = everyday[everyday.index(f"- {command}") :].split("\n- ")[0]
+        assert "NARRATE_MODEL" in item, item
+    assert "is read by `narrate serve` as well as by the worker" in (ROOT / "docs" / "settings.md").read_text()
+    assert "Start `serve` and the workers with the same `NARRATE_MODEL`" in (ROOT / "docs" / "serve.md").read_text()
