@@ -3,7 +3,11 @@ NARRATE_ABS_TOKEN, sent as ``Authorization: Bearer``): after an export into a li
 watches, a scan of that library (`POST /api/libraries/{id}/scan`: a watcher misses network drives);
 without a library folder, the book's files uploaded (`POST /api/upload`, multipart: title, author,
 series, library, folder and the files, streamed from disk), as advplyr/audiobookshelf
-server/controllers/MiscController.js `handleUpload` reads them. Standard library HTTP only."""
+server/controllers/MiscController.js `handleUpload` reads them, then a scan of that library asked
+for: the upload only moves the files into the library's folder (2.36's handleUpload scans nothing),
+so with the library's folder watcher off the book would not appear until the next scheduled scan.
+The scan (server/controllers/LibraryController.js `scan`) needs an admin's token: where it is
+refused, the upload still counts and the result says so, with what to do. Standard library HTTP only."""
 
 from __future__ import annotations
 
@@ -111,4 +115,11 @@ def push(base: str, token: str | None, library_id: str | None, info: BookInfo, f
         scan(base, token, lib)
         return f"Audiobookshelf library {lib} scanned"
     upload(base, token, lib, first_folder, info, sorted(p for p in folder.iterdir() if p.is_file()))
-    return f"uploaded to Audiobookshelf library {lib}"
+    try:  # the upload put the files in the library's folder; a scan makes the book appear now
+        scan(base, token, lib)
+    except AbsError as e:
+        admin = " (a scan needs an admin's token)" if " 403 " in str(e) else ""
+        return (f"uploaded to Audiobookshelf library {lib}; warning: asking it to scan the library failed{admin}: "
+                f"{e}; the book appears once the library is scanned (its watcher, a scheduled scan, or Scan in "
+                "its library settings)")  # fmt: skip
+    return f"uploaded to Audiobookshelf library {lib} and its scan asked for"

@@ -247,8 +247,12 @@ def test_audiobookshelf_gets_an_upload_or_a_scan_with_its_token(done, home, env)
         ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", second, "--abs-url",
                       abs_server.url, "--json")  # fmt: skip
         assert ran.returncode == 0, ran.stderr
-        assert json.loads(ran.stdout)["audiobookshelf"] == "uploaded to Audiobookshelf library lib-books"
-        call = abs_server.calls[-1]
+        assert (
+            json.loads(ran.stdout)["audiobookshelf"]
+            == "uploaded to Audiobookshelf library lib-books and its scan asked for"
+        )
+        assert abs_server.calls[-1] == {"path": "/api/libraries/lib-books/scan"}  # the upload, then its scan
+        call = abs_server.calls[-2]
         assert call["path"] == "/api/upload"
         assert call["fields"] == {"title": "The Odyssey", "author": "Homer", "series": "Greek Classics",
                                   "library": "lib-books", "folder": "fold-1"}  # fmt: skip
