@@ -134,7 +134,21 @@ def chapter_url(job_id: str, number: int) -> str:
 def listed(r: redis.Redis, settings: Settings, state: str | None = None) -> list[dict[str, Any]]:
     """Every narration of the server's queues, newest first (`narrate list`), in `state` if given."""
     rows = listing.list_jobs(r, settings.queue, Path(settings.output_dir), narrate_state(state) if state else None)
-    return [_row(row) for row in rows if not row["id"].startswith(CLIP_PREFIX)]
+    return [_running(r, _row(row)) for row in rows if not row["id"].startswith(CLIP_PREFIX)]
+
+
+def _running(r: redis.Redis, row: dict[str, Any]) -> dict[str, Any]:
+    """A running narration's progress as `narration` has it (one source for the list and the job:
+    a fanned-out book's ETA is its parts', which the list alone does not know)."""
+    if row["status"] != "in_progress":
+        return row
+    try:
+        st = job_status(r, row["id"])
+    except JobNotFound:  # it ended and expired meanwhile
+        return row
+    if api_state(st["status"]) != "in_progress":
+        return row
+    return {**row, "progress": _progress(st.get("progress") or {}, [], "in_progress")}
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
