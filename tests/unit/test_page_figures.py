@@ -106,3 +106,18 @@ def test_a_job_id_rq_would_refuse_is_no_narration():
     for bad in ("narrate-Call 0800 123", "narrate-a/b", "narrate-", "narrate-é", "narrate-" + "a" * 200):
         with pytest.raises(JobNotFound):
             views.check_id(bad)
+
+
+def test_a_narrations_title_is_its_given_title_else_the_documents_else_its_file_name():
+    import redis
+    from rq.job import Job
+    from rq.serializers import JSONSerializer
+
+    def made(spec: dict, description: str, document: str) -> Job:  # never saved: no server is asked
+        return Job.create("narrate.jobs.task.job.run", args=(spec,), connection=redis.Redis(port=1),
+                          serializer=JSONSerializer, description=description, meta={"document": document})  # fmt: skip
+
+    described = "narrate The (Odyssey) (6 sentences) -> narrations/odyssey-0a1b2c3d4e.mp3"
+    assert views.title_of(made({"document": "d", "title": "Given"}, described, "odyssey.epub")) == "Given"
+    assert views.title_of(made({"document": "d"}, described, "odyssey.epub")) == "The (Odyssey)"
+    assert views.title_of(made({"document": "d"}, "", "art2.txt")) == "art2"
