@@ -144,15 +144,21 @@ def _file_chunks(path: Path) -> Iterator[bytes]:
 
 
 def serve(settings: Settings, r: redis.Redis, host: str, stop: threading.Event) -> None:
-    """Answer this host's fetch requests until `stop` is set (the worker supervisor's thread)."""
+    """Answer this host's fetch requests until `stop` is set (the worker supervisor's thread). The same
+    error again (a server refusing every write refuses each BLPOP) is logged once, not every second."""
+    said = ""
     while not stop.is_set():
         try:
             got = r.blpop([requests_key(host)], timeout=1)
+            said = ""
             if got is not None:
                 ask = json.loads(got[1])
                 threading.Thread(target=answer, args=(settings, r, ask["job"], ask["reply"], stop), daemon=True).start()
         except (redis.RedisError, ValueError, KeyError) as e:
-            log.warning("fetch requests: %s: %s", type(e).__name__, e)
+            now = f"{type(e).__name__}: {e}"
+            if now != said:
+                log.warning("fetch requests: %s (trying again each second; said again only if it changes)", now)
+                said = now
             stop.wait(1)
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import time
 
+import pytest
 from helpers.books import book
 from helpers.fake import fake_env, synthesized, wait_synthesized
 from helpers.ops import submit_book
@@ -94,5 +95,46 @@ def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatc
         assert client.llen("rq:queue:narrate") == 0
         client.config_set("maxmemory", "0")
         assert narrate(e, *args).returncode == 0 and client.llen("rq:queue:narrate") == 1
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize(
+    ("refuse", "allow", "said", "hint"),
+    [
+        ({"min-replicas-to-write": "1"}, {"min-replicas-to-write": "0"}, "NOREPLICAS", "min-replicas-to-write"),
+        ({"maxmemory": "1", "maxmemory-policy": "noeviction"}, {"maxmemory": "0"}, "OOM", "maxmemory"),
+    ],
+)
+def test_a_worker_waits_out_a_server_that_refuses_every_write(env, home, voice_wav, monkeypatch, refuse, allow, said,
+                                                              hint):  # fmt: skip
+    """The server refuses every write (NOREPLICAS, OOM): the supervisor does not restart the worker in
+    a loop (each start a traceback); it says once what the server answered and what to do, waits with
+    a growing delay, and starts the worker by itself once writes are accepted again."""
+    server = PrivateRedis()
+    server.start()
+    try:
+        e = fake_env(env, home, delay_ms=0, NARRATE_REDIS_URL=server.url)
+        monkeypatch.setenv("NARRATE_REDIS_URL", server.url)
+        client = server.client()
+        for name, value in refuse.items():
+            client.config_set(name, value)
+        supervisor = start_worker(e)
+        time.sleep(15)  # a restart loop would have started the worker several times by now
+        for name, value in allow.items():
+            client.config_set(name, value)
+        try:
+            job_id = submit_book(e, home, voice_wav, book(2))
+            st = wait_for_job(job_id, timeout=90)  # the next look at the server is at most a minute away
+        finally:
+            log = stop_worker(supervisor)
+        assert st["status"] == "finished", (st, log[-3000:])
+        refused = [line for line in log.splitlines() if "refuses writes" in line]
+        assert len(refused) == 1, log[-4000:]
+        assert said in refused[0] and hint in refused[0] and "starts by itself" in refused[0], refused[0]
+        assert log.count("worker exited with") <= 1 and "restarting in" not in log, log[-4000:]
+        assert "Traceback" not in log, log[-4000:]
+        assert "accepts writes again" in log, log[-3000:]
+        assert server.password not in log
     finally:
         server.close()

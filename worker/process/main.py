@@ -15,6 +15,7 @@ import logging
 import sys
 from pathlib import Path
 
+import redis
 from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.outputs import scratch
@@ -27,6 +28,7 @@ from narrate.jobs.settings import Settings
 from narrate.jobs.task import job as task
 from narrate.worker.process.host import host_lock
 from narrate.worker.process.parent import die_with_parent
+from narrate.worker.process.refusals import EXIT_NAME, REDIS_REFUSES, refused_write
 from narrate.worker.process.rq_worker import make_worker
 from narrate.worker.process.runtime import WorkerRuntime
 
@@ -56,7 +58,7 @@ def run_worker(
         names = queue_names(queue_name or settings.queue)
         worker = make_worker(conn.redis, names, settings, rt.make_context, rt.host_id, rt.beat)
         recover_claims(conn.redis, rt.host_id)  # taken by the last worker of this host, never begun
-        crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake")
+        crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake", EXIT_NAME)
         for q in worker.queues:
             recover_abandoned(conn.redis, q, rt.host_id, settings.max_attempts, crashed_from_inside)
         rt.beat("idle")
@@ -77,6 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     except NarrateError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 2  # a configuration error: the supervisor does not restart
+    except redis.RedisError as e:
+        answer = refused_write(e)
+        if answer is None:
+            raise
+        print(f"Error: the Redis server refused a write: {answer}", file=sys.stderr)
+        return REDIS_REFUSES  # the supervisor waits until it accepts them (worker/process/refusals.py)
     return 0
 
 

@@ -7,7 +7,10 @@ NARRATE_HANG_TIMEOUT seconds (stuck in native code, where no Python signal handl
 SIGKILLed and restarted; its job is then recovered like any crashed one (retried, or failed after
 NARRATE_MAX_ATTEMPTS crashes). SIGTERM/SIGINT are passed on: the worker finishes the batch in
 flight, requeues its job and exits 0, and so does the supervisor. Exit code 2 from the worker is a
-configuration error: the supervisor exits with it instead of restarting.
+configuration error: the supervisor exits with it instead of restarting. Exit code 3 is a Redis server
+that refuses every write (out of memory, a full disk, too few replicas, a replica): the supervisor
+says so once and waits, looking again with a growing delay, until a write is accepted
+(worker/process/refusals.py), instead of restarting the worker in a loop.
 
 Sleep: stalls are measured on this process's monotonic clock, from the moment the supervisor last
 saw the file change. A machine that sleeps (or a process group that is stopped) makes the
@@ -38,6 +41,7 @@ from narrate.jobs.schedules import loop as scheduler
 from narrate.jobs.server.localstate import process_command
 from narrate.jobs.settings import Settings
 from narrate.worker.process.host import host_id, open_lock
+from narrate.worker.process.refusals import EXIT_NAME, REDIS_REFUSES, probe, wait_for_writes
 
 log = logging.getLogger("narrate.supervisor")
 POLL_S = 0.1
@@ -154,6 +158,12 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
                 return 0  # stopped while it was still starting (before its handlers): nothing ran
             if seen.code == 0 or stopped_at is not None or seen.code == CONFIG_ERROR:
                 return seen.code
+            if seen.code == REDIS_REFUSES:  # a restart would fail the same way: wait until writes are accepted
+                answer = probe(settings) or "a write refused"
+                if not wait_for_writes(settings, answer, lambda: stopped_at is not None):
+                    return 0
+                backoff, previous_exit = 0.0, EXIT_NAME
+                continue
             # Restart at once after a crash mid-work (its job is recovered at start-up); back off
             # when the worker dies before doing any work (a crash loop).
             backoff = 0.0 if seen.worked else min(max(backoff * 2, 0.5), 30.0)
