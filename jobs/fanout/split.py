@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import redis
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import JobSpec, job_timeout
+from narrate.jobs.counts import count
 from narrate.jobs.documents.budgets import frame_budget, speaking_seconds
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.errors import BadInput
@@ -115,9 +116,10 @@ def within_cap(
     if len(kept) == len(ranges):
         return kept, None
     rest = len(spoken) - (kept[-1][1] if kept else 0)
+    last = f"the last {count(rest, 'sentence')} {'is' if rest == 1 else 'are'}"
     return kept, (
         f"the book's audio (about {_estimate_mb(spoken):.0f} MB) would not fit in NARRATE_FANOUT_MAX_MB={cap_mb:g} "
-        f"of Redis: {len(kept)} of {len(ranges)} parts are fanned out, the last {rest} sentences are synthesized "
+        f"of Redis: {len(kept)} of {len(ranges)} parts are fanned out, {last} synthesized "
         "by the book's own job on the host that stitches it"
     )
 
@@ -146,7 +148,7 @@ def enqueue_parts(q: Queue, book_id: str, spec: JobSpec, doc: Document, ranges: 
                 timeout=job_timeout(budgets, settings.runaway_retries),
                 result_ttl=keep_s,
                 failure_ttl=keep_s,
-                description=f"narrate part {part.index + 1}/{len(parts)} of {doc.title} ({n} sentences)",
+                description=f"narrate part {part.index + 1}/{len(parts)} of {doc.title} ({count(n, 'sentence')})",
                 meta={
                     "progress": {
                         "done": 0,

@@ -5,6 +5,7 @@ status from its parts', a failed part failing its book, and resuming a book."""
 from __future__ import annotations
 
 import redis
+from narrate.jobs.counts import count
 from narrate.jobs.errors import BadInput
 from narrate.jobs.queue.lifecycle import (
     CANCEL_FIELD,
@@ -79,4 +80,4 @@ def resume_book(r: redis.Redis, book: Job) -> str:
         pipe.hdel(book.key, CANCEL_FIELD)
         defer_on(book, ids, pipe)
         pipe.execute()
-    return f"requeued {len(again)} part(s); the book waits for {len(waiting)} of {len(ids)} parts"
+    return f"requeued {count(len(again), 'part')}; the book waits for {len(waiting)} of {count(len(ids), 'part')}"

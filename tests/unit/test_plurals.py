@@ -37,3 +37,17 @@ def test_chapters_and_cast_of_a_one_sentence_book_say_one(env, home):
     ran = invoke(env, "cast", str(doc), "--voice", "alice=ryan")
     assert ran.returncode == 0, ran.stderr
     assert ": 1 voice, 1 sentence, about " in ran.stdout.splitlines()[0], ran.stdout
+
+
+def test_a_fanned_out_books_last_sentence_is_one_sentence():
+    from narrate.jobs.documents.documents import Document
+    from narrate.jobs.fanout.split import within_cap
+
+    doc = Document("b", [["A first sentence here, long enough to weigh something."], ["Last one."]])
+    from narrate.jobs.documents.budgets import speaking_seconds
+
+    first = len(doc.paragraphs[0])
+    cap = speaking_seconds(doc.sentences[0]) * 24_000 * 2 / 1e6 + 0.001  # the first part fits, not the second
+    kept, warning = within_cap(doc, [(0, first), (first, first + 1)], cap_mb=cap)
+    assert kept == [(0, first)] and warning is not None
+    assert "the last 1 sentence is synthesized by the book's own job" in warning, warning
