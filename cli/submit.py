@@ -23,6 +23,7 @@ from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as api
 from narrate.jobs.counts import count
 from narrate.jobs.errors import NarrateError
+from narrate.jobs.outputs import whereabouts
 from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
@@ -124,7 +125,8 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: b
     "--output",
     default=None,
     help="Output file, written where it points (relative: from the current directory; default: "
-    "DOCUMENT-NAME.mp3 here). Its directory is run's output root; NARRATE_OUTPUT_DIR does not apply.",
+    "DOCUMENT-NAME.mp3 here). Under the output root (NARRATE_OUTPUT_DIR) it is recorded relative to it, "
+    "as a worker's is; elsewhere its directory is run's output root.",
 )
 @request_options(queued=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
@@ -145,7 +147,8 @@ def run(document, output, as_json, **kw) -> None:
     out = out.expanduser().absolute()
     try:
         options, overrides = options_from(kw)
-        settings = settings_from_env(output_dir=out.parent, **overrides)
+        root = whereabouts.run_root(out, settings_from_env(**overrides).output_dir)  # docs/usage.md#where-outputs-go
+        settings = settings_from_env(output_dir=root, **overrides)
         narrator, cast = choose_voices(settings, kw, options)
         [req] = api.prepare_many(settings, [document], narrator, [out], options, cast)
         if req.cast_line:

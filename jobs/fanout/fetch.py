@@ -14,6 +14,7 @@ import hashlib
 import json
 import logging
 import os
+import socket
 import stat
 import tempfile
 import threading
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import redis
 from narrate.jobs.errors import BadInput, NarrateError
-from narrate.jobs.outputs import confined
+from narrate.jobs.outputs import confined, whereabouts
 from narrate.jobs.server.records import fetch as fetch_job
 from narrate.jobs.settings import Settings
 from rq.job import JobStatus
@@ -82,7 +83,12 @@ def fetch(
         with contextlib.suppress(OSError, ChecksumDiffers):  # else (not what the job wrote) from its host
             _write(dest, _file_chunks(path), want)
             return dest, "local"
-    host = (job.meta or {}).get("host")
+    meta = job.meta or {}
+    if not via_redis and meta.get("hostname") == socket.gethostname():  # written here: no other host has it
+        why = whereabouts.diagnose(job_id, result, meta, whereabouts.written_root(result) or settings.output_dir,
+                                   changed=path.is_file())  # fmt: skip
+        raise NarrateError(why.message)
+    host = meta.get("host")
     if not host:
         raise NarrateError(f"job {job_id} does not say which host wrote its output")
     reply = f"narrate:fetch-reply:{uuid.uuid4().hex}"
@@ -93,8 +99,8 @@ def fetch(
     first = r.blpop([reply], timeout=ANSWER_WAIT_S)
     if first is None:
         raise NarrateError(
-            f"the host that wrote {path.name} (host id {host[:12]}) did not answer within {ANSWER_WAIT_S:.0f} s: "
-            "is a `narrate worker` running there?"
+            f"host {meta.get('hostname') or '?'}, which wrote {path.name} (host id {host[:12]}), did not answer "
+            f"within {ANSWER_WAIT_S:.0f} s: is a `narrate worker` running there?"
         )
     head = json.loads(first[1])
     if "error" in head:

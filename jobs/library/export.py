@@ -27,6 +27,7 @@ from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.library import layout as layouts
 from narrate.jobs.library.metadata import BookInfo, abs_json, desc_txt, opf, reader_txt
+from narrate.jobs.outputs import whereabouts
 from narrate.jobs.outputs.ownership import sha256_file
 from narrate.jobs.outputs.recorded import AUDIO, recorded
 from narrate.jobs.server import store
@@ -61,20 +62,20 @@ def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
     doc: Document | None = None
     with contextlib.suppress(LookupError):
         doc = store.get_document(r, spec.document)
-    return info_of(r, root, job_id, spec, doc, result, (job.meta or {}).get("voice_name"))
+    return info_of(r, root, job_id, spec, doc, result, (job.meta or {}).get("voice_name"), job.meta)
 
 
 def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Document | None, result: dict[str, Any],
-            voice_name: str | None) -> Found:  # fmt: skip
+            voice_name: str | None, job_meta: dict[str, Any] | None = None) -> Found:  # fmt: skip
     """`book_info` from what a worker has in hand when the job ends (the document, if still stored).
     The tracks: the book file; without one (`--split chapters`, or parts), the chapter files or parts."""
     files = recorded(r, root, job_id, result.get("output_relative") or spec.output)
     audio = [f for f in files if f.path.suffix.lower() in AUDIO]
     main = [f for f in audio if f.relative == (result.get("output_relative") or spec.output)]
     tracks = main or audio
-    if not tracks or any(f.sha256 and sha256_file(f.path) != f.sha256 for f in tracks):
-        raise BadInput(f"job {job_id}'s audio is not on this host as the job wrote it: export it on the host that "
-                       "wrote it (narrate status names it), or narrate fetch it here first")  # fmt: skip
+    changed = bool(tracks) and any(f.sha256 and sha256_file(f.path) != f.sha256 for f in tracks)
+    if not tracks or changed:  # why, in words: another host, another output root, changed or gone
+        raise BadInput(whereabouts.diagnose(job_id, result, job_meta or {}, root, changed).message)
     meta = (doc.meta if doc is not None else None) or BookMeta()
     first = tracks[0].path
     title = spec.title or meta.title or (doc.title if doc is not None else "") or first.stem

@@ -50,6 +50,9 @@ class Narration(BaseModel):
         None, description="a cast, once finished: each voice's sentences and seconds (None: one voice)"
     )
     outputs: list[Output]
+    files_missing: dict[str, str] | None = Field(
+        None, description="completed, no files here: why (reason other_host | other_root | changed | gone, message)"
+    )
     error: str | None = None
     stopping: bool = Field(False, description="a running narration asked to cancel: it stops within a second")
     duplicate: str | None = Field(

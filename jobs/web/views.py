@@ -13,6 +13,7 @@ import redis
 from narrate.jobs.api import listing, previews
 from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound, NarrateError
+from narrate.jobs.outputs import whereabouts
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import outputs
 from narrate.jobs.web.outputs import OutputFile
@@ -105,10 +106,17 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
         "duration_s": st.get("duration_seconds"),
         "voices": result.get("voices"),
         "outputs": files,
+        "files_missing": _missing(r, settings, job_id) if state == "completed" and not found else None,
         "error": st.get("error") if state == "failed" else None,
         "stopping": bool(st.get("cancel_requested")),
     }
     return view, found
+
+
+def _missing(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any] | None:
+    """Why a completed narration lists no files here (jobs/outputs/whereabouts.py)."""
+    why = whereabouts.explain(r, job_id, settings.output_dir)
+    return why.to_json() if why else None
 
 
 def files_of(r: redis.Redis, settings: Settings, job_id: str) -> list[OutputFile]:
