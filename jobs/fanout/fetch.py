@@ -84,7 +84,8 @@ def fetch(
             _write(dest, _file_chunks(path), want)
             return dest, "local"
     meta = job.meta or {}
-    if not via_redis and meta.get("hostname") == socket.gethostname():  # written here: no other host has it
+    if not via_redis and meta.get("hostname") == socket.gethostname() and meta.get("host") == _host_id(settings):
+        # written here, by a worker of this home (host names alone may repeat): no other host has it
         why = whereabouts.diagnose(job_id, result, meta, whereabouts.written_root(result) or settings.output_dir,
                                    changed=path.is_file())  # fmt: skip
         raise NarrateError(why.message)
@@ -121,6 +122,13 @@ def fetch(
     finally:
         r.delete(reply)
     return dest, "redis"
+
+
+def _host_id(settings: Settings) -> str | None:
+    """This home's host id (worker/process/host.py keeps it), or None before a worker made one."""
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        return str(json.loads((settings.home / "host-id").read_text())["id"])
+    return None
 
 
 def _write(dest: Path, chunks: Iterable[bytes], want: str) -> None:
