@@ -38,4 +38,4 @@ def serve(bind, port) -> None:
         click.echo(f"narrate serve on http://{shown}:{port} ({conn.url}): pages at /, API docs at /docs", err=True)
         if bind in ("0.0.0.0", "::") and not settings.serve_hosts:
             click.echo("Set NARRATE_SERVE_HOSTS to the names you reach it by (others get 400).", err=True)
-        serve_app(app, bind, port)
+        serve_app(app, bind, port, settings)

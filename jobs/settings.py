@@ -2,8 +2,8 @@
 
 Each field of ``Settings`` names its environment variable, who reads it (``client``: the host that
 submits; ``worker``: the host that synthesizes; ``both``) and what it does; ``from_env`` and the
-README's settings table are derived from that. Flags override the environment, which overrides
-the defaults. Fixed facts of the audio format and input limits are constants below.
+table of docs/settings.md (jobs/settings_table.py) are derived from that. Flags override the
+environment, which overrides the defaults. Fixed facts of the audio format and input limits are constants below.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class Settings:
         "jobs store paths relative to it. `run` uses its output file's directory instead.",
     )  # fmt: skip
     model: str = setting(
-        "NARRATE_MODEL", DEFAULT_MODEL, reads=WORKER,
+        "NARRATE_MODEL", DEFAULT_MODEL, reads=BOTH,
         doc="Hugging Face id or local checkpoint dir for jobs submitted without `--model`.",
     )  # fmt: skip
     quant: str | None = setting(
@@ -267,6 +267,51 @@ class Settings:
         doc="Seconds `narrate serve` waits for the next piece of a request's body before it answers 408 and "
         "drops the request (a slow or stalled upload holds nothing longer).",
     )  # fmt: skip
+    serve_min_rate_kib: int = setting(
+        "NARRATE_SERVE_MIN_RATE_KIB", 32, reads=CLIENT, parse=_int(1),
+        doc="The slowest average rate, in KiB/s, at which `narrate serve` takes a request's body once its first "
+        "`NARRATE_SERVE_STALL_S` are past: a slower body is answered 408 and what it uploaded is removed (a byte "
+        "now and then keeps nothing open).",
+    )  # fmt: skip
+    serve_body_s: float = setting(
+        "NARRATE_SERVE_BODY_S", 3600.0, reads=CLIENT, parse=_seconds(1.0), shown="`3600`",
+        doc="The longest a request's body may take to arrive in whole, however fast it comes (408 after).",
+    )  # fmt: skip
+    serve_header_s: float = setting(
+        "NARRATE_SERVE_HEADER_S", 10.0, reads=CLIENT, parse=_seconds(0.5), shown="`10`",
+        doc="Seconds a connection to `narrate serve` may wait to send a request's headers (a new connection, or "
+        "one kept alive after a response) before it is closed.",
+    )  # fmt: skip
+    serve_connections: int = setting(
+        "NARRATE_SERVE_CONNECTIONS", 512, reads=CLIENT, parse=_int(8),
+        doc="Open connections `narrate serve` keeps; past it, and past `NARRATE_SERVE_CLIENT_CONNECTIONS` of one "
+        "address, a new connection closes the one that has waited longest without sending a request (the "
+        "new one itself when every other is busy): idle sockets never lock people out.",
+    )  # fmt: skip
+    serve_client_connections: int = setting(
+        "NARRATE_SERVE_CLIENT_CONNECTIONS", 64, reads=CLIENT, parse=_int(2),
+        doc="Open connections `narrate serve` keeps from one address (see `NARRATE_SERVE_CONNECTIONS`).",
+    )  # fmt: skip
+    serve_stream_s: float = setting(
+        "NARRATE_SERVE_STREAM_S", 600.0, reads=CLIENT, parse=_seconds(1.0), shown="`600`",
+        doc="The longest one event stream (`/v1/narrations/ID/events`) stays open; it then ends with a `retry` "
+        "hint and the client reconnects (EventSource does by itself) for the next stretch.",
+    )  # fmt: skip
+    serve_client_streams: int = setting(
+        "NARRATE_SERVE_CLIENT_STREAMS", 16, reads=CLIENT, parse=_int(1),
+        doc="Event streams one address may hold open at once (429 past it).",
+    )  # fmt: skip
+    serve_submits_per_min: int = setting(
+        "NARRATE_SERVE_SUBMITS_PER_MIN", 60, reads=CLIENT, parse=_int(1),
+        doc="Requests that submit work (narrations, speech, voice uploads and designs, the New page) one address "
+        "may make a minute; past it, 429 with `Retry-After`.",
+    )  # fmt: skip
+    serve_trusted_proxies: tuple[str, ...] = setting(
+        "NARRATE_SERVE_TRUSTED_PROXIES", (), reads=CLIENT, shown="unset", parse=_names,
+        doc="Comma-separated addresses of reverse proxies in front of `narrate serve` whose `X-Forwarded-For` and "
+        "`X-Forwarded-Proto` it believes: the client's address (for the limits) and https (the session cookie is "
+        "then `Secure`). Unset: those headers are ignored.",
+    )  # fmt: skip
     scheduler_interval_s: float = setting(
         "NARRATE_SCHEDULER_INTERVAL_S", 5.0, reads=BOTH, parse=_seconds(0.05), shown="`5`",
         doc="How often the scheduler (in `narrate worker`'s supervisor, or `narrate scheduler`) moves due "
@@ -347,25 +392,3 @@ def default(name: str) -> Any:
         return f.default
     assert f.default_factory is not MISSING, f"setting {name} has no default"  # every field has one
     return f.default_factory()
-
-
-def settings_table() -> list[dict[str, str]]:
-    """One row per setting (variable, default as shown, who reads it, what it does): the README's table."""
-    rows = []
-    for f in fields(Settings):
-        m = f.metadata
-        shown = m["shown"] if m["shown"] is not None else f"`{f.default}`"
-        rows.append({"env": m["env"], "default": shown, "reads": m["reads"], "doc": m["doc"]})
-    return rows
-
-
-def settings_markdown() -> str:
-    """The README's settings table."""
-    lines = ["| variable | default | read by | what it does |", "|---|---|---|---|"]
-    for row in settings_table():
-        lines.append(f"| `{row['env']}` | {row['default']} | {row['reads']} | {row['doc']} |")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(settings_markdown())

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrate.jobs.errors import BadInput
-from narrate.jobs.web import callbacks, errors
-from narrate.jobs.web.guard import Guard, is_loopback, served_hosts
+from narrate.jobs.settings import Settings
+from narrate.jobs.web import callbacks, errors, sessions
+from narrate.jobs.web.guard import BodyRules, Guard, is_loopback, served_hosts
+from narrate.jobs.web.limits import Limits
 from narrate.jobs.web.state import Web
 from narrate.jobs.web.uploads import MULTIPART_CAP
 
@@ -83,6 +85,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
         lifespan=lifespan,
     )
     app.state.web = web
+    app.state.limits = limits = Limits(web.settings.serve_submits_per_min, web.settings.serve_client_streams)
     errors.install(app)
     routers = (narrations.router, speech.router, voices.router, feeds.router, login.router, pages.router,
                voice_pages.router)  # fmt: skip
@@ -96,15 +99,26 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
         return HTMLResponse(page)
 
     hosts = served_hosts(bind, port, web.settings.serve_hosts)
-    return Guard(app, hosts, web.settings.api_key, web.settings.serve_stall_s, MULTIPART_CAP,
-                 {"/docs": PAGE_POLICY.encode()})  # fmt: skip
+    settings, key = web.settings, web.settings.api_key
+    rules = BodyRules(settings.serve_stall_s, settings.serve_min_rate_kib * 1024, settings.serve_body_s)
+
+    def session_valid(token: str) -> bool:
+        return key is not None and sessions.valid(web.redis, key, token)
+
+    return Guard(app, hosts, key, rules, MULTIPART_CAP, {"/docs": PAGE_POLICY.encode()}, session_valid, limits)
 
 
-def serve(app: Guard, bind: str, port: int) -> None:
+def serve(app: Guard, bind: str, port: int, settings: Settings) -> None:
     """Serve until interrupted (uvicorn, one process; the routes' Redis calls run in its threads). Its
-    log never shows a feed's token or a key given in a query (jobs/web/access_log.py)."""
+    log never shows a feed's token or a key given in a query (jobs/web/access_log.py). Connections are
+    kept by jobs/web/connections.py (a deadline for headers, a cap per address and in all, idle ones
+    closed first); proxy headers are believed only from NARRATE_SERVE_TRUSTED_PROXIES."""
     import uvicorn
     from narrate.jobs.web.access_log import log_config
+    from narrate.jobs.web.connections import protocol
 
-    uvicorn.run(app, host=bind, port=port, log_level="info", proxy_headers=False, server_header=False,
-                timeout_keep_alive=5, limit_concurrency=256, log_config=log_config())  # fmt: skip
+    proxies = settings.serve_trusted_proxies
+    http = protocol(settings.serve_header_s, settings.serve_client_connections, settings.serve_connections)
+    uvicorn.run(app, host=bind, port=port, log_level="info", server_header=False, timeout_keep_alive=5,
+                proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None, http=http,
+                limit_concurrency=None, log_config=log_config())  # fmt: skip

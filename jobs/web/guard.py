@@ -4,34 +4,48 @@ for an API that scripts and SDKs call too).
 
 - Host: only the server's own names (loopback names and the bind address, with the port, plus
   NARRATE_SERVE_HOSTS); anything else is 400 (DNS rebinding).
-- The key: once NARRATE_API_KEY is set, every request needs ``Authorization: Bearer KEY``
-  (compared in constant time), on loopback too, or the pages' session cookie that the login form
-  sets (an HMAC of the key: HttpOnly, SameSite=Strict); 401 otherwise, and a page opened in a
-  browser is sent to /login. The login form and the pages' static files need neither, nor do
-  podcast feeds, whose URLs carry each feed's token instead (jobs/web/feeds.py). Off
-  loopback the server does not start without a key (jobs/web/app.py).
+- The key: once NARRATE_API_KEY is set, every request needs ``Authorization: Bearer KEY`` (the
+  scheme in any case, the key compared in constant time), on loopback too, or the cookie of a
+  session the login form started (jobs/web/sessions.py: kept in Redis, with an expiry, ended by
+  signing out; HttpOnly, SameSite=Strict); 401 otherwise, and a page opened in a browser is sent
+  to /login. An address that sent 5 wrong keys in a minute (here or to the login form) is answered
+  429 for the rest of that minute whatever key it sends (jobs/web/limits.py). The login form and
+  the pages' static files need neither, nor do podcast feeds, whose URLs carry each feed's token
+  instead (jobs/web/feeds.py). Off loopback the server does not start without a key
+  (jobs/web/app.py). Websocket requests are refused (there is no websocket route).
 - Origin: a request that changes state (any method but GET/HEAD/OPTIONS) carrying an Origin (else
   a Referer) of another site, or ``Sec-Fetch-Site`` other than same-origin, is 403; one with
   neither (curl, the openai SDK: not a browser) is served. A read carrying a foreign Origin, or
   fetched by another site's page (not a top-level navigation), is 403. No CORS headers, ever.
-- Bodies: a declared body over its cap is 413 before it is read; a body that stalls longer than
-  NARRATE_SERVE_STALL_S between pieces is 408 (a slow client holds nothing for long).
+- Bodies: only the upload routes (UPLOAD_ROUTES) take a large body (multipart, within
+  MULTIPART_CAP), and only after the key was checked; the speech endpoint takes a JSON body of up to
+  8 MiB; every other route, the login form included, 64 KiB. A declared body over its cap is 413
+  before a byte of it is read, a streamed one as soon as it passes the cap. A body that stalls
+  longer than NARRATE_SERVE_STALL_S between pieces, that averages under NARRATE_SERVE_MIN_RATE_KIB
+  once its first NARRATE_SERVE_STALL_S are past, or that takes longer than NARRATE_SERVE_BODY_S in
+  all, is 408 (a slow client holds nothing for long; what it uploaded is removed,
+  jobs/web/uploads.py).
+- Submissions: the routes that make work (SUBMIT_ROUTES) take NARRATE_SERVE_SUBMITS_PER_MIN
+  requests a minute from one address; 429 with Retry-After past it.
 - Every response forbids framing and sniffing and carries a Content Security Policy.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
+import ipaddress
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 from narrate.jobs.dashboard.guard import allowed_hosts
 from narrate.jobs.errors import BadInput
-from narrate.jobs.web.errors import body
+from narrate.jobs.web.errors import ApiError, body
+from narrate.jobs.web.limits import Limits, client_of
 from starlette.exceptions import HTTPException
 from starlette.requests import cookie_parser
 
@@ -44,6 +58,9 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JSON_BODY_CAP = 8 << 20  # a JSON request: the speech body, 4,096 characters and perhaps a sample as a data: URL
+SMALL_BODY_CAP = 64 << 10  # every other route: a login, a button's form, a small JSON body
+UPLOAD_ROUTES = frozenset({"/v1/narrations", "/v1/audio/voices", "/new", "/new/inspect", "/voices/add"})  # POST
+SUBMIT_ROUTES = UPLOAD_ROUTES | {"/v1/audio/speech", "/voices/design"}  # POST: each one makes work
 HEADERS = {
     b"x-frame-options": b"DENY",
     b"x-content-type-options": b"nosniff",
@@ -52,13 +69,9 @@ HEADERS = {
 }
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
 SESSION_COOKIE = "narrate_session"
+WRONG_KEY_DELAY_S = 1.0  # a wrong key waits (the login form's too): guessing by hand is slow
 PUBLIC_PATHS = ("/login", "/static/", "/feeds/")  # the login form and what it loads; feeds (a token in the URL)
 API_PATHS = ("/v1/", "/openapi.json", "/docs")
-
-
-def session_token(api_key: str) -> str:
-    """The pages' session cookie for `api_key` (changing the key logs every browser out)."""
-    return hmac.new(api_key.encode(), b"narrate page session", hashlib.sha256).hexdigest()
 
 
 def _cookie(header: str, name: str) -> str:
@@ -68,7 +81,15 @@ def _cookie(header: str, name: str) -> str:
 
 
 def is_loopback(bind: str) -> bool:
-    return bind.strip().lower() in LOOPBACK or bind.startswith("127.")
+    """`bind` is a loopback address: localhost, or an IP address in 127.0.0.0/8 or ::1 (a name that
+    merely begins with 127., such as 127.evil.example, is not)."""
+    name = bind.strip().lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name.removeprefix("[").removesuffix("]")).is_loopback
+    except ValueError:
+        return False
 
 
 def served_hosts(bind: str, port: int, configured: Iterable[str] = ()) -> frozenset[str]:
@@ -101,43 +122,86 @@ class Stalled(HTTPException):
         super().__init__(408, f"the request body stalled for {stall_s:g} s; send it again without pausing")
 
 
-class Guard:
-    """The ASGI middleware (see the module docstring); `multipart_cap`: the largest multipart body
-    (each part has its own cap, jobs/web/uploads.py)."""
+class TooSlow(HTTPException):
+    def __init__(self, said: str):
+        super().__init__(408, f"the request body {said}; send it again over a faster connection")
 
-    def __init__(self, app: App, hosts: frozenset[str], api_key: str | None, stall_s: float,
-                 multipart_cap: int, policies: dict[str, bytes] | None = None) -> None:  # fmt: skip
+
+@dataclass(frozen=True)
+class BodyRules:
+    """How long a request body may take: `stall_s` between pieces; an average of `min_rate` bytes a
+    second once `stall_s` are past; `total_s` in all."""
+
+    stall_s: float = 30.0
+    min_rate: int = 32 << 10
+    total_s: float = 3600.0
+
+
+def _key_of(authorization: str) -> str | None:
+    """The token of an Authorization header (the Bearer scheme in any case), None for another scheme."""
+    scheme, _, token = authorization.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+class Guard:
+    """The ASGI middleware (see the module docstring). `multipart_cap`: the largest multipart body
+    (each part has its own cap, jobs/web/uploads.py); `session_valid`: whether a session cookie's
+    token is a live session of this server (jobs/web/sessions.py; it may call Redis, so a request
+    carrying a cookie is checked in a thread); `limits`: the per-address limits (jobs/web/limits.py)."""
+
+    def __init__(self, app: App, hosts: frozenset[str], api_key: str | None, body_rules: BodyRules,
+                 multipart_cap: int, policies: dict[str, bytes] | None = None,
+                 session_valid: Callable[[str], bool] | None = None, limits: Limits | None = None) -> None:  # fmt: skip
         self.app = app
         self.hosts = hosts
-        self.key = f"Bearer {api_key}".encode() if api_key else None
-        self.session = session_token(api_key).encode() if api_key else None
-        self.stall_s = stall_s
+        self.key = api_key.encode() if api_key else None
+        self.body_rules = body_rules
         self.multipart_cap = multipart_cap
         self.policies = policies or {}
+        self.session_valid = session_valid or (lambda _token: False)
+        self.limits = limits or Limits(60, 16)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":  # no route takes one: refused before anything is read
+            await send({"type": "websocket.close", "code": 1008, "reason": "no websockets here"})
+            return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        refused = self.check(scope["method"], headers, scope["path"])
+        method, path, client = scope["method"], scope["path"], client_of(scope.get("client"))
+        try:
+            if self.key is not None and _cookie(headers.get("cookie", ""), SESSION_COOKIE):
+                refused = await asyncio.to_thread(self.check, method, headers, path, client)
+            else:
+                refused = self.check(method, headers, path, client)
+            if refused is None and method == "POST" and path in SUBMIT_ROUTES:
+                self.limits.submits.take(client, "too many submissions from this address")
+        except ApiError as e:
+            refused = e.status, e.message, e.headers
+        except Exception:  # the session store (Redis) did not answer
+            refused = 503, "the server cannot check sessions now (its Redis server did not answer); try again", {}
         if refused is not None:
+            if refused[0] == 401 and _key_of(headers.get("authorization", "")):
+                await asyncio.sleep(WRONG_KEY_DELAY_S)
             await _reply(send, *refused)
             return
-        cap, hint = self._cap(scope["path"], headers)
+        cap, hint = self._cap(method, path, headers)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
             await _reply(send, 413, BodyTooLarge(cap, hint).detail)
             return
-        policy = self.policies.get(scope["path"], API_POLICY)
+        policy = self.policies.get(path, API_POLICY)
         await self.app(scope, self._receive(receive, cap, hint), _secured(send, policy))
 
-    def check(self, method: str, headers: dict[str, str], path: str = "/") -> tuple[int, str, dict[str, str]] | None:
-        """(status, message, headers) of a refusal, or None to serve the request."""
+    def check(self, method: str, headers: dict[str, str], path: str = "/",
+              client: str = "unknown") -> tuple[int, str, dict[str, str]] | None:  # fmt: skip
+        """(status, message, headers) of a refusal, or None to serve the request (`client`: its address,
+        for the wrong-key limit)."""
         host = headers.get("host", "").strip().lower()
         if host not in self.hosts:
             return 400, f"Host {host[:100]!r} is not served here (add it to NARRATE_SERVE_HOSTS)", {}
-        if self.key is not None and not path.startswith(PUBLIC_PATHS) and not self._signed_in(headers):
+        if self.key is not None and not path.startswith(PUBLIC_PATHS) and not self._signed_in(headers, client):
             if method in ("GET", "HEAD") and not path.startswith(API_PATHS) and _is_page_load(headers):
                 return 303, "sign in first: /login", {"location": f"/login?next={quote(path[:500], safe='/')}"}
             given = headers.get("authorization", "").strip()
@@ -162,35 +226,62 @@ class Guard:
             return 403, f"refused a cross-site request from {source[:100]}", {}
         return None
 
-    def _signed_in(self, headers: dict[str, str]) -> bool:
-        assert self.key is not None and self.session is not None
-        given = headers.get("authorization", "").strip().encode()
-        if given and hmac.compare_digest(given, self.key):
+    def _signed_in(self, headers: dict[str, str], client: str) -> bool:
+        """The request carries the key or a live session's cookie (raises ApiError 429 for an
+        address that sent too many wrong keys and sends one again)."""
+        assert self.key is not None
+        cookie = _cookie(headers.get("cookie", ""), SESSION_COOKIE)
+        if cookie and self.session_valid(cookie):
             return True
-        cookie = _cookie(headers.get("cookie", ""), SESSION_COOKIE).encode()
-        return bool(cookie) and hmac.compare_digest(cookie, self.session)
+        given = _key_of(headers.get("authorization", ""))
+        if not given:
+            return False
+        if self.limits.wrong_keys.wait_s(client) > 0:
+            raise self.wrong_keys_refusal(client)
+        if hmac.compare_digest(given.encode(), self.key):
+            return True
+        self.limits.wrong_keys.record(client)
+        return False
 
-    def _cap(self, path: str, headers: dict[str, str]) -> tuple[int, str]:
-        if headers.get("content-type", "").lower().startswith("multipart/form-data"):
-            return self.multipart_cap, ""
-        return JSON_BODY_CAP, " (a long text is narrated by POST /v1/narrations)" if path == "/v1/audio/speech" else ""
+    def wrong_keys_refusal(self, client: str) -> ApiError:
+        from narrate.jobs.web.limits import too_many
+
+        return too_many("too many wrong API keys from this address", self.limits.wrong_keys.wait_s(client))
+
+    def _cap(self, method: str, path: str, headers: dict[str, str]) -> tuple[int, str]:
+        if method == "POST" and path in UPLOAD_ROUTES:
+            if headers.get("content-type", "").lower().startswith("multipart/form-data"):
+                return self.multipart_cap, ""
+            return JSON_BODY_CAP, " (send documents as multipart/form-data)"
+        if path == "/v1/audio/speech":
+            return JSON_BODY_CAP, " (a long text is narrated by POST /v1/narrations)"
+        return SMALL_BODY_CAP, ""
 
     def _receive(self, receive: Receive, cap: int, hint: str) -> Receive:
-        seen, complete = 0, False
+        seen, complete, started = 0, False, time.monotonic()
+        rules = self.body_rules
 
         async def bounded() -> Message:
             nonlocal seen, complete
             if complete:  # afterwards only http.disconnect comes (a stream waits for it): no deadline
                 return await receive()
+            left = rules.total_s - (time.monotonic() - started)
+            if left <= 0:
+                raise TooSlow(f"took longer than {rules.total_s:g} s")
             try:
-                message = await asyncio.wait_for(receive(), self.stall_s)
+                message = await asyncio.wait_for(receive(), min(rules.stall_s, left))
             except TimeoutError:
-                raise Stalled(self.stall_s) from None
+                if left <= rules.stall_s:
+                    raise TooSlow(f"took longer than {rules.total_s:g} s") from None
+                raise Stalled(rules.stall_s) from None
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 complete = not message.get("more_body", False)
                 if seen > cap:
                     raise BodyTooLarge(cap, hint)
+                late = time.monotonic() - started - rules.stall_s
+                if not complete and late > 0 and seen < rules.min_rate * late:
+                    raise TooSlow(f"came slower than {rules.min_rate // 1024} KiB/s")
             return message
 
         return bounded

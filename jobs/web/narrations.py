@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
 
 import redis
@@ -21,6 +21,7 @@ from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.server.records import fetch
 from narrate.jobs.web import callbacks, outputs, submitting, views
 from narrate.jobs.web.errors import ApiError, documented, status_of
+from narrate.jobs.web.limits import Limits, client_of
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.uploads import read_form
@@ -30,6 +31,7 @@ router = APIRouter(tags=["narrations"])
 State = Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
+RECONNECT_MS = 1000  # the retry hint at the end of a stream's stretch
 MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/mp4", ".m4a": "audio/mp4", ".flac": "audio/flac", ".ogg": "audio/ogg",
          ".opus": "audio/ogg", ".wav": "audio/wav", ".srt": "application/x-subrip", ".vtt": "text/vtt",
          ".json": "application/json"}  # fmt: skip
@@ -81,12 +83,18 @@ def get_narration(request: Request, narration_id: str) -> dict[str, Any]:
                **documented(401, 403, 404)},
 )  # fmt: skip
 async def events(request: Request, narration_id: str) -> StreamingResponse:
-    """Server-sent events: the narration object each time it changes, until it ends."""
+    """Server-sent events: the narration object each time it changes, until it ends. One stream lasts
+    at most NARRATE_SERVE_STREAM_S: it then ends with a `retry` hint, and the client reconnects for
+    the next stretch (EventSource does so by itself); one address holds at most
+    NARRATE_SERVE_CLIENT_STREAMS at once (429)."""
     web = web_of(request)
     first = await run_in_threadpool(views.narration, web.redis, web.settings, narration_id)
+    limits: Limits = request.app.state.limits
+    release = limits.streams.take(client_of(request.scope.get("client")), "event streams")  # 429 before it starts
 
     async def stream() -> AsyncIterator[bytes]:
         last, said, quiet = None, first, time.monotonic()
+        ends = time.monotonic() + web.settings.serve_stream_s
         while True:
             if said != last:
                 yield f"event: narration\ndata: {json.dumps(said)}\n\n".encode()
@@ -96,13 +104,30 @@ async def events(request: Request, narration_id: str) -> StreamingResponse:
             elif time.monotonic() - quiet > KEEPALIVE_S:
                 yield b": keep-alive\n\n"
                 quiet = time.monotonic()
+            if time.monotonic() >= ends:  # long enough: the client comes back for the next stretch
+                yield f"retry: {RECONNECT_MS}\n: reconnect for more\n\n".encode()
+                return
             await asyncio.sleep(EVENT_POLL_S)
             try:
                 said = await run_in_threadpool(views.narration, web.redis, web.settings, narration_id)
             except (JobNotFound, redis.RedisError):  # deleted meanwhile, or the server went away: the end
                 return
 
-    return StreamingResponse(stream(), media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+    return Held(stream(), release, media_type="text/event-stream", headers={"Cache-Control": "no-store"})
+
+
+class Held(StreamingResponse):
+    """A streamed response that lets go of what it holds when it ends, however it ends."""
+
+    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()
 
 
 @router.post("/v1/narrations/{narration_id}/cancel", response_model=Narration, responses=documented(401, 403, 404, 409))

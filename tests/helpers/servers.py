@@ -14,7 +14,6 @@ from pathlib import Path
 
 from narrate.jobs.server.embedded import valkey_binary
 
-
 SHARED_SERVER = "redis://127.0.0.1:6379"
 _claim = None  # the connection whose name claims this process's DB (it goes with the process)
 

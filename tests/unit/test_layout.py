@@ -87,7 +87,7 @@ def test_a_missing_rq_internal_fails_loudly(monkeypatch):
 
 
 def test_the_settings_page_table_is_the_code():
-    from narrate.jobs.settings import settings_markdown
+    from narrate.jobs.settings_table import settings_markdown
 
     assert settings_markdown() in (ROOT / "docs" / "settings.md").read_text()
 

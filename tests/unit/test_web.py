@@ -17,7 +17,7 @@ from narrate.jobs.voices.choice import choose
 from narrate.jobs.web import callbacks, speaking, views
 from narrate.jobs.web.app import check_exposure
 from narrate.jobs.web.errors import ApiError
-from narrate.jobs.web.guard import Guard, served_hosts
+from narrate.jobs.web.guard import BodyRules, Guard, served_hosts
 from narrate.jobs.web.uploads import Form, safe_name
 
 KEY = "k" * 32
@@ -27,7 +27,7 @@ def guard(key: str | None = None, configured: tuple[str, ...] = ()) -> Guard:
     async def app(scope, receive, send) -> None:  # never reached: only `check` is called
         raise AssertionError
 
-    return Guard(app, served_hosts("127.0.0.1", 8000, configured), key, 30.0, 1 << 20)
+    return Guard(app, served_hosts("127.0.0.1", 8000, configured), key, BodyRules(), 1 << 20)
 
 
 def refused(g: Guard, method: str, **headers: str) -> tuple[int, str] | None:

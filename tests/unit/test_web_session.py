@@ -1,14 +1,18 @@
-"""The pages' session cookie, in this process (jobs/web/guard.py, jobs/web/login.py): once an API
-key is set, a request passes with the key as a Bearer token or with the cookie the login form sets
-(an HMAC of the key); a browser opening a page without either is sent to /login, a script or htmx
+"""The pages' session cookie, in this process (jobs/web/guard.py, jobs/web/login.py,
+jobs/web/sessions.py): once an API key is set, a request passes with the key as a Bearer token or
+with the cookie of a live session the login form started (kept in Redis, ended by signing out); a
+browser opening a page without either is sent to /login, a script or htmx
 gets 401; the login form and its static files need neither; the cookie of another key, or a
 malformed cookie header, lets nothing through; a valid cookie does not let another site post; and
 after signing in only a path of this server is followed."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
-from narrate.jobs.web.guard import PUBLIC_PATHS, SESSION_COOKIE, Guard, served_hosts, session_token
+from narrate.jobs.web import sessions
+from narrate.jobs.web.guard import PUBLIC_PATHS, SESSION_COOKIE, BodyRules, Guard, served_hosts
 from narrate.jobs.web.login import local_path
 
 KEY = "k" * 32
@@ -20,7 +24,13 @@ def guard(key: str | None = KEY) -> Guard:
     async def app(scope, receive, send) -> None:  # never reached: only `check` is called
         raise AssertionError
 
-    return Guard(app, served_hosts("127.0.0.1", 8000), key, 30.0, 1 << 20)
+    return Guard(app, served_hosts("127.0.0.1", 8000), key, BodyRules(), 1 << 20,
+                 session_valid=lambda token: key is not None and token == session_token(key))  # fmt: skip
+
+
+def session_token(key: str) -> str:
+    """The token of the one live session each test server has (jobs/web/sessions.py makes random ones)."""
+    return hashlib.sha256(b"session of " + key.encode()).hexdigest()
 
 
 def check(g: Guard, method: str, path: str, **headers: str) -> tuple[int, str, dict[str, str]] | None:
@@ -31,10 +41,19 @@ def cookie(key: str = KEY) -> str:
     return f"{SESSION_COOKIE}={session_token(key)}"
 
 
-def test_the_token_is_an_hmac_of_the_key():
-    token = session_token(KEY)
-    assert len(token) == 64 and all(c in "0123456789abcdef" for c in token)
-    assert token == session_token(KEY) and token != session_token(KEY + "x") and KEY not in token
+def test_a_session_is_random_kept_by_its_hash_expires_and_ends_when_signed_out(external_redis):
+    r = external_redis
+    token = sessions.start(r, KEY)
+    assert len(token) >= 40 and token != sessions.start(r, KEY) and KEY not in token
+    assert sessions.valid(r, KEY, token)
+    stored = [k.decode() for k in r.keys("narrate:session:*")]
+    assert len(stored) == 2 and all(token not in k for k in stored)  # only its hash is kept
+    assert all(0 < r.ttl(k) <= sessions.SESSION_DAYS * 86400 for k in stored)  # it expires
+    assert not sessions.valid(r, KEY + "x", token)  # another key: every session of the old one ends
+    for wrong in ("", token[:-1], token + "0", "x" * 5000):
+        assert not sessions.valid(r, KEY, wrong)
+    sessions.end(r, token)
+    assert not sessions.valid(r, KEY, token)  # signed out: a copy of the cookie lets nothing in
     assert SESSION_COOKIE == "narrate_session" and "/login" in PUBLIC_PATHS and "/static/" in PUBLIC_PATHS
 
 

@@ -7,8 +7,14 @@ machine (a cloned VM, a restored backup) sees a different machine id and makes a
 names are not used: two machines may share one.
 
 Lock: ``flock`` on a file opened without following symlinks (a link planted at the lock path is
-refused, never written through); the holder's PID is written beside it so a waiting process
-can say whom it waits for. Works the same on macOS and Linux.
+refused, never written through); the holder's PID and home are written beside it so a waiting
+process can say whom it waits for. Works the same on macOS and Linux.
+
+Its scope, unless ``NARRATE_LOCK_PATH`` names the file: the accelerator. On Metal (an Apple
+silicon Mac) or an NVIDIA GPU every home of the machine shares ``$TMPDIR/narrate-host.lock``, so
+two workers never share the GPU; on a machine with only CPUs each home has its own
+(``$NARRATE_HOME/host.lock``), so unrelated homes do not wait for each other (the host id, which
+start-up recovery compares, is per home too).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import fcntl
 import json
 import logging
 import os
+import platform
 import subprocess
 import sys
 import uuid
@@ -25,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from narrate.jobs.errors import BadInput
+from narrate.jobs.settings import Settings
 
 log = logging.getLogger("narrate.worker")
 
@@ -63,6 +71,22 @@ def host_id(home: Path) -> str:
     return new
 
 
+def accelerator() -> str:
+    """What the worker synthesizes on, as far as the lock cares: "metal", "cuda" or "cpu"."""
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return "metal"
+    if os.path.exists("/dev/nvidiactl"):
+        return "cuda"
+    return "cpu"
+
+
+def lock_path(settings: Settings) -> Path:
+    """The host lock file: NARRATE_LOCK_PATH when set, else one per accelerator (module docstring)."""
+    if os.environ.get("NARRATE_LOCK_PATH", "").strip():
+        return Path(settings.lock_path)
+    return Path(settings.lock_path) if accelerator() != "cpu" else Path(settings.home) / "host.lock"
+
+
 def _owner_path(lock: Path) -> Path:
     return lock.with_name(lock.name + ".owner")
 
@@ -88,9 +112,11 @@ def open_lock(path: Path) -> int:
 
 
 @contextlib.contextmanager
-def host_lock(path: Path, role: str, waiting: Callable[[str], None] | None = None) -> Iterator[None]:
+def host_lock(
+    path: Path, role: str, waiting: Callable[[str], None] | None = None, home: Path | None = None
+) -> Iterator[None]:
     """Hold the host lock for the block; while another process holds it, say so (through `waiting`,
-    else the log) and wait."""
+    else the log: who holds it, its pid and home) and wait. `home`: this process's, written beside."""
     path = Path(path)
     fd = open_lock(path)
     try:
@@ -98,7 +124,7 @@ def host_lock(path: Path, role: str, waiting: Callable[[str], None] | None = Non
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             owner = lock_owner(path) or "another process"
-            msg = f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per host)"
+            msg = f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per lock)"
             (waiting or log.info)(msg)
             fcntl.flock(fd, fcntl.LOCK_EX)
         with contextlib.suppress(OSError):
@@ -108,7 +134,7 @@ def host_lock(path: Path, role: str, waiting: Callable[[str], None] | None = Non
                     owner.unlink()
             ofd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
             with os.fdopen(ofd, "w") as f:
-                f.write(f"pid {os.getpid()}: {role}\n")
+                f.write(f"pid {os.getpid()}: {role}" + (f" of home {home}" if home else "") + "\n")
         yield
     finally:
         os.close(fd)  # releases the lock

@@ -20,7 +20,7 @@ from narrate.jobs.server.connection import Connection
 from narrate.jobs.server.records import queue
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import ProgressListener
-from narrate.worker.process.host import host_lock
+from narrate.worker.process.host import host_lock, lock_path
 from narrate.worker.process.rq_worker import make_worker
 from narrate.worker.process.runtime import WorkerRuntime
 from redis import Redis
@@ -52,7 +52,7 @@ def run_in_process(
                 settings, r, replace(req, options=replace(req.options, fan_out="none")), queue_name=q.name
             ).job.id
             said = waiting and (lambda msg: waiting(f"{msg}. {BUSY_HINT}"))
-            with host_lock(settings.lock_path, "narrate run", waiting=said or None):
+            with host_lock(lock_path(settings), "narrate run", waiting=said or None, home=settings.home):
                 worker = make_worker(r, [q.name], settings, rt.make_context, rt.host_id)
                 worker.log_failures = False  # said once, by the caller, from the status
                 worker.work(burst=True, logging_level="CRITICAL", with_scheduler=False)  # errors: in the status

@@ -26,7 +26,7 @@ from narrate.jobs.queue.rq_compat import check_rq_internals
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 from narrate.jobs.task import job as task
-from narrate.worker.process.host import host_lock
+from narrate.worker.process.host import host_lock, lock_path
 from narrate.worker.process.parent import die_with_parent
 from narrate.worker.process.refusals import EXIT_NAME, REDIS_REFUSES, refused_write
 from narrate.worker.process.rq_worker import make_worker
@@ -54,7 +54,10 @@ def run_worker(
         rt.beat("idle")
     CheckpointStore(settings.home / "checkpoints").sweep_temp()
     scratch.sweep(settings.home / "stitch")  # what a killed predecessor was stitching
-    with host_lock(settings.lock_path, "narrate worker"), Connection(settings, patient=True) as conn:
+    with (
+        host_lock(lock_path(settings), "narrate worker", home=settings.home),
+        Connection(settings, patient=True) as conn,
+    ):
         names = queue_names(queue_name or settings.queue)
         worker = make_worker(conn.redis, names, settings, rt.make_context, rt.host_id, rt.beat)
         recover_claims(conn.redis, rt.host_id)  # taken by the last worker of this host, never begun

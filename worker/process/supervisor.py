@@ -40,7 +40,7 @@ from narrate.jobs.fanout import fetch
 from narrate.jobs.schedules import loop as scheduler
 from narrate.jobs.server.localstate import process_command
 from narrate.jobs.settings import Settings
-from narrate.worker.process.host import host_id, open_lock
+from narrate.worker.process.host import host_id, lock_path, open_lock
 from narrate.worker.process.refusals import EXIT_NAME, REDIS_REFUSES, probe, wait_for_writes
 
 log = logging.getLogger("narrate.supervisor")
@@ -69,7 +69,7 @@ def prepare_home(settings: Settings) -> None:
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
     if home.stat().st_uid == os.getuid() and home.stat().st_mode & 0o077:
         home.chmod(0o700)  # the server's log, config and socket live here
-    os.close(open_lock(settings.lock_path))
+    os.close(open_lock(lock_path(settings)))
 
 
 def sweep_progress_files(home: Path) -> int:
