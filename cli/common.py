@@ -8,59 +8,21 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import click
 import redis
+from narrate.jobs.api import fields
 from narrate.jobs.api import submit as api
 from narrate.jobs.api.casting import CastChoice, choose_cast
 from narrate.jobs.api.request import Options
-from narrate.jobs.audio.bookmeta import SPLITS
 from narrate.jobs.cast.reading import MARKUPS
-from narrate.jobs.documents.readers import INPUT_FORMATS, ReadOptions
+from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.documents.selection import check_chapters
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
-from narrate.jobs.settings import DEFAULT_MODEL, MAX_FRAMES_CAP, MAX_PAUSE_MS, QUANTS, Settings, default
+from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import VoiceChoice
-
-quant_option = click.option(
-    "--quant",
-    default=None,
-    metavar="|".join(QUANTS),
-    help="Quantization (default: NARRATE_QUANT, else by model).",
-)
-model_option = click.option(
-    "--model",
-    default=None,
-    help=f"Hugging Face id or local checkpoint dir (NARRATE_MODEL on the worker, else {DEFAULT_MODEL}, "
-    "downloaded from the Hugging Face hub on first use).",
-)
-seed_option = click.option(
-    "--seed", type=click.IntRange(min=0), default=None, help="Sampling seed of the job (NARRATE_SEED, default 0)."
-)
-max_frames_option = click.option(
-    "--max-frames",
-    type=click.IntRange(min=1, max=MAX_FRAMES_CAP),
-    default=None,
-    help=f"Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default {default('max_frames')}).",
-)
-overwrite_option = click.option(
-    "--overwrite", is_flag=True, help="Replace a file at the output path that narrate did not write."
-)
-language_option = click.option(
-    "--language",
-    default="auto",
-    show_default=True,
-    help="The document's language: en, zh, ja, ko, de, fr, ru, pt, es, it (or its name); auto detects it.",
-)
-lexicon_option = click.option(
-    "--lexicon",
-    type=click.Path(path_type=Path),
-    default=None,
-    help="Pronunciations: a file of 'word = spoken form' lines (whole words, case-sensitive; # comments).",
-)
 
 
 def voice_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -128,95 +90,67 @@ def choose_voice(settings: Settings, voice: str, options: Options, instruct: str
     return choose_voices(settings, kw, options, conn)[0]
 
 
-def reading_options(f):
-    """--input-format, --include-front-matter and --chapters (read them with ``reading_from``)."""
-    f = click.option(
-        "--chapters",
-        default=None,
-        metavar="1-3,5",
-        help="Read only these chapters, numbered as `narrate chapters DOC` lists them (default: all).",
-    )(f)
-    f = click.option(
-        "--include-front-matter",
-        is_flag=True,
-        help="EPUB: also read the cover, contents and copyright pages (skipped by default).",
-    )(f)
-    f = click.option(
-        "--input-format",
-        type=click.Choice(INPUT_FORMATS, case_sensitive=False),
-        default=None,
-        help="Read the documents as this format (default: by extension; unknown extensions are text).",
-    )(f)
-    return f
+def _option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The click option of a RequestFields field: its flag, type and bounds, help and default from the model."""
+    info = fields.RequestFields.model_fields[name]
+    extra = info.json_schema_extra
+    assert isinstance(extra, dict)
+    base, low, high = fields.base_type(name)
+    kw: dict[str, Any] = {"help": info.description, "metavar": extra["metavar"], "show_default": extra["show_default"]}
+    kw["default"] = extra["cli_default"] if extra["cli_default"] is not None else info.default
+    if base is bool:
+        return click.option(fields.flag(name), name, is_flag=True, help=info.description)
+    if get_origin(base) is Literal and not extra["metavar"]:  # with a metavar: checked by the model, one line
+        kw["type"] = click.Choice(get_args(base), case_sensitive=False)
+    elif base is int:
+        kw["type"] = click.IntRange(min=low, max=high)
+    elif base is float:
+        kw["type"] = float
+    elif base is Path:
+        kw["type"] = click.Path(path_type=Path)
+    return click.option(fields.flag(name), name, **kw)
 
 
-priority_option = click.option(
-    "--priority", type=click.Choice(PRIORITIES), default="normal", show_default=True, help="Queue priority."
-)
-fan_out_option = click.option(
-    "--fan-out", "fan_out", default=None, metavar="chapters|N|none",
-    help="Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
-    "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
-)  # fmt: skip
-
-
-feed_option = click.option(
-    "--feed", default=None, metavar="NAME",
-    help="Put the narration in podcast feed NAME (made on first use; `narrate feed show NAME` prints its URL).",
-)  # fmt: skip
-
-
-library_option = click.option(
-    "--library", type=click.Path(path_type=Path), default=None,
-    help="Export the finished book into this audiobook library (as `narrate export`: on the worker's host; "
-    "default: NARRATE_LIBRARY).",
-)  # fmt: skip
-layout_option = click.option(
-    "--layout", type=click.Choice(("abs", "plex", "flat")), default="abs", show_default=True,
-    help="The library's layout: abs (Audiobookshelf), plex, flat.",
-)  # fmt: skip
-
-
-abs_url_option = click.option(
-    "--abs-url", default=None, metavar="URL",
-    help="Tell this Audiobookshelf server about the finished book (the worker's NARRATE_ABS_TOKEN): a scan after "
-    "the --library export, else an upload. Default: NARRATE_ABS_URL.",
-)  # fmt: skip
-
-
-def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Every option of a request (narrate.jobs.api.request.Options) and the job's settings (seed,
-    frame cap, pauses), the same for `submit`, `run` and `schedule add`; `queued`: also --priority and
-    --fan-out (`run` has its own private queue and one host). Read them with ``options_from``."""
-
+def _options(names: tuple[str, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def deco(f: Callable[..., Any]) -> Callable[..., Any]:
-        opts = [model_option, quant_option, seed_option, max_frames_option]
-        opts += [priority_option, fan_out_option, feed_option] if queued else []
-        opts += [overwrite_option, language_option, lexicon_option, library_option, layout_option, abs_url_option]
-        f = reading_options(book_options(f))
-        for opt in reversed(opts):
-            f = opt(f)
+        for name in reversed(names):
+            f = _option(name)(f)
         return f
 
     return deco
 
 
-REQUEST_OPTION_NAMES = ("model", "quant", "overwrite", "language", "lexicon", "input_format", "include_front_matter",
-                        "chapters")  # fmt: skip
+READING = ("input_format", "include_front_matter", "chapters")
+reading_options = _options(READING)  # --input-format, --include-front-matter, --chapters (``reading_from``)
+model_option, quant_option = _option("model"), _option("quant")
+seed_option, max_frames_option = _option("seed"), _option("max_frames")
+
+
+def request_fields(queued: bool) -> tuple[str, ...]:
+    """The fields of the request a command offers: `queued` (submit, schedule add) or not (run)."""
+    return tuple(
+        n for n in fields.RequestFields.model_fields
+        if fields.CLI in fields.where(n) or (queued and fields.QUEUED in fields.where(n))
+    )  # fmt: skip
+
+
+def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Every option of a request, generated from the request model (jobs/api/fields.py), the same for
+    `submit`, `run` and `schedule add`; `queued`: also --priority, --fan-out and --feed (`run` has its
+    own private queue and one host). Read them with ``options_from``."""
+    return _options(request_fields(queued))
 
 
 def options_from(kw: dict) -> tuple[Options, dict]:
     """Pop the options of ``request_options`` out of a command's keyword arguments: (the request's
-    Options, checked by Options.make; the settings overrides for seed, frame cap and pauses). Raises
-    BadInput naming the first bad option."""
-    book, pauses = split_book_options(kw)
-    overrides = {"seed": kw.pop("seed"), "max_frames": kw.pop("max_frames"), **pauses}
-    named = {k: kw.pop(k) for k in REQUEST_OPTION_NAMES}
-    queued = {k: kw.pop(k) for k in ("priority", "fan_out", "feed") if k in kw}
+    Options, checked by the request model; the job's numbers, seed, frame cap and pauses, as given).
+    Raises FieldError naming the first bad option as the command line spells it."""
+    raw = {name: kw.pop(name) for name in fields.RequestFields.model_fields if name in kw}
     env = settings_from_env()
-    library, abs_url = kw.pop("library") or env.library, kw.pop("abs_url") or env.abs_url
-    made = Options.make(**named, **queued, book=book, library=library, library_layout=kw.pop("layout"), abs_url=abs_url)
-    return made, overrides
+    raw["library"] = raw.get("library") or env.library
+    raw["abs_url"] = raw.get("abs_url") or env.abs_url
+    made = Options.make(**raw)
+    return made, made.knobs()
 
 
 def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:
@@ -284,51 +218,3 @@ def finish(st: dict, as_json: bool) -> None:
         click.echo(st["output"])
     if st["status"] != "finished":
         raise click.ClickException(f"job {st['id']} {st['status']}: {st.get('error', '')}")
-
-
-def _pause_help(what: str, name: str) -> str:
-    return f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)})."
-
-
-def book_options(f):
-    """Output options shared by submit and run: pauses, loudness, subtitles, tags, cover, split."""
-    opts = [
-        click.option("--sentence-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
-                     help=_pause_help("between sentences", "sentence_pause_ms")),
-        click.option("--paragraph-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
-                     help=_pause_help("between paragraphs", "paragraph_pause_ms")),
-        click.option("--chapter-pause", type=click.IntRange(min=0, max=MAX_PAUSE_MS), default=None, metavar="MS",
-                     help=_pause_help("before a chapter", "chapter_pause_ms")),
-        click.option("--loudness", default=None, metavar="LUFS|off",
-                     help="Integrated loudness target (default -19; -16 for a louder book), or off."),
-        click.option("--subtitles", default=None, metavar="srt,vtt,json",
-                     help="Also write subtitles / a timing manifest beside the audio, with its stem."),
-        click.option("--title", default=None, help="Title tag (default: the document's, or its file name)."),
-        click.option("--series", default=None, metavar='"NAME #N"',
-                     help="Series and position (default: an EPUB's own): tags and a library export's folder."),
-        click.option("--narrator", default=None, help="Narrator tag."),
-        click.option("--author", default=None, help="Author tag (default: the document's, if it has one)."),
-        click.option("--year", default=None, help="Year tag."),
-        click.option("--cover", type=click.Path(path_type=Path), default=None, help="Cover art (JPEG or PNG)."),
-        click.option("--split", type=click.Choice(SPLITS), default=None,
-                     help="One file per chapter (in a folder named after the output), instead of or with the book."),
-        click.option("--max-part-hours", type=float, default=None, metavar="H",
-                     help="Write the book file in parts of at most H hours, cut at chapter boundaries."),
-    ]  # fmt: skip
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
-
-
-BOOK_OPTION_NAMES = ("loudness", "subtitles", "title", "series", "narrator", "author", "year", "cover", "split",
-                     "max_part_hours")  # fmt: skip
-PAUSE_SETTINGS = {"sentence_pause": "sentence_pause_ms", "paragraph_pause": "paragraph_pause_ms",
-                  "chapter_pause": "chapter_pause_ms"}  # fmt: skip
-
-
-def split_book_options(kw: dict) -> tuple[dict, dict]:
-    """Pop the book options out of a command's keyword arguments: (BookOptions.make arguments,
-    settings overrides for the pauses)."""
-    book = {name: kw.pop(name) for name in BOOK_OPTION_NAMES}
-    pauses = {setting: kw.pop(opt) for opt, setting in PAUSE_SETTINGS.items()}
-    return book, pauses

@@ -1,35 +1,36 @@
 """What a person asks of a narration, apart from the documents, the voice and the output: one type,
-validated in one place (``Options.make``), for `narrate submit`, `narrate run`, batches of documents,
-`narrate schedule add` (kept with the schedule, as JSON, for every tick) and any later caller.
+declared once (jobs/api/fields.py ``RequestFields``) and checked in one place
+(``Options.from_fields``), for `narrate submit`, `narrate run`, batches of documents, `narrate
+schedule add` (kept with the schedule, as JSON, for every tick), the HTTP API and any later caller.
 
-``Options.make`` checks every option (quantization, model, language, lexicon, output options, fan-out,
-priority) and touches no server; a model path is made absolute here, where it was given (the worker
-runs in a directory of its own, a schedule's tick in the scheduler's)."""
+``Options.from_fields`` checks every option (quantization, model, language, lexicon, output options,
+fan-out, priority, the job's seed, frame cap and pauses) and touches no server; a model path is
+made absolute here, where it was given (the worker runs in a directory of its own, a schedule's tick
+in the scheduler's)."""
 
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from narrate.jobs.api.fields import BOOK, CLI, KNOBS, RequestFields, about
 from narrate.jobs.api.model_choice import check_model
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
-from narrate.jobs.documents.readers import ReadOptions, check_input_format
+from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.documents.selection import check_chapters
+from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
-from narrate.jobs.library.layout import check_layout
-from narrate.jobs.queue.queues import check_priority
-from narrate.jobs.settings import check_quant
 
 
 @dataclass(frozen=True)
 class Options:
-    """A request's options, validated (build one with ``Options.make``)."""
+    """A request's options, validated (build one with ``Options.make`` or ``RequestFields.options``)."""
 
     model: str | None = None  # a hub id, or an absolute checkpoint path; None: the worker's NARRATE_MODEL
     quant: str | None = None
@@ -43,63 +44,76 @@ class Options:
     library: str | None = None  # `--library DIR`: the worker exports the finished book there (an absolute path)
     library_layout: str = "abs"
     abs_url: str | None = None  # `--abs-url`: the Audiobookshelf server told about the export
+    # The job's numbers (None: the submitting host's NARRATE_SEED, NARRATE_MAX_FRAMES, NARRATE_*_PAUSE_MS):
+    seed: int | None = None
+    max_frames: int | None = None
+    sentence_pause_ms: int | None = None
+    paragraph_pause_ms: int | None = None
+    chapter_pause_ms: int | None = None
 
     @classmethod
-    def make(
-        cls,
-        *,
-        model: str | None = None,
-        quant: str | None = None,
-        overwrite: bool = False,
-        input_format: str | None = None,
-        include_front_matter: bool = False,
-        language: str | None = None,
-        lexicon: Path | None = None,
-        book: dict[str, Any] | None = None,
-        fan_out: str | None = None,
-        priority: str = "normal",
-        chapters: str | None = None,
-        feed: str | None = None,
-        library: str | Path | None = None,
-        library_layout: str = "abs",
-        abs_url: str | None = None,
-    ) -> Options:
-        """Check every option (raises BadInput naming the first bad one); reads the lexicon and the
-        cover files, touches no server."""
-        check_quant(quant)
+    def make(cls, *, book: dict[str, Any] | None = None, **given: Any) -> Options:
+        """Options from keyword arguments named as RequestFields' fields (`book`: the book options
+        among them as one dict), checked by the request model (raises FieldError naming the first bad
+        one); reads the lexicon and the cover files, touches no server."""
+        return cls.from_fields(RequestFields.parse({**(book or {}), **given}, CLI))
+
+    @classmethod
+    def from_fields(cls, f: RequestFields) -> Options:
+        """The checks of each field that need more than its type (a model's folder, a language's name,
+        a chapter list, a cover's bytes, ...), each error naming its field."""
+        with about("model"):
+            model = check_model(f.model)
+        with about("language"):
+            language = check_language(f.language)
+        with about("chapters"):
+            chapters = check_chapters(f.chapters)
+        with about("lexicon"):
+            lexicon = read_lexicon(Path(f.lexicon)) if f.lexicon is not None else []
+        book: dict[str, Any] = {}
+        for name in BOOK:
+            book[name] = getattr(f, name)
+        with about(_book_field(book)):
+            made_book = BookOptions.make(**book)
+        with about("fan_out"):
+            fan_out = check_fan_out(f.fan_out)
+        with about("feed"):
+            feed = check_feed_name(f.feed) if f.feed is not None else None
+        with about("abs_url"):
+            abs_url = check_url(f.abs_url) if f.abs_url else None
         return cls(
-            model=check_model(model),
-            quant=quant,
-            overwrite=overwrite,
-            reading=ReadOptions(
-                check_input_format(input_format) if input_format else None,
-                include_front_matter,
-                check_language(language),
-                chapters=check_chapters(chapters),
-            ),
-            lexicon=read_lexicon(Path(lexicon)) if lexicon is not None else [],
-            book=BookOptions.make(**(book or {})),
-            fan_out=check_fan_out(fan_out),
-            priority=check_priority(priority),
-            feed=check_feed_name(feed) if feed is not None else None,
-            library=str(Path(library).expanduser().resolve()) if library else None,
-            library_layout=check_layout(library_layout),
-            abs_url=check_url(abs_url) if abs_url else None,
+            model=model,
+            quant=f.quant,
+            overwrite=f.overwrite,
+            reading=ReadOptions(f.input_format, f.include_front_matter, language, chapters=chapters),
+            lexicon=lexicon,
+            book=made_book,
+            fan_out=fan_out,
+            priority=f.priority,
+            feed=feed,
+            library=str(Path(f.library).expanduser().resolve()) if f.library else None,
+            library_layout=f.library_layout,
+            abs_url=abs_url,
+            **f.knobs(),
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """JSON-able (a schedule keeps its options so): the cover as base64."""
+    def knobs(self) -> dict[str, int | None]:
+        """The job's numbers as given (None: not given)."""
+        return {k: getattr(self, k) for k in KNOBS}
+
+    def to_json(self, knobs: bool = True) -> dict[str, Any]:
+        """JSON-able (a schedule keeps its options so): the cover as base64; what is unset is left out,
+        so that a request made before an option existed keeps its JSON. `knobs`: with the numbers."""
         data = asdict(self)
         cover = self.book.cover
         data["book"]["cover"] = base64.b64encode(cover).decode() if cover else None
         if not data["reading"]["chapters"]:
             del data["reading"]["chapters"]  # the same JSON (and output names) as before chapter selection
-        if data["feed"] is None:
-            del data["feed"]  # likewise before feeds
         if data["library"] is None:
-            del data["library"], data["library_layout"]  # and before library exports
-        if data["abs_url"] is None:
-            del data["abs_url"]
+            del data["library_layout"]  # and before library exports
+        for name in ("feed", "library", "abs_url", *KNOBS):
+            if data[name] is None or (name in KNOBS and not knobs):
+                del data[name]
         return data
 
     @classmethod
@@ -122,14 +136,24 @@ class Options:
             library=data.get("library"),
             library_layout=data.get("library_layout", "abs"),
             abs_url=data.get("abs_url"),
+            **{k: data.get(k) for k in KNOBS},
         )
-
-    def with_language(self, language: str) -> Options:
-        return replace(self, reading=replace(self.reading, language=language))
 
     @property
     def language(self) -> str:
         return self.reading.language or "auto"
+
+
+def _book_field(book: dict[str, Any]) -> str:
+    """The field a BookOptions error is about: the first that BookOptions.make refuses alone."""
+    for name, value in book.items():
+        if value is None:
+            continue
+        try:
+            BookOptions.make(**{name: value})
+        except BadInput:
+            return name
+    return "title"
 
 
 DEFAULTS = Options.make()  # every option at its default

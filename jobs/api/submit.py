@@ -5,9 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import redis
 from narrate.jobs.api.prepare import Request, prepare, prepare_many, prepare_read
@@ -70,6 +71,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     """The job a request makes, without touching a server. Its id depends on the document, voice,
     settings, output and base queue (not on its priority or due time: the same book submitted
     again, sooner or later, is the same job)."""
+    given: dict[str, Any] = {k: v for k, v in req.options.knobs().items() if v is not None}
+    settings = replace(settings, **given) if given else settings  # the request's numbers win over this host's
     spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
     budgets = [frame_budget(s, settings.max_frames) for s in spoken]
     timeout = job_timeout(budgets, settings.runaway_retries)

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import asdict, dataclass, field
 from math import ceil
+from typing import Annotated, Literal
 
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
+from narrate.jobs.constraints import Frames, Hours, Lufs, PauseMs, Seed
 from narrate.jobs.documents.voicing import NARRATOR
-from narrate.jobs.settings import MAX_FRAMES_CAP, MAX_PAUSE_MS, default
+from narrate.jobs.settings import default
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
 MAX_CAST = 64  # voices of one book besides its narrator
 LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(:[a-z0-9][a-z0-9_-]{0,63})?")  # alice, alice:whisper
-SPLITS = ("", "chapters", "chapters+book")
 
 
 class BadSpec(ValueError):
@@ -103,13 +104,8 @@ class JobSpec:
 
     def check(self) -> None:
         """Every value within what a submit can make (the worker reads the spec from Redis, which
-        anyone with access to the server can write): raises BadSpec naming the field."""
-
-        def whole(name: str, low: int, high: int) -> None:
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or not low <= v <= high:
-                raise BadSpec(f"job spec: {name} {v!r} is not a whole number from {low} to {high}")
-
+        anyone with access to the server can write): raises BadSpec naming the field. The bounds are
+        the request model's (jobs/constraints.py), checked strictly (no text for a number)."""
         for name in ("document", "voice", "output"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise BadSpec(f"job spec: {name} {getattr(self, name)!r} is not a name")
@@ -119,44 +115,14 @@ class JobSpec:
             raise BadSpec(f"job spec: {e}") from None
         if ref.kind == "design":
             raise BadSpec("job spec: a book is never read in a designed voice (keep a clip of it: narrate voice keep)")
-        whole("seed", 0, 2**63 - 1)
-        whole("max_frames", 1, MAX_FRAMES_CAP)
-        for name in ("sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms"):
-            whole(name, 0, MAX_PAUSE_MS)
-        if self.loudness is not None and not (
-            isinstance(self.loudness, int | float) and math.isfinite(self.loudness) and -40 <= self.loudness <= -5
-        ):
-            raise BadSpec(f"job spec: loudness {self.loudness!r} is not a LUFS target from -40 to -5")
-        if not isinstance(self.subtitles, str) or not set(filter(None, self.subtitles.split(","))) <= set(
-            SUBTITLE_FORMATS
-        ):
-            raise BadSpec(f"job spec: subtitles {self.subtitles!r} (srt, vtt, json)")
-        if self.split not in SPLITS:
-            raise BadSpec(f"job spec: split {self.split!r}")
-        hours = self.max_part_hours
-        if hours is not None and not (isinstance(hours, int | float) and math.isfinite(hours) and hours > 0):
-            raise BadSpec(f"job spec: max_part_hours {hours!r}")
-        if not isinstance(self.lexicon, list) or not all(
-            isinstance(e, list) and len(e) == 2 and all(isinstance(x, str) for x in e) for e in self.lexicon
-        ):
-            raise BadSpec("job spec: lexicon is not a list of [word, spoken form] pairs")
-        whole("speaker_pause_ms", 0, MAX_PAUSE_MS)
+        try:
+            _Values.model_validate({name: getattr(self, name) for name in _Values.model_fields})
+        except ValidationError as e:
+            first = e.errors()[0]
+            name = str(first["loc"][0]) if first.get("loc") else "?"
+            value = str(getattr(self, name, None))[:80]
+            raise BadSpec(f"job spec: {name} {value!r}: {first.get('msg', 'not valid')}") from None
         self._check_cast()
-        if self.library is not None and not (
-            isinstance(self.library, str)
-            and self.library.startswith("/")
-            and len(self.library) < 4096
-            and "\0" not in self.library
-        ):
-            raise BadSpec(f"job spec: library {str(self.library)[:80]!r} is not an absolute path")
-        if self.library_layout not in ("abs", "plex", "flat"):
-            raise BadSpec(f"job spec: library_layout {self.library_layout!r}")
-        if self.abs_url is not None and not (
-            isinstance(self.abs_url, str)
-            and len(self.abs_url) < 2048
-            and self.abs_url.startswith(("http://", "https://"))
-        ):
-            raise BadSpec("job spec: abs_url is not an http(s) address")
 
     def _check_cast(self) -> None:
         if self.cast is None:
@@ -177,6 +143,38 @@ class JobSpec:
                 raise BadSpec(f"job spec: cast voice {label!r}: {e}") from None
             if ref.kind == "design":
                 raise BadSpec(f"job spec: cast voice {label!r} is a design (keep a clip of it: narrate voice keep)")
+
+
+def _subtitles(value: str) -> str:
+    if not set(filter(None, value.split(","))) <= set(SUBTITLE_FORMATS):
+        raise ValueError("use srt, vtt, json")
+    return value
+
+
+def _absolute(value: str) -> str:
+    if not value.startswith("/") or "\0" in value:
+        raise ValueError("is not an absolute path")
+    return value
+
+
+class _Values(BaseModel):
+    """The bounds of a spec's values (strict: a forged spec's text is not a number)."""
+
+    model_config = ConfigDict(strict=True)
+    seed: Seed
+    max_frames: Frames
+    sentence_pause_ms: PauseMs
+    paragraph_pause_ms: PauseMs
+    chapter_pause_ms: PauseMs
+    speaker_pause_ms: PauseMs
+    loudness: Lufs | None
+    subtitles: Annotated[str, AfterValidator(_subtitles)]
+    split: Literal["", "chapters", "chapters+book"]
+    max_part_hours: Hours | None
+    lexicon: list[Annotated[list[str], Field(min_length=2, max_length=2)]]
+    library: Annotated[str, Field(max_length=4095), AfterValidator(_absolute)] | None
+    library_layout: Literal["abs", "plex", "flat"]
+    abs_url: Annotated[str, Field(max_length=2047, pattern=r"^https?://")] | None
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:

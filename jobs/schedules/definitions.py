@@ -366,7 +366,7 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
 def _shown_options(opts: Options) -> dict:
     """The options that differ from the defaults, JSON-able (the cover as its size)."""
     shown, base = {}, DEFAULTS.to_json()
-    for k, v in opts.to_json().items():
+    for k, v in opts.to_json(knobs=False).items():  # the job's numbers are shown with its settings
         if k == "book":
             book = {b: x for b, x in v.items() if x != base["book"][b]}
             if book.get("cover"):

@@ -1,7 +1,8 @@
 """`POST /v1/narrations`: a multipart form (jobs/web/uploads.py) read into the request type of
-`narrate submit` (jobs/api/request.py `Options.make`, jobs/voices/choice.py `choose`,
-jobs/api/batch.py `prepare_batch`, jobs/api/when.py), every document and the voice checked before
-anything is stored or enqueued (jobs/api/submit.py `submit_many`), and the narrations it made.
+`narrate submit` (the request model, jobs/api/fields.py, and jobs/api/request.py `Options`,
+jobs/voices/choice.py `choose`, jobs/api/batch.py `prepare_batch`, jobs/api/when.py), every document
+and the voice checked before anything is stored or enqueued (jobs/api/submit.py `submit_many`), and
+the narrations it made.
 
 Each output goes to ``narrations/STEM-DIGEST.EXT`` under the output root: the digest is of the
 document's bytes, the voice and the options, so the same request names the same output (and gets
@@ -17,6 +18,7 @@ from typing import Any
 from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api.casting import CastChoice
+from narrate.jobs.api.fields import HTTP, FieldError, RequestFields, form_schema
 from narrate.jobs.api.request import Options
 from narrate.jobs.cast.declare import LABEL, parse_voice_args
 from narrate.jobs.cast.reading import MARKUPS, make_reading
@@ -34,9 +36,7 @@ from narrate.jobs.web.uploads import Form, Upload
 
 OUTPUT_FOLDER = "narrations"
 FORMAT_NAMES = sorted(ext.lstrip(".") for ext in FORMATS)
-INTS = {"seed": "seed", "max_frames": "max_frames", "sentence_pause_ms": "sentence_pause_ms",
-        "paragraph_pause_ms": "paragraph_pause_ms", "chapter_pause_ms": "chapter_pause_ms"}  # fmt: skip
-BOOK_FIELDS = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "split")
+OPTION_FIELDS = form_schema(HTTP)  # the request model's fields the form offers (jobs/api/fields.py)
 FORM = multipart(
     {
         "file": {"type": "array", "items": binary("A document (txt, md, epub, html, pdf); repeat for several")},
@@ -45,35 +45,9 @@ FORM = multipart(
         "voice_sample": binary("A voice sample to clone (1-60 s of speech), instead of voice"),
         "instruct": text("How a preset speaker speaks (1.7B CustomVoice models)"),
         "format": {"type": "string", "enum": FORMAT_NAMES, "description": "The output format (default mp3)"},
-        "language": text("auto (default), en, de, ... or a language's name"),
-        "model": text("A Hugging Face id (default: the workers' NARRATE_MODEL)"),
-        "quant": {"type": "string", "enum": ["bf16", "4bit", "6bit", "8bit"]},
-        "input_format": {"type": "string", "enum": ["txt", "md", "epub", "html", "pdf"]},
-        "include_front_matter": {"type": "boolean"},
-        "chapters": text(
-            "Only these chapters, as `narrate chapters` numbers them: 1-3,5 (repeated or comma-separated)"
-        ),
         "at": text("Run at this time (ISO 8601: 2026-12-01T02:00+01:00)"),
         "in": text("Run after this delay (30s, 90m, 2h, 1d)"),
-        "priority": {"type": "string", "enum": ["high", "normal", "low"]},
-        "fan_out": text("chapters, none, or minutes of audio a part"),
-        "seed": {"type": "integer", "minimum": 0},
-        "max_frames": {"type": "integer", "minimum": 1},
-        "sentence_pause_ms": {"type": "integer", "minimum": 0},
-        "paragraph_pause_ms": {"type": "integer", "minimum": 0},
-        "chapter_pause_ms": {"type": "integer", "minimum": 0},
-        "subtitles": text("srt, vtt, json (comma-separated)"),
-        "loudness": text("LUFS (default -19) or off"),
-        "title": text("Title tag (default: the document's)"),
-        "series": text('Series and position, "Name #2" (default: an EPUB\'s own)'),
-        "narrator": text("Narrator tag"),
-        "author": text("Author tag"),
-        "year": text("Year tag"),
-        "cover": binary("Cover art (JPEG or PNG)"),
-        "split": {"type": "string", "enum": ["chapters", "chapters+book"]},
-        "max_part_hours": {"type": "number", "exclusiveMinimum": 0},
-        "lexicon": binary("Pronunciations: 'word = spoken form' lines"),
-        "feed": text("A podcast feed the narration joins (made on first use; served at /feeds/NAME.xml)"),
+        **OPTION_FIELDS,
         "callback_url": text("Gets one POST of the narration at its end (hosts in NARRATE_CALLBACK_HOSTS only)"),
         "cast_voice": {
             "type": "array",
@@ -95,26 +69,6 @@ FORM = multipart(
 FIELDS = FORM["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]
 
 
-def _int(form: Form, name: str) -> int | None:
-    raw = form.value(name)
-    if raw is None:
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise ApiError(400, f"{name}={raw[:40]!r} is not a whole number", name) from None
-
-
-def _float(form: Form, name: str) -> float | None:
-    raw = form.value(name)
-    if raw is None:
-        return None
-    try:
-        return float(raw)
-    except ValueError:
-        raise ApiError(400, f"{name}={raw[:40]!r} is not a number", name) from None
-
-
 def _documents(form: Form) -> list[Upload]:
     files = form.files.get("file", [])
     typed = form.files.get("text", [])
@@ -128,21 +82,26 @@ def _documents(form: Form) -> list[Upload]:
 
 
 def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
-    """The request's Options (checked by Options.make) and the settings it overrides."""
-    overrides = {setting: _int(form, name) for name, setting in INTS.items()}
-    cover, lexicon = form.file("cover"), form.file("lexicon")
-    book: dict[str, Any] = {k: form.value(k) for k in BOOK_FIELDS}
-    book.update(cover=cover.path if cover else None, max_part_hours=_float(form, "max_part_hours"))
-    made = Options.make(
-        model=speaking.check_model(form.value("model") or "", settings) if form.value("model") else None,
-        quant=form.value("quant"), input_format=form.value("input_format"),
-        include_front_matter=form.flag("include_front_matter"), language=form.value("language"),
-        lexicon=lexicon.path if lexicon else None, book=book, fan_out=form.value("fan_out"),
-        priority=form.value("priority") or "normal",
-        chapters=",".join(v for v in form.fields.get("chapters", []) if v.strip()) or None,
-        feed=form.value("feed"),
-    )  # fmt: skip
-    return made, overrides
+    """The request's Options, parsed and checked by the request model (jobs/api/fields.py; errors name
+    the form's field), and the job's numbers as given (seed, frame cap, pauses: None where not sent)."""
+    raw: dict[str, Any] = {}
+    for name, prop in OPTION_FIELDS.items():
+        if prop.get("format") == "binary":
+            upload = form.file(name)
+            raw[name] = upload.path if upload else None
+        elif name == "chapters":
+            raw[name] = ",".join(v for v in form.fields.get("chapters", []) if v.strip()) or None
+        elif prop.get("type") == "boolean":
+            raw[name] = form.flag(name)
+        else:
+            raw[name] = form.value(name)
+    if raw["model"]:
+        raw["model"] = speaking.check_model(raw["model"], settings)
+    try:
+        made = Options.from_fields(RequestFields.parse(raw, HTTP))
+    except FieldError as e:
+        raise ApiError(400, form.plain(str(e.as_spelled(HTTP))), e.param) from None
+    return made, made.knobs()
 
 
 def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoice:
@@ -185,7 +144,8 @@ def output_name(doc: Upload, choice: VoiceChoice, opts: Options, overrides: dict
     with open(doc.path, "rb") as f:
         while block := f.read(1 << 20):
             digest.update(block)
-    said = [choice.ref.spec_voice, choice.ref.instruct, opts.to_json(), overrides, ext] + ([cast] if cast else [])
+    said: list[Any] = [choice.ref.spec_voice, choice.ref.instruct, opts.to_json(knobs=False), overrides, ext]
+    said += [cast] if cast else []
     digest.update(json.dumps(said, sort_keys=True, default=str).encode())
     return f"{OUTPUT_FOLDER}/{Path(doc.name).stem or 'document'}-{digest.hexdigest()[:10]}{ext}"
 
@@ -211,8 +171,9 @@ def submit(web: Web, form: Form) -> list[dict[str, Any]]:
     for doc in docs:
         out = output_name(doc, chosen, opts, overrides, f".{fmt}", said if cast else None)
         requests += batch.prepare_batch(settings, [doc.path], chosen, out, fmt, opts, cast)
+    if url is not None:  # a narration keeps the callback URL it was first given (409 before anything is enqueued)
+        callbacks.check_bound(web.redis, settings, requests, url)
     subs = submit_api.submit_many(settings, web.redis, requests, at=due)
-    ids = [s.job.id for s in subs]
     if url is not None:
-        callbacks.store(web.redis, ids, url)
+        callbacks.store(web.redis, [(s.job.id, s.duplicate) for s in subs], url)
     return [{**views.narration(web.redis, settings, s.job.id), "duplicate": s.duplicate, "note": s.note} for s in subs]

@@ -1,0 +1,273 @@
+"""The request, declared once: every option a narration takes, its type, bounds and description
+(pydantic v2), and where it is offered. The CLI's options (cli/common.py ``request_options``) and the
+HTTP form of ``POST /v1/narrations`` (jobs/web/submitting.py) are generated from this model, both
+parse what the caller sent through it, and ``Options.from_fields`` (jobs/api/request.py) turns it
+into the checked ``Options`` that a job, a batch or a schedule is made of.
+
+An error names the field as the caller spelled it: ``--sentence-pause`` on the command line,
+``sentence_pause_ms`` in the form (``FieldError``, ``spelled``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from narrate.jobs.constraints import Frames, Hours, PauseMs, Seed
+from narrate.jobs.errors import BadInput
+from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, check_quant, default
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CLI, QUEUED, HTTP = "cli", "queued", "http"  # submit/run/schedule add; submit and schedule add only; the HTTP form
+ALL = (CLI, QUEUED, HTTP)  # QUEUED: a CLI option of the commands with a queue (not `run`)
+
+Quant = Literal["bf16", "4bit", "6bit", "8bit"]
+InputFormat = Literal["txt", "md", "epub", "html", "pdf"]
+Priority = Literal["high", "normal", "low"]
+Split = Literal["chapters", "chapters+book"]
+Layout = Literal["abs", "plex", "flat"]
+assert set(Quant.__args__) == set(QUANTS)  # type: ignore[attr-defined]
+
+
+def opt(
+    description: str,
+    *,
+    cli: str | None = None,
+    where: tuple[str, ...] = (CLI, HTTP),
+    metavar: str | None = None,
+    form_description: str | None = None,
+    show_default: bool = False,
+    cli_default: Any = None,
+    **constraints: Any,
+) -> Any:
+    """A field of the request: `description` is the CLI's help, `form_description` the form's (when
+    they differ); `cli` the flag (default: --NAME with dashes); `where` the surfaces that offer it."""
+    extra = {"cli": cli, "where": list(where), "metavar": metavar, "form": form_description,
+             "show_default": show_default, "cli_default": cli_default}  # fmt: skip
+    return Field(constraints.pop("default", None), description=description, json_schema_extra=extra, **constraints)
+
+
+def _pause(what: str, name: str) -> Any:
+    return opt(f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)}).",
+               cli=f"--{name.removesuffix('_ms').replace('_', '-')}", metavar="MS")  # fmt: skip
+
+
+class RequestFields(BaseModel):
+    """What a caller may ask of a narration besides its documents, voice and output."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = opt(
+        f"Hugging Face id or local checkpoint dir (NARRATE_MODEL on the worker, else {DEFAULT_MODEL}, downloaded "
+        "from the Hugging Face hub on first use).",
+        form_description="A Hugging Face id (default: the workers' NARRATE_MODEL)",
+    )
+    quant: Quant | None = opt("Quantization (default: NARRATE_QUANT, else by model).", metavar="|".join(QUANTS))
+    seed: Seed | None = opt("Sampling seed of the job (NARRATE_SEED, default 0).")
+    max_frames: Frames | None = opt(
+        f"Cap on codec frames per sentence (NARRATE_MAX_FRAMES, default {default('max_frames')})."
+    )
+    priority: Priority = opt("Queue priority.", where=(QUEUED, HTTP), default="normal", show_default=True)
+    fan_out: str | None = opt(
+        "Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
+        "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
+        where=(QUEUED, HTTP), metavar="chapters|N|none", form_description="chapters, none, or minutes of audio a part",
+    )  # fmt: skip
+    feed: str | None = opt(
+        "Put the narration in podcast feed NAME (made on first use; `narrate feed show NAME` prints its URL).",
+        where=(QUEUED, HTTP), metavar="NAME",
+        form_description="A podcast feed the narration joins (made on first use; served at /feeds/NAME.xml)",
+    )  # fmt: skip
+    overwrite: bool = opt("Replace a file at the output path that narrate did not write.", where=(CLI,), default=False)
+    language: str | None = opt(
+        "The document's language: en, zh, ja, ko, de, fr, ru, pt, es, it (or its name); auto detects it.",
+        cli_default="auto", show_default=True, form_description="auto (default), en, de, ... or a language's name",
+    )  # fmt: skip
+    lexicon: Path | None = opt(
+        "Pronunciations: a file of 'word = spoken form' lines (whole words, case-sensitive; # comments)."
+    )
+    library: Path | None = opt(
+        "Export the finished book into this audiobook library (as `narrate export`: on the worker's host; "
+        "default: NARRATE_LIBRARY).",
+        where=(CLI,),
+    )
+    library_layout: Layout = opt(
+        "The library's layout: abs (Audiobookshelf), plex, flat.", cli="--layout", where=(CLI,), default="abs",
+        show_default=True,
+    )  # fmt: skip
+    abs_url: str | None = opt(
+        "Tell this Audiobookshelf server about the finished book (the worker's NARRATE_ABS_TOKEN): a scan after "
+        "the --library export, else an upload. Default: NARRATE_ABS_URL.",
+        where=(CLI,), metavar="URL",
+    )  # fmt: skip
+    sentence_pause_ms: PauseMs | None = _pause("between sentences", "sentence_pause_ms")
+    paragraph_pause_ms: PauseMs | None = _pause("between paragraphs", "paragraph_pause_ms")
+    chapter_pause_ms: PauseMs | None = _pause("before a chapter", "chapter_pause_ms")
+    loudness: str | None = opt(
+        "Integrated loudness target (default -19; -16 for a louder book), or off.", metavar="LUFS|off",
+        form_description="LUFS (default -19) or off",
+    )  # fmt: skip
+    subtitles: str | None = opt(
+        "Also write subtitles / a timing manifest beside the audio, with its stem.", metavar="srt,vtt,json",
+        form_description="srt, vtt, json (comma-separated)",
+    )  # fmt: skip
+    title: str | None = opt("Title tag (default: the document's, or its file name).")
+    series: str | None = opt(
+        "Series and position (default: an EPUB's own): tags and a library export's folder.", metavar='"NAME #N"',
+        form_description='Series and position, "Name #2" (default: an EPUB\'s own)',
+    )  # fmt: skip
+    narrator: str | None = opt("Narrator tag.")
+    author: str | None = opt("Author tag (default: the document's, if it has one).")
+    year: str | None = opt("Year tag.")
+    cover: Path | None = opt("Cover art (JPEG or PNG).")
+    split: Split | None = opt("One file per chapter (in a folder named after the output), instead of or with the book.")
+    max_part_hours: Hours | None = opt(
+        "Write the book file in parts of at most H hours, cut at chapter boundaries.", metavar="H"
+    )
+    chapters: str | None = opt(
+        "Read only these chapters, numbered as `narrate chapters DOC` lists them (default: all).", metavar="1-3,5",
+        form_description="Only these chapters, as `narrate chapters` numbers them: 1-3,5 (repeated or comma-separated)",
+    )  # fmt: skip
+    include_front_matter: bool = opt(
+        "EPUB: also read the cover, contents and copyright pages (skipped by default).", default=False
+    )
+    input_format: InputFormat | None = opt(
+        "Read the documents as this format (default: by extension; unknown extensions are text)."
+    )
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], spelling: str) -> RequestFields:
+        """Validate what a caller sent (raises FieldError naming the first bad field as `spelling`, CLI or
+        HTTP, spells it). None means "not given"."""
+        given = {k: v for k, v in raw.items() if v is not None}
+        try:
+            return cls.model_validate(given)
+        except ValidationError as e:
+            first = e.errors()[0]
+            name = str(first["loc"][0]) if first.get("loc") else ""
+            said = given.get(name)
+            shown = f" {str(said)[:60]!r}" if said is not None and not isinstance(said, Path) else ""
+            if name not in cls.model_fields:
+                raise BadInput(f"unknown option {name!r}") from None
+            if first.get("type") == "literal_error" and name in _WORDED and isinstance(said, str):
+                with about(name):
+                    _WORDED[name](said)  # says what is wrong in the words the CLI has always used
+            raise FieldError(name, f"{spelled(name, spelling)}{shown}: {_reason(name, first)}", spelling) from None
+
+    def knobs(self) -> dict[str, int | None]:
+        """The job's numbers a caller may set (seed, frame cap, pauses), None where not given."""
+        return {k: getattr(self, k) for k in KNOBS}
+
+
+def _worded() -> dict[str, Callable[[str], object]]:
+    from narrate.jobs.documents.readers import check_input_format
+    from narrate.jobs.library.layout import check_layout
+    from narrate.jobs.queue.queues import check_priority
+
+    return {"quant": check_quant, "priority": check_priority, "input_format": check_input_format,
+            "library_layout": check_layout}  # fmt: skip
+
+
+KNOBS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")
+BOOK = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "cover", "split", "max_part_hours")
+
+
+def _reason(name: str, error: Any) -> str:
+    kind, ctx = error.get("type", ""), error.get("ctx") or {}
+    if kind == "literal_error":
+        return f"use {ctx.get('expected', 'one of the listed values')}"
+    base, low, high = base_type(name)
+    if base is int:
+        return f"give a whole number from {low} to {high}" if high is not None else "give a whole number"
+    if base is float:
+        return "give a number above 0" if low == 0 else "give a finite number"
+    if base is bool:
+        return "give true or false"
+    return str(error.get("msg", "not valid"))
+
+
+def base_type(name: str) -> tuple[Any, Any, Any]:
+    """A field's type without None, and its bounds (`ge`/`gt`, `le`): (int, 0, 60000), (str, None, None)."""
+    ann = RequestFields.model_fields[name].annotation
+    args = [a for a in get_args(ann) if a is not type(None)] if get_origin(ann) in (Union, UnionType) else [ann]
+    inner = args[0]
+    low = high = None
+    if get_origin(inner) is Annotated:
+        inner, *meta = get_args(inner)
+        for m in (x for info in meta for x in getattr(info, "metadata", [info])):
+            low = getattr(m, "ge", getattr(m, "gt", low))
+            high = getattr(m, "le", high)
+    return inner, low, high
+
+
+def where(name: str) -> tuple[str, ...]:
+    return tuple(_extra(name)["where"])
+
+
+def _extra(name: str) -> dict[str, Any]:
+    extra = RequestFields.model_fields[name].json_schema_extra
+    assert isinstance(extra, dict)
+    return extra
+
+
+def flag(name: str) -> str:
+    """The CLI's spelling of a field: --sentence-pause, --layout, --max-part-hours."""
+    return str(_extra(name)["cli"] or f"--{name.replace('_', '-')}")
+
+
+def spelled(name: str, spelling: str) -> str:
+    return flag(name) if spelling == CLI else name
+
+
+class FieldError(BadInput):
+    """A field's value is refused: `param` the field (as the model names it), the message in the
+    caller's `spelling`; ``as_spelled`` words it for another."""
+
+    def __init__(self, param: str, message: str, spelling: str = CLI) -> None:
+        super().__init__(message)
+        self.param = param
+        self.spelling = spelling
+
+    def as_spelled(self, spelling: str) -> FieldError:
+        if spelling == self.spelling:
+            return self
+        said = str(self).replace(spelled(self.param, self.spelling), spelled(self.param, spelling))
+        return FieldError(self.param, said, spelling)
+
+
+@contextmanager
+def about(name: str) -> Iterator[None]:
+    """Inside: a BadInput is about field `name` (a FieldError in the CLI's spelling, naming it)."""
+    try:
+        yield
+    except FieldError:
+        raise
+    except BadInput as e:
+        text, named = str(e), flag(name)
+        said = named in text or name.split("_")[-1] in text.lower()  # the message names it already
+        raise FieldError(name, text if said else f"{named}: {text}") from None
+
+
+def form_schema(surface: str = HTTP) -> dict[str, dict[str, Any]]:
+    """The JSON schema of each field a surface offers, as one property of a multipart form."""
+    schema = RequestFields.model_json_schema()
+    props = {}
+    for name, prop in schema["properties"].items():
+        extra = _extra(name)
+        if surface not in extra["where"]:
+            continue
+        branch = next((b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"), prop)
+        out = {k: v for k, v in branch.items() if k not in ("title", "default", *extra)}
+        if branch.get("format") == "path":
+            out = {"type": "string", "format": "binary"}
+        out["description"] = extra["form"] or prop.get("description", "")
+        if "enum" in branch or "const" in branch:
+            out["enum"] = branch.get("enum") or [branch["const"]]
+            out.pop("const", None)
+        props[name] = out
+    return props
+
+
+_WORDED = _worded()
