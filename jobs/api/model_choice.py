@@ -5,6 +5,9 @@ A local path that this host can see is missing, or is not a checkpoint directory
 config.json), is refused before anything is enqueued. A relative path is made absolute here:
 the worker runs in a directory of its own. A checkpoint only the worker hosts have belongs in
 their NARRATE_MODEL, not in a job.
+
+The HTTP API (jobs/web/speaking.py) takes fewer: the server's own NARRATE_MODEL, DEFAULT_MODELS and
+the published Qwen3-TTS ids (`is_published`); never a path (the server's folder is not the worker's).
 """
 
 from __future__ import annotations
@@ -14,8 +17,17 @@ import re
 from pathlib import Path
 
 from narrate.jobs.errors import BadInput
+from narrate.jobs.settings import DEFAULT_MODEL
+from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# The models narrate's code names (the default of each kind), and the published Qwen3-TTS ids (Qwen's,
+# and mlx-community's conversions: any size, kind and quantization): what a caller of the HTTP API may
+# choose besides the server's own NARRATE_MODEL.
+DEFAULT_MODELS = (DEFAULT_MODEL, DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN)
+QWEN3_TTS_ID = re.compile(
+    r"^(?:Qwen|mlx-community)/Qwen3-TTS-12Hz-(?:0\.6B|1\.7B)-(?:Base|CustomVoice|VoiceDesign)(?:-(?:bf16|4bit|6bit|8bit))?$"
+)
 # How to try narrate without the hub: a random-weight checkpoint (the audio is noise).
 DRY_RUN = "python -m narrate.worker.testkit.random_checkpoint DIR --size tiny"
 RANDOM_WEIGHTS = f"try narrate on random weights ({DRY_RUN}, then --model DIR)"
@@ -36,6 +48,11 @@ def random_weights(model: str | None = None) -> str:
 
 def is_hub_id(model: str) -> bool:
     return bool(HUB_ID.match(model)) and not model.startswith((".", "~")) and not os.path.lexists(model)
+
+
+def is_published(model: str) -> bool:
+    """`model` is a published Qwen3-TTS id (QWEN3_TTS_ID), not a path on this host."""
+    return bool(QWEN3_TTS_ID.match(model)) and is_hub_id(model)
 
 
 def check_model(model: str | None) -> str | None:

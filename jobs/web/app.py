@@ -2,16 +2,15 @@
 /openapi.json and its page at /docs (Swagger UI, vendored in static/swagger/), the pages for people
 (jobs/web/pages.py, voice_pages.py, login.py; their templates and static files), every route behind
 the guard (jobs/web/guard.py), and a lifespan that sends due callbacks (jobs/web/callbacks.py) and
-clears uploads a killed server left."""
+clears uploads a killed server left (never those of another live server on the same home:
+jobs/web/uploads.py `Owner`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import html
-import shutil
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrate.jobs.errors import BadInput
@@ -20,7 +19,7 @@ from narrate.jobs.web import callbacks, errors, sessions
 from narrate.jobs.web.guard import BodyRules, Guard, is_loopback, served_hosts
 from narrate.jobs.web.limits import Limits
 from narrate.jobs.web.state import Web
-from narrate.jobs.web.uploads import MULTIPART_CAP
+from narrate.jobs.web.uploads import MULTIPART_CAP, owner_of
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -65,9 +64,8 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        uploads = Path(web.settings.home).expanduser() / "uploads"
-        for stale in uploads.glob("up-*"):  # a killed server's uploads
-            shutil.rmtree(stale, ignore_errors=True)
+        owner = owner_of(web.settings.home)  # this server's uploads; those of no live server are removed
+        await asyncio.to_thread(owner.sweep, web.settings.serve_body_s)
         sender = asyncio.create_task(callbacks.loop(web))
         try:
             yield
@@ -75,6 +73,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
             sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sender
+            owner.release()
 
     app = FastAPI(
         title="narrate",

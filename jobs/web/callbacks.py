@@ -6,6 +6,12 @@ Pending callbacks live in Redis (``narrate:callbacks``: job id -> URL), so a res
 another one, still sends them; each server's loop checks them every second and the one whose HDEL
 removes the entry sends it: once, whatever the number of servers. No redirect is followed.
 
+A narration has one callback URL, the first one given (``narrate:callback-url:ID``, kept until the
+narration is deleted or expires): the same request again with another `callback_url` is 409 and
+changes nothing; with the same one it changes nothing either, except that a narration that runs
+again (resumed, rescheduled) has its new end posted. A URL given for a narration that had already
+ended without one is 409 too: an ended narration is never posted to a URL given afterwards.
+
 A URL is normalized before it is stored (host through IDNA, path and query percent-encoded, no
 fragment; userinfo and bad ports refused). Callbacks are sent concurrently, a few to each host
 (`Sender`), so a slow host delays only its own; any error sending one is logged with the narration
@@ -28,14 +34,21 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 import redis
+from narrate.jobs.api.prepare import Request
+from narrate.jobs.api.submit import plan
 from narrate.jobs.errors import JobNotFound
+from narrate.jobs.server.records import find
 from narrate.jobs.server.store import PREFIX
+from narrate.jobs.settings import DAY_S, Settings
 from narrate.jobs.web import outputs, views
 from narrate.jobs.web.access_log import redact
 from narrate.jobs.web.errors import ApiError
 from narrate.jobs.web.state import Web
+from rq.job import JobStatus
 
 KEY = f"{PREFIX}callbacks"
+BOUND = f"{PREFIX}callback-url:"  # + job id: the narration's callback URL, its first one
+RUNS_AGAIN = (None, "resumed", "rescheduled")  # Submitted.duplicate of a run whose end is still to come
 _ENTRY = re.compile(r"^\[?([^\[\]]+?)\]?(?::(\d+))?$")  # name, name:port, [v6]:port
 _LABEL = re.compile(r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?")
 _LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")  # a % that starts no escape: encoded as %25
@@ -157,12 +170,63 @@ def check(url: str | None, hosts: Iterable[str]) -> str | None:
     return normal
 
 
-def store(r: redis.Redis, job_ids: list[str], url: str) -> None:
-    r.hset(KEY, mapping=dict.fromkeys(job_ids, url))
+def _bound(r: redis.Redis, job_id: str) -> str | None:
+    """The callback URL a narration was given first (one pending from before URLs were bound too)."""
+    raw = r.get(BOUND + job_id) or r.hget(KEY, job_id)
+    return outputs.text(raw) if raw else None
+
+
+def _conflict(job_id: str) -> ApiError:
+    return ApiError(409, f"narration {job_id} has another callback_url, given when it was first submitted: a "
+                    "narration has one callback URL and it stays; submit again with that URL or without "
+                    "callback_url", "callback_url")  # fmt: skip
+
+
+def _ended(job_id: str) -> ApiError:
+    return ApiError(409, f"narration {job_id} had already ended, submitted without a callback_url: its end is "
+                    f"not posted to a URL given afterwards; GET /v1/narrations/{job_id} has it",
+                    "callback_url")  # fmt: skip
+
+
+def check_bound(r: redis.Redis, settings: Settings, requests: list[Request], url: str) -> None:
+    """Before anything is enqueued: 409 (naming callback_url) when one of these requests is a
+    narration that exists with another callback URL, or that has finished without one."""
+    for req in requests:
+        job_id = plan(settings, req).job_id
+        job = find(r, job_id)
+        if job is None:  # a new narration (an expired one's URL goes with it)
+            continue
+        bound = _bound(r, job_id)
+        if bound is not None and bound != url:
+            raise _conflict(job_id)
+        if bound is None and job.get_status(refresh=False) == JobStatus.FINISHED:
+            raise _ended(job_id)
+
+
+def store(r: redis.Redis, submitted: list[tuple[str, str | None]], url: str) -> None:
+    """Bind `url` to each narration just submitted (job id, `Submitted.duplicate`) and arm its
+    callback, by the rules of the module's docstring (ApiError 409 naming callback_url)."""
+    arm = []
+    for job_id, duplicate in submitted:
+        bound = None if duplicate is None else _bound(r, job_id)
+        if bound is not None and bound != url:
+            raise _conflict(job_id)
+        if bound is None and duplicate == "done":
+            raise _ended(job_id)
+        if bound is None:
+            if duplicate is None:
+                r.set(BOUND + job_id, url)
+            elif not r.set(BOUND + job_id, url, nx=True) and _bound(r, job_id) != url:
+                raise _conflict(job_id)  # another request bound another URL meanwhile
+        if bound is None or duplicate in RUNS_AGAIN:
+            arm.append(job_id)
+    if arm:
+        r.hset(KEY, mapping=dict.fromkeys(arm, url))
 
 
 def forget(r: redis.Redis, job_id: str) -> None:
     r.hdel(KEY, job_id)
+    r.delete(BOUND + job_id)
 
 
 def post(url: str, payload: dict[str, Any]) -> int:
@@ -221,6 +285,7 @@ def send(web: Web, d: Due) -> bool:
     whether it was delivered. A failure is logged with the narration and the URL, not retried."""
     if not web.redis.hdel(KEY, d.job_id):
         return False  # another server took it
+    web.redis.expire(BOUND + d.job_id, web.settings.keep_days * DAY_S)  # it goes when the narration expires
     shown = redact(d.url)
     try:
         normalize(d.url)

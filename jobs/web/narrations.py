@@ -19,8 +19,9 @@ from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.feeds import store as feeds
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.server.records import fetch
+from narrate.jobs.server.store import PREFIX
 from narrate.jobs.web import callbacks, outputs, submitting, views
-from narrate.jobs.web.errors import ApiError, documented, status_of
+from narrate.jobs.web.errors import ApiError, documented, message_of, status_of
 from narrate.jobs.web.limits import Limits, client_of
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
 from narrate.jobs.web.state import Web, web_of
@@ -32,6 +33,7 @@ State = Literal["queued", "scheduled", "in_progress", "completed", "failed", "ca
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
 RECONNECT_MS = 1000  # the retry hint at the end of a stream's stretch
+DELETE_CLAIM_S = 300  # the one request deleting a narration holds it this long at most (a crash lets go)
 MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/mp4", ".m4a": "audio/mp4", ".flac": "audio/flac", ".ogg": "audio/ogg",
          ".opus": "audio/ogg", ".wav": "audio/wav", ".srt": "application/x-subrip", ".vtt": "text/vtt",
          ".json": "application/json"}  # fmt: skip
@@ -52,8 +54,9 @@ async def create(request: Request) -> JSONResponse:
     form = await read_form(request, web.settings.home)
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
-    except NarrateError as e:
-        raise ApiError(status_of(e), form.plain(str(e)), getattr(e, "param", None)) from None
+    except (NarrateError, ApiError) as e:  # uploads named as they were sent, never where they were written
+        raise ApiError(status_of(e), form.plain(message_of(e)), getattr(e, "param", None),
+                       getattr(e, "headers", None)) from None  # fmt: skip
     finally:
         form.remove()
     if len(made) == 1:
@@ -207,12 +210,22 @@ def delete(request: Request, narration_id: str) -> dict[str, Any]:
 
 
 def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
-    """Remove an ended narration's files (those still as it wrote them), parts and record."""
+    """Remove an ended narration's files (those still as it wrote them), parts and record. Only one
+    request deletes it: another one meanwhile, and any after, get 404."""
     st, files = views.narration_and_files(web.redis, web.settings, narration_id)
     if st["status"] not in views.TERMINAL:
         raise ApiError(409, f"narration {narration_id} is {st['status']}; cancel it first (POST .../cancel)")
-    removed = [f.name for f in files]
-    job = fetch(web.redis, narration_id)
+    claim = f"{PREFIX}deleting:{narration_id}"
+    if not web.redis.set(claim, "1", nx=True, ex=DELETE_CLAIM_S):
+        raise JobNotFound(f"no narration {narration_id} (it is being deleted)")
+    try:
+        return _delete(web, narration_id, [f.name for f in files])
+    finally:
+        web.redis.delete(claim)
+
+
+def _delete(web: Web, narration_id: str, removed: list[str]) -> dict[str, Any]:
+    job = fetch(web.redis, narration_id)  # JobNotFound (404): deleted by the request before this one
     if removed:
         result = job.return_value() or {}
         removed = outputs.remove(web.redis, web.settings.output_dir, narration_id, result["output_relative"])

@@ -254,7 +254,7 @@ async def new_submit(request: Request) -> Response:
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:
-        values = {k: form.value(k) or "" for k in KEPT_FIELDS}
+        values = {k: form.shown(k) for k in KEPT_FIELDS}
         context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
                    "models": views.offered_models(web.settings), "error": form.plain(message_of(e))}  # fmt: skip
         return render(request, "new.html", context, status=status_of(e))

@@ -24,7 +24,7 @@ from pathlib import Path
 import redis
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api import voices as voices_api
-from narrate.jobs.api.model_choice import is_hub_id
+from narrate.jobs.api.model_choice import DEFAULT_MODELS, is_hub_id, is_published
 from narrate.jobs.documents.documents import parse_document
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -63,14 +63,24 @@ class Speech:
     model: str | None  # None: the workers' NARRATE_MODEL
 
 
+def offered_models(settings: Settings) -> list[str]:
+    """What `model` takes, as GET /v1/models lists it: OpenAI's names (the workers' default), the
+    server's own model (a path on this host is taken but not shown) and the defaults of narrate's
+    code; besides these, any published Qwen3-TTS id (jobs/api/model_choice.py `is_published`)."""
+    own = [settings.model] if is_hub_id(settings.model) else []
+    return list(dict.fromkeys([*OPENAI_MODELS, *own, *DEFAULT_MODELS]))
+
+
 def check_model(model: str, settings: Settings) -> str | None:
-    """OpenAI's names and the server's own model are the workers' default; a hub id is passed on;
-    anything else (a path on this host) is refused."""
+    """OpenAI's names and the server's own model are the workers' default (None); a model of GET
+    /v1/models or a published Qwen3-TTS id is passed on; anything else (another hub id, a path,
+    relative or not: the server's folder is not the worker's) is refused, naming `model`."""
     if model in OPENAI_MODELS or model == settings.model:
         return None
-    if is_hub_id(model):
+    if model in offered_models(settings) or is_published(model):
         return model
-    raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default)", "model")
+    raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default) or a "
+                   "published Qwen3-TTS id (Qwen/... or mlx-community/Qwen3-TTS-12Hz-...)", "model")  # fmt: skip
 
 
 def sample_from_data_url(url: str, folder: Path) -> Path:

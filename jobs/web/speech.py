@@ -14,7 +14,6 @@ from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
-from narrate.jobs.api.model_choice import is_hub_id
 from narrate.jobs.web import speaking
 from narrate.jobs.web.errors import ApiError, documented
 from narrate.jobs.web.schemas import Model, ModelList, SpeechRequest, sse
@@ -29,11 +28,10 @@ STARTED = int(time.time())
 
 @router.get("/v1/models", response_model=ModelList, responses=documented(401, 403))
 def models(request: Request) -> ModelList:
-    """The model names `model` takes: OpenAI's (the default model) and the workers' default."""
-    settings = web_of(request).settings
-    own = [settings.model] if is_hub_id(settings.model) else []  # a path on this host is not shown
-    names = [*speaking.OPENAI_MODELS, *own]
-    return ModelList(data=[Model(id=n, created=STARTED, owned_by="narrate") for n in dict.fromkeys(names)])
+    """The model names `model` takes: OpenAI's (the workers' default model), the workers' default and
+    narrate's defaults of each kind; any published Qwen3-TTS id is taken too."""
+    names = speaking.offered_models(web_of(request).settings)
+    return ModelList(data=[Model(id=n, created=STARTED, owned_by="narrate") for n in names])
 
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}

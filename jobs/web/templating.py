@@ -1,14 +1,17 @@
 """The pages' HTML: Jinja2 templates (jobs/web/templates/, autoescaped), the static files they load
 (jobs/web/static/: htmx, vendored; the pages' own script and style sheet; Swagger UI for /docs,
-vendored in static/swagger/; no CDN), and the Content Security Policy every page, /docs too, is
-sent with (scripts and styles from this server only, nothing inline)."""
+vendored in static/swagger/; no CDN), every printed value without bidi controls, and the Content
+Security Policy every page, /docs too, is sent with (scripts and styles from this server only,
+nothing inline)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from markupsafe import Markup
 from narrate.jobs.humanize import clock, duration
+from narrate.jobs.xmltext import without_bidi
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -45,12 +48,22 @@ def realtime(job: dict[str, Any]) -> str | None:
     return None if not factor else f"{float(factor):.2f}× realtime"
 
 
+def shown(value: Any) -> Any:
+    """Every value a template prints, as the page shows it: text without bidi controls (a title,
+    file or voice name never reads otherwise than it is written; jobs/xmltext.py), escaped text kept
+    escaped."""
+    if isinstance(value, Markup):
+        return Markup(without_bidi(str(value)))
+    return without_bidi(value) if isinstance(value, str) else value
+
+
 def templates() -> Jinja2Templates:
     global _templates
     if _templates is None:
         from starlette.templating import Jinja2Templates
 
         _templates = Jinja2Templates(directory=str(TEMPLATES))
+        _templates.env.finalize = shown
         _templates.env.filters["clock"] = _seconds
         _templates.env.globals["nav"] = NAV
         _templates.env.globals.update(eta=eta, realtime=realtime)

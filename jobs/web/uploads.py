@@ -3,14 +3,27 @@ private folder (under NARRATE_HOME, mode 0700) as it arrives, never whole in mem
 cap the CLI's checks use for that kind of input (documents, voice samples, covers, lexicons);
 the folder is removed when the request ends. The files are then read by the same code as the
 CLI's (nothing is enqueued before every one is checked); error messages name the upload, never
-the folder."""
+the folder. A field that takes one value given twice is a 400 naming it.
+
+Each server's folders carry its token (``uploads/up-TOKEN-RANDOM``), and the server holds a lock
+file of that name (``uploads.owners/TOKEN``, flock: let go by the kernel when the process dies, on
+Linux and macOS alike) for as long as it runs. At start-up a server removes only what no live
+server owns (`Owner.sweep`): the folders of a token whose lock nobody holds (a killed server's),
+and the token-less folders of an older narrate once they are older than NARRATE_SERVE_BODY_S (no
+body takes longer). A second `narrate serve` on the same home leaves the first one's uploads
+alone."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
+import secrets
 import shutil
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -18,8 +31,10 @@ from urllib.parse import parse_qsl
 
 from narrate.jobs.audio.bookmeta import MAX_COVER_BYTES
 from narrate.jobs.documents.lexicon import MAX_LEXICON_BYTES
+from narrate.jobs.server.localstate import lock_held
 from narrate.jobs.settings import MAX_DOCUMENT_BYTES, MAX_VOICE_BYTES
 from narrate.jobs.web.errors import ApiError
+from narrate.jobs.xmltext import without_bidi
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -39,6 +54,8 @@ MAX_PARTS = MAX_DOCUMENTS + 64
 MULTIPART_CAP = MAX_DOCUMENTS * MAX_DOCUMENT_BYTES + sum(FILE_CAPS.values()) + 64 * FIELD_CAP
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f/\\:]+")
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z-]*[a-z])")
+OWNERS = "uploads.owners"  # beside uploads/: one lock file per live server, named by its token
+_OWNED = re.compile(r"^up-(\d+-[0-9a-f]{8})-[A-Za-z0-9_]+$")  # up-TOKEN-RANDOM (tempfile's random part)
 
 
 @dataclass
@@ -56,9 +73,16 @@ class Form:
     files: dict[str, list[Upload]] = field(default_factory=dict)
 
     def value(self, name: str) -> str | None:
-        """The last value of a field (None: not sent; an empty field counts as not sent)."""
+        """The value of a field that takes one (None: not sent; an empty field counts as not sent);
+        sent more than once: ApiError 400 naming it."""
         values = self.fields.get(name)
-        return values[-1] if values and values[-1] != "" else None
+        if values and len(values) > 1:
+            raise ApiError(400, f"field {name[:40]} is given {len(values)} times; give it once", name)
+        return values[0] if values and values[0] != "" else None
+
+    def shown(self, name: str) -> str:
+        """A field's last value as a page shows it again ("" if not sent), never refused."""
+        return (self.fields.get(name) or [""])[-1]
 
     def flag(self, name: str) -> bool:
         raw = (self.value(name) or "").strip().lower()
@@ -77,8 +101,9 @@ class Form:
     def plain(self, message: str) -> str:
         """An error message as the request reads: the upload folder taken out (it names the files as
         they were sent), the CLI's options named as the form's fields (--max-part-hours: max_part_hours)."""
-        message = re.sub(re.escape(f"{self.folder}{os.sep}") + r"\d+" + re.escape(os.sep), "", message)
-        message = message.replace(str(self.folder), "upload")
+        for folder in dict.fromkeys((str(self.folder), os.path.realpath(self.folder))):
+            message = re.sub(re.escape(f"{folder}{os.sep}") + r"\d+" + re.escape(os.sep), "", message)
+            message = message.replace(folder, "upload")
         return _OPTION.sub(lambda m: m.group(1).replace("-", "_"), message)
 
     def remove(self) -> None:
@@ -86,16 +111,115 @@ class Form:
 
 
 def safe_name(raw: str, fallback: str) -> str:
-    """A file name as sent, without folders or control characters (its extension picks the reader)."""
-    base = re.split(r"[/\\]", raw)[-1] if raw else ""
+    """A file name as sent, without folders, control or bidi characters (its extension picks the reader)."""
+    base = re.split(r"[/\\]", without_bidi(raw))[-1] if raw else ""
     name = _UNSAFE.sub("_", base).strip(" .")[:120]
     return name or fallback
 
 
+class Owner:
+    """One server's claim on HOME/uploads: its token names every folder it makes there, and the lock
+    file of that name under HOME/uploads.owners is held (flock) for as long as the server runs."""
+
+    def __init__(self, home: Path) -> None:
+        home = Path(home).expanduser()
+        self.root = home / "uploads"
+        self.locks = home / OWNERS
+        self.token: str | None = None
+        self._fd: int | None = None
+        self._mutex = threading.Lock()
+
+    def claim(self) -> str:
+        """This server's token, its lock taken on first use (a lock file swept away by another server
+        between its creation and its lock is given up for a new one)."""
+        with self._mutex:
+            while self.token is None:
+                self.locks.mkdir(parents=True, exist_ok=True, mode=0o700)
+                token = f"{os.getpid()}-{secrets.token_hex(4)}"
+                path = self.locks / token
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                        raise FileNotFoundError(path)
+                except OSError:  # another server's sweep held or removed it meanwhile: another token
+                    os.close(fd)
+                    continue
+                self.token, self._fd = token, fd
+            return self.token
+
+    def folder(self) -> Path:
+        """A new private folder (0700) for one request's uploads."""
+        token = self.claim()
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return Path(tempfile.mkdtemp(prefix=f"up-{token}-", dir=self.root))
+
+    def sweep(self, max_age_s: float) -> list[Path]:
+        """Remove what no live server owns: the folders of a token whose lock nobody holds (a killed
+        server's) and those lock files, and folders of an older narrate (no token) older than
+        `max_age_s` (NARRATE_SERVE_BODY_S). The folders removed."""
+        mine = self.claim()
+        removed, live = [], {mine: True}
+        for entry in sorted(self.root.glob("up-*")) if self.root.is_dir() else []:
+            owned = _OWNED.match(entry.name)
+            if owned is None:
+                with contextlib.suppress(OSError):
+                    if time.time() - entry.lstat().st_mtime <= max_age_s:
+                        continue
+            else:
+                token = owned.group(1)
+                if token not in live:
+                    live[token] = lock_held(self.locks / token)
+                if live[token]:
+                    continue
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+        for lock in sorted(self.locks.iterdir()) if self.locks.is_dir() else []:
+            if lock.name != mine:
+                _remove_if_free(lock)
+        return removed
+
+    def release(self) -> None:
+        """Remove this server's folders, then let go of its lock (the server is stopping)."""
+        with self._mutex:
+            if self.token is None or self._fd is None:
+                return
+            for entry in self.root.glob(f"up-{self.token}-*"):
+                shutil.rmtree(entry, ignore_errors=True)
+            with contextlib.suppress(FileNotFoundError):
+                (self.locks / self.token).unlink()
+            os.close(self._fd)
+            self.token, self._fd = None, None
+
+
+def _remove_if_free(lock: Path) -> None:
+    """Remove a lock file that no process holds (its server is gone), holding it while it goes."""
+    try:
+        fd = os.open(lock, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        lock.unlink()
+    except OSError:  # held: a live server's
+        pass
+    finally:
+        os.close(fd)
+
+
+_owners: dict[Path, Owner] = {}
+_owners_mutex = threading.Lock()
+
+
+def owner_of(home: Path) -> Owner:
+    """This process's Owner of `home`'s uploads (one per home)."""
+    key = Path(home).expanduser().absolute()
+    with _owners_mutex:
+        return _owners.setdefault(key, Owner(key))
+
+
 def private_folder(home: Path) -> Path:
-    root = Path(home).expanduser() / "uploads"
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return Path(tempfile.mkdtemp(prefix="up-", dir=root))
+    return owner_of(home).folder()
 
 
 class _Parts:
@@ -198,7 +322,13 @@ async def read_form(request: Request, home: Path) -> Form:
 
     kind, params = parse_options_header(request.headers.get("content-type", ""))
     if kind == b"application/x-www-form-urlencoded":  # fields only (curl -d): a text, no files
-        return _fields(await request.body(), Form(private_folder(home)))
+        raw = await request.body()
+        form = Form(private_folder(home))
+        try:
+            return _fields(raw, form)
+        except BaseException:
+            form.remove()
+            raise
     if kind != b"multipart/form-data" or b"boundary" not in params:
         raise ApiError(415, "send the request as multipart/form-data (curl -F name=value, -F file=@book.epub)")
     form = Form(private_folder(home))
@@ -221,24 +351,22 @@ async def read_form(request: Request, home: Path) -> Form:
 
 
 def _fields(raw: bytes, form: Form) -> Form:
-    """An urlencoded body (its size capped by the guard): `text` to a file, the rest as fields."""
+    """An urlencoded body (its size capped by the guard): `text` to a file, the rest as fields (the
+    caller removes the form's folder when this raises)."""
     try:
         pairs = parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
-        form.remove()
         raise ApiError(400, "the form is not UTF-8 text") from None
-    for name, value in pairs:
+    for number, (name, value) in enumerate(pairs, start=1):
         if name == "text":
-            folder = form.folder / str(len(form.files) + 1)
+            folder = form.folder / str(number)
             folder.mkdir(mode=0o700)
             path = folder / "text.txt"
             path.write_bytes(value.encode())
             form.files.setdefault("text", []).append(Upload("text", path.name, path, path.stat().st_size))
         elif name in FILE_CAPS:
-            form.remove()
             raise ApiError(415, f"{name} is a file: send the request as multipart/form-data (curl -F {name}=@FILE)")
         elif len(value) > FIELD_CAP:
-            form.remove()
             raise ApiError(413, f"field {name[:40]} is larger than {FIELD_CAP // 1024} KiB, the limit", name)
         else:
             form.fields.setdefault(name, []).append(value)

@@ -17,6 +17,7 @@ from narrate.jobs.outputs import whereabouts
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import outputs
 from narrate.jobs.web.outputs import OutputFile
+from narrate.jobs.xmltext import without_bidi
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
@@ -273,8 +274,8 @@ def title_of(job: Job) -> str:
 
 
 def file_title(title: str) -> str:
-    """A title as a file name: no path separators, quotes or control characters, not too long."""
-    name = " ".join(_NOT_IN_NAMES.sub(" ", title).split()).strip(" .")
+    """A title as a file name: no path separators, quotes, control or bidi characters, not too long."""
+    name = " ".join(_NOT_IN_NAMES.sub(" ", without_bidi(title)).split()).strip(" .")
     return name[:120].rstrip(" .") or "narration"
 
 
@@ -284,10 +285,13 @@ def download_name(title: str, stem: str | None, name: str) -> str:
     stem ("Harbor.m4b", "Harbor - 01 - One.mp3")."""
     rest = name[len(stem) :] if stem and name.startswith(stem) else f"/{name}"
     head, *folders = rest.split("/")  # ".m4b", " - Part 2.mp3"; or "" and the names under the book's folder
-    return " - ".join([file_title(title) + _NOT_IN_NAMES.sub("", head), *(file_title(p) for p in folders if p)])
+    head = _NOT_IN_NAMES.sub("", without_bidi(head))
+    return " - ".join([file_title(title) + head, *(file_title(p) for p in folders if p)])
 
 
 def file_download_name(r: redis.Redis, job_id: str, name: str) -> str:
     """`download_name` of a narration's output file (its Content-Disposition)."""
     facts = book_facts(r, [job_id]).get(job_id)
-    return download_name(facts["title"] or job_id, facts["stem"], name) if facts else PurePosixPath(name).name
+    if facts is None:
+        return file_title(PurePosixPath(name).name)
+    return download_name(facts["title"] or job_id, facts["stem"], name)

@@ -11,13 +11,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from narrate.jobs.api import voices as voices_api
-from narrate.jobs.api.model_choice import is_hub_id
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.voices import library
 from narrate.jobs.voices.names import check_name
-from narrate.jobs.web.errors import ApiError, documented, status_of
+from narrate.jobs.web.errors import ApiError, documented, message_of, status_of
 from narrate.jobs.web.schemas import Voice as VoiceModel
 from narrate.jobs.web.schemas import VoiceDeleted, VoiceList, binary, multipart, text
+from narrate.jobs.web.speaking import check_model
 from narrate.jobs.web.state import Web, web_of
 from narrate.jobs.web.uploads import Form, read_form
 from starlette.concurrency import run_in_threadpool
@@ -46,8 +46,8 @@ def list_voices(
 ) -> dict[str, Any]:
     """The saved voices (and, with `model`, a CustomVoice model's preset speakers)."""
     web = web_of(request)
-    if model is not None and model != web.settings.model and not is_hub_id(model):
-        raise ApiError(400, "model: give a Hugging Face id (org/name) or the server's model", "model")
+    if model is not None:  # a model the API takes (else 400 naming it); OpenAI's names: the server's own
+        model = check_model(model, web.settings) or web.settings.model
     return {"voices": [_voice(row) for row in voices_api.list_voices(web.redis, model)]}
 
 
@@ -65,8 +65,9 @@ async def add_voice(request: Request) -> JSONResponse:
     form = await read_form(request, web.settings.home)
     try:
         row = await run_in_threadpool(_add, web, form)
-    except NarrateError as e:
-        raise ApiError(status_of(e), form.plain(str(e))) from None
+    except (NarrateError, ApiError) as e:  # the file named as it was sent, never where it was written here
+        raise ApiError(status_of(e), form.plain(message_of(e)), getattr(e, "param", None),
+                       getattr(e, "headers", None)) from None  # fmt: skip
     finally:
         form.remove()
     return JSONResponse(row, status_code=201, headers={"Location": f"/v1/audio/voices/{row['id']}"})
