@@ -3,17 +3,22 @@ NARRATE_ABS_TOKEN, sent as ``Authorization: Bearer``): after an export into a li
 watches, a scan of that library (`POST /api/libraries/{id}/scan`: a watcher misses network drives);
 without a library folder, the book's files uploaded (`POST /api/upload`, multipart: title, author,
 series, library, folder and the files, streamed from disk), as advplyr/audiobookshelf
-server/controllers/MiscController.js `handleUpload` reads them, then a scan of that library asked
-for: the upload only moves the files into the library's folder (2.36's handleUpload scans nothing),
-so with the library's folder watcher off the book would not appear until the next scheduled scan.
+server/controllers/MiscController.js `handleUpload` reads them, once the server said that the
+folder it files them in (Author/Series/Title) is not taken (2.36's upload writes into a folder that
+exists, over or beside another book's files), then a scan of that library asked for: the upload
+only moves the files into the library's folder (2.36's handleUpload scans nothing), so with the
+library's folder watcher off the book would not appear until the next scheduled scan.
 The scan (server/controllers/LibraryController.js `scan`) needs an admin's token: where it is
-refused, the upload still counts and the result says so, with what to do. Standard library HTTP only."""
+refused, the upload still counts and the result says so, with what to do. Standard library HTTP
+only. Checked against a running Audiobookshelf 2.36.0: tests/system/test_audiobookshelf_server.py."""
 
 from __future__ import annotations
 
 import json
 import mimetypes
+import re
 import secrets
+import unicodedata
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -53,8 +58,9 @@ def _call(method: str, url: str, token: str, body: Any = None, headers: dict[str
         raise AbsError(f"cannot reach Audiobookshelf at {url}: {getattr(e, 'reason', e)}") from None
 
 
-def library_and_folder(base: str, token: str, library_id: str | None) -> tuple[str, str]:
-    """(library id, its first folder's id): the one named, else the first book library."""
+def library_and_folder(base: str, token: str, library_id: str | None) -> tuple[str, str, str]:
+    """(library id, its first folder's id, that folder's path on the server): the one named, else the
+    first book library."""
     try:
         libraries = json.loads(_call("GET", f"{base}/api/libraries", token))["libraries"]
     except (ValueError, KeyError, TypeError):
@@ -65,7 +71,47 @@ def library_and_folder(base: str, token: str, library_id: str | None) -> tuple[s
     if not found or not found[0].get("folders"):
         said = f"no library {library_id!r}" if library_id else "no book library"
         raise AbsError(f"Audiobookshelf at {base} has {said} with a folder (set NARRATE_ABS_LIBRARY to its id)")
-    return str(found[0]["id"]), str(found[0]["folders"][0]["id"])
+    folder = found[0]["folders"][0]
+    return str(found[0]["id"]), str(folder["id"]), str(folder.get("fullPath") or "")
+
+
+def abs_name(part: str) -> str:
+    """A folder name as Audiobookshelf makes it of an upload's author, series and title
+    (server/utils/fileUtils.js `sanitizeFilename`, without its trim of names over 255 bytes)."""
+    name = unicodedata.normalize("NFC", part).replace(":", " - ", 1)
+    name = re.sub(r'[/?<>\\:*|"]|[\x00-\x1f\x80-\x9f]', "", name)
+    name = "" if re.fullmatch(r"\.+", name) else name
+    name = re.sub(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", "", name, flags=re.IGNORECASE)
+    return re.sub(r"\s+", " ", re.sub(r"[. ]+$", "", name))
+
+
+def upload_folder(info: BookInfo) -> str:
+    """Where Audiobookshelf files an upload, relative to the library's folder: Author/Series/Title."""
+    return "/".join(abs_name(p) for p in (", ".join(info.authors), info.series, info.title) if p)
+
+
+def check_free(base: str, token: str, folder_path: str, info: BookInfo) -> None:
+    """Refuse (AbsError) when the upload's folder is taken: Audiobookshelf (2.36) would answer 200
+    and write the files into it, over another book's or beside them. Asked as its web client asks
+    (`POST /api/filesystem/pathexists`); a server without that call (404) is not asked."""
+    directory = upload_folder(info)
+    if not folder_path or not directory:
+        return
+    body = json.dumps({"directory": directory, "folderPath": folder_path}).encode()
+    try:
+        said = json.loads(_call("POST", f"{base}/api/filesystem/pathexists", token, body,
+                                {"Content-Type": "application/json"}))  # fmt: skip
+    except ValueError:
+        return  # not an answer of this call: the upload says what the server makes of it
+    except AbsError as e:
+        if " 404 " in str(e):
+            return
+        raise
+    if isinstance(said, dict) and said.get("exists"):
+        held = f" (its book {said['libraryItemTitle']!r})" if said.get("libraryItemTitle") else ""
+        raise AbsError(f"Audiobookshelf already has a folder {directory!r} in {folder_path}{held}: not uploaded, "
+                       "so that no book's files are replaced or mixed with these; remove or rename that folder "
+                       "in Audiobookshelf first, or export into its library folder with --library")  # fmt: skip
 
 
 def scan(base: str, token: str, library_id: str) -> None:
@@ -110,10 +156,11 @@ def push(base: str, token: str | None, library_id: str | None, info: BookInfo, f
     """Scan (the folder is in a library the server watches) or upload the folder's files; what was done."""
     if not token:
         raise AbsError("--abs-url needs NARRATE_ABS_TOKEN (an Audiobookshelf API token) on the exporting host")
-    lib, first_folder = library_and_folder(base, token, library_id)
+    lib, first_folder, folder_path = library_and_folder(base, token, library_id)
     if in_library:
         scan(base, token, lib)
         return f"Audiobookshelf library {lib} scanned"
+    check_free(base, token, folder_path, info)
     upload(base, token, lib, first_folder, info, sorted(p for p in folder.iterdir() if p.is_file()))
     try:  # the upload put the files in the library's folder; a scan makes the book appear now
         scan(base, token, lib)

@@ -81,13 +81,14 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
     title = spec.title or meta.title or (doc.title if doc is not None else "") or first.stem
     series, index = series_parts(spec.series) if spec.series else (meta.series, meta.series_index)
     narrator = spec.narrator or voice_name or "narrate"
+    narrators = [n.strip() for n in narrator.split(",") if n.strip()] or ["narrate"]  # "Ann, Bob": a cast's two
     author = spec.author or meta.author
     duration = float(result.get("duration_seconds") or 0.0)
     marks = result.get("chapters") or []
     starts = [float(c["start_seconds"]) for c in marks] + [duration]
     chapters = [(starts[i], starts[i + 1], str(c["title"])) for i, c in enumerate(marks)]
     info = BookInfo(title=title, authors=[a.strip() for a in author.split(",") if a.strip()],
-                    narrators=[narrator], job_id=job_id, series=series, series_index=index,
+                    narrators=narrators, job_id=job_id, series=series, series_index=index,
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
     subtitles = [f.path for f in files if f.path.suffix.lower() in (".srt", ".vtt")] if main else []
