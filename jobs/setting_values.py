@@ -1,11 +1,13 @@
 """How each NARRATE_* variable's text becomes its value (jobs/settings.py): whole numbers, seconds,
 gigabytes, paths, choices, comma-separated names and pairs, http(s) addresses. Each raises
-BadInput naming the variable and saying what it takes."""
+BadInput naming the variable and saying what it takes. ``setting`` declares one field of Settings."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import MISSING, field
 from pathlib import Path
+from typing import Any
 
 from narrate.jobs.errors import BadInput
 
@@ -88,3 +90,20 @@ def url(name: str, raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadInput(f"{name}={raw!r}: give an http(s) address such as http://narrate.local:8000")
     return raw.strip().rstrip("/")
+
+
+def setting(
+    env: str,
+    default: Any = MISSING,
+    *,
+    reads: str,
+    doc: str,
+    parse: Callable[[str, str], Any] = text,
+    factory: Callable[[], Any] | None = None,
+    shown: str | None = None,
+) -> Any:
+    """A Settings field: its variable, default (or default factory), reader, description."""
+    meta = {"env": env, "reads": reads, "doc": doc, "parse": parse, "shown": shown}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)

@@ -1,17 +1,15 @@
 """Every setting narrate has, in one place, each default written once.
 
-Each field of ``Settings`` names its environment variable, who reads it (``client``: the host that
-submits; ``worker``: the host that synthesizes; ``both``) and what it does; ``from_env`` and the
-table of docs/settings.md (jobs/settings_table.py) are derived from that. Flags override the
-environment, which overrides the defaults. Fixed facts of the audio format and input limits are constants below.
-"""
+Each field of ``Settings`` names its environment variable, who reads it (``client``: the host that submits; ``worker``:
+the host that synthesizes; ``both``) and what it does; ``from_env`` and the table of docs/settings.md
+(jobs/settings_table.py) are derived from that. Flags override the environment, which overrides the defaults. Fixed
+facts of the audio format and input limits are constants below."""
 
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from narrate.jobs.setting_values import names as _names
 from narrate.jobs.setting_values import pairs as _pairs
 from narrate.jobs.setting_values import path as _path
 from narrate.jobs.setting_values import seconds as _seconds
+from narrate.jobs.setting_values import setting
 from narrate.jobs.setting_values import text as _str
 from narrate.jobs.setting_values import url as _url
 from narrate.jobs.setting_values import whole as _int
@@ -53,23 +52,6 @@ def check_quant(quant: str | None) -> str | None:
     if quant is not None and quant not in QUANTS:
         raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
     return quant
-
-
-def setting(
-    env: str,
-    default: Any = MISSING,
-    *,
-    reads: str,
-    doc: str,
-    parse: Callable[[str, str], Any] = _str,
-    factory: Callable[[], Any] | None = None,
-    shown: str | None = None,
-) -> Any:
-    """A Settings field: its variable, default (or default factory), reader, description."""
-    meta = {"env": env, "reads": reads, "doc": doc, "parse": parse, "shown": shown}
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
@@ -137,6 +119,30 @@ class Settings:
         "NARRATE_RUNAWAY_RETRIES", 1, reads=BOTH, parse=_int(0),
         doc="Times a sentence that used its whole frame budget without ending is synthesized again with a "
         "new seed (the client sizes the job timeout for it).",
+    )  # fmt: skip
+    proof_model: str | None = setting(
+        "NARRATE_PROOF_MODEL", None, reads=WORKER, shown="by language",
+        doc="Recognizer for `--proof` with no model: an mlx-audio STT model, hub id or local dir (see docs/proof.md).",
+    )  # fmt: skip
+    proof_max_wer: float = setting(
+        "NARRATE_PROOF_MAX_WER", 0.25, reads=WORKER, parse=_seconds(0.0, "word error rate"), shown="`0.25`",
+        doc="Proof: a take whose word error rate (against the sentence as spoken) is above this is flagged.",
+    )  # fmt: skip
+    proof_ending_words: int = setting(
+        "NARRATE_PROOF_ENDING_WORDS", 2, reads=WORKER, parse=_int(1),
+        doc="Proof: a take missing all of the sentence's last this many words has lost its ending (flagged).",
+    )  # fmt: skip
+    proof_tail_words: int = setting(
+        "NARRATE_PROOF_TAIL_WORDS", 3, reads=WORKER, parse=_int(1),
+        doc="Proof: this many words or more heard after the sentence's last word are a made-up tail (flagged).",
+    )  # fmt: skip
+    proof_rate_factor: float = setting(
+        "NARRATE_PROOF_RATE_FACTOR", 1.8, reads=WORKER, parse=_seconds(1.0, "times"), shown="`1.8`",
+        doc="Proof: a take spoken this many times slower or faster than its voice's norm (words a second) is flagged.",
+    )  # fmt: skip
+    proof_max_silence_s: float = setting(
+        "NARRATE_PROOF_MAX_SILENCE_S", 1.5, reads=WORKER, parse=_seconds(0.1), shown="`1.5`",
+        doc="Proof: a take with a silence longer than this between its first and last sound is flagged.",
     )  # fmt: skip
     queue: str = setting(
         "NARRATE_QUEUE", "narrate", reads=BOTH,
