@@ -29,7 +29,37 @@ def status(r: redis.Redis, job_id: str) -> dict:
     job = fetch(r, job_id)
     state = job.get_status(refresh=False)
     meta = job.get_meta(refresh=False) or {}
-    out: dict = {
+    out = _base(job, state, meta)
+    if state == JobStatus.SCHEDULED:
+        due = due_time(r, job)
+        out["scheduled_for"] = due.isoformat() if due else None
+    if state == JobStatus.STARTED and meta.get("host"):
+        out["host"] = meta.get("hostname") or meta["host"]  # the host running it (its name)
+    if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
+        out["cancel_requested"] = True  # it stops within a second
+    if state is not None and state.value == "finished":
+        result = job.return_value(refresh=True) or {}
+        out = finished_status(job, result)
+        replaced = ownership.replaced_by(r, result.get("output_relative", ""), job.id)
+        if replaced:
+            out["output_replaced_by"] = replaced  # a later job wrote the same output path
+    if state is not None and state.value == "failed":
+        out["error"] = meta.get("error") or _last_line(job)
+    if meta.get("parts"):
+        _fold_parts(r, job, out)
+    return out
+
+
+def finished_status(job: Job, result: dict) -> dict:
+    """`status` of a finished job whose record and result are in hand (no round trip; jobs/api/jobview.py
+    reads many at once): all but `output_replaced_by` and its parts."""
+    out = _base(job, JobStatus.FINISHED, job.meta or {})
+    out.update(output=result.get("output"), duration_seconds=result.get("duration_seconds"), result=result)
+    return out
+
+
+def _base(job: Job, state: JobStatus | None, meta: dict) -> dict:
+    return {
         "id": job.id,
         "status": state.value if state is not None else "unknown",
         "progress": meta.get("progress", {"done": 0, "total": 0, "audio_seconds": 0.0}),
@@ -41,28 +71,6 @@ def status(r: redis.Redis, job_id: str) -> dict:
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "ended_at": job.ended_at.isoformat() if job.ended_at else None,
     }
-    if state == JobStatus.SCHEDULED:
-        due = due_time(r, job)
-        out["scheduled_for"] = due.isoformat() if due else None
-    if state == JobStatus.STARTED and meta.get("host"):
-        out["host"] = meta.get("hostname") or meta["host"]  # the host running it (its name)
-    if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
-        out["cancel_requested"] = True  # it stops within a second
-    if state is not None and state.value == "finished":
-        result = job.return_value(refresh=True) or {}
-        out.update(
-            output=result.get("output"),
-            duration_seconds=result.get("duration_seconds"),
-            result=result,
-        )
-        replaced = ownership.replaced_by(r, result.get("output_relative", ""), job.id)
-        if replaced:
-            out["output_replaced_by"] = replaced  # a later job wrote the same output path
-    if state is not None and state.value == "failed":
-        out["error"] = meta.get("error") or _last_line(job)
-    if meta.get("parts"):
-        _fold_parts(r, job, out)
-    return out
 
 
 class _PartRow(TypedDict):

@@ -4,8 +4,9 @@ the job's own.
 
 Kept in Redis per output path (relative to the output root, so every host agrees):
 ``narrate:output:<path>`` = {``pending``: the job that will write it, ``job``: the job that wrote it
-last, ``sha256``: the content it wrote}. A claim is atomic (WATCH/MULTI): two submits racing for
-one path cannot both get it.
+last, ``sha256``: the content it wrote}; and per job the set of paths it wrote,
+``narrate:job-files:<job>`` (an index: whether another job wrote a path since, its record says). A
+claim is atomic (WATCH/MULTI): two submits racing for one path cannot both get it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ CHUNK = 1 << 20
 
 def key(rel: str) -> str:
     return f"{PREFIX}output:{rel}"
+
+
+def files_key(job_id: str) -> str:
+    """The index of the paths a job wrote (a set, jobs/outputs/recorded.py): its files found without a
+    scan of the keyspace."""
+    return f"{PREFIX}job-files:{job_id}"
 
 
 def folded_key(rel: str) -> str:
@@ -145,6 +152,7 @@ def record_written(r: redis.Redis, rel: str, job_id: str, sha256: str) -> None:
     k = key(rel)
     with r.pipeline() as p:
         p.hset(k, mapping={"job": job_id, "sha256": sha256})
+        p.sadd(files_key(job_id), rel)
         p.hdel(k, "pending")
         p.delete(folded_key(rel))
         p.execute()

@@ -31,15 +31,50 @@ def recorded(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> l
     """The files job `job_id` wrote beside and under its output `output_relative` (every name that
     starts with the output's stem: book.mp3, book.srt, book/..., book - Part 2.mp3), that still hold
     what it wrote there last (the record names it) and exist here."""
-    rel = PurePosixPath(output_relative)
-    stem = rel.with_suffix("").as_posix()
+    return recorded_many(r, root, [(job_id, output_relative)])[job_id]
+
+
+def recorded_many(r: redis.Redis, root: Path, jobs: list[tuple[str, str]]) -> dict[str, list[OutputFile]]:
+    """``recorded`` for many jobs ((job id, output relative) pairs) in two round trips whatever their
+    number: one reads each job's index of paths (ownership.files_key), one the records of every path
+    found. A job written before the index existed is found by a scan of the records (once: its index
+    is written then)."""
+    with r.pipeline(transaction=False) as p:
+        for job_id, _ in jobs:
+            p.smembers(ownership.files_key(job_id))
+        indexed = p.execute()
+    paths: dict[str, list[str]] = {}
+    for (job_id, rel), members in zip(jobs, indexed, strict=True):
+        paths[job_id] = sorted(text(m) for m in members) if members else _scanned(r, job_id, rel)
+    with r.pipeline(transaction=False) as p:
+        for job_id, _ in jobs:
+            for relative in paths[job_id]:
+                p.hmget(ownership.key(relative), ["job", "sha256"])
+        records = iter(p.execute())
+    return {job_id: _files(root, job_id, rel, [(x, next(records)) for x in paths[job_id]]) for job_id, rel in jobs}
+
+
+def _scanned(r: redis.Redis, job_id: str, output_relative: str) -> list[str]:
+    """The paths under the output's stem whose record names `job_id` (the keyspace scanned), indexed."""
+    stem = PurePosixPath(output_relative).with_suffix("").as_posix()
     found = []
     for raw in r.scan_iter(match=ownership.key(stem).translate(_GLOB) + "*", count=1000):
         key = text(raw)
-        who, sha = r.hmget(key, ["job", "sha256"])
-        if who is None or text(who) != job_id:
-            continue
-        relative = key.removeprefix(f"{PREFIX}output:")
+        who = r.hget(key, "job")
+        if who is not None and text(who) == job_id:
+            found.append(key.removeprefix(f"{PREFIX}output:"))
+    if found:
+        r.sadd(ownership.files_key(job_id), *found)
+    return sorted(found)
+
+
+def _files(root: Path, job_id: str, output_relative: str, records: list[tuple[str, list]]) -> list[OutputFile]:
+    rel = PurePosixPath(output_relative)
+    stem = rel.with_suffix("").as_posix()
+    found = []
+    for relative, (who, sha) in records:
+        if who is None or text(who) != job_id or not relative.startswith(stem):
+            continue  # another job wrote this path since
         path = _inside(root, relative)
         if path is None:
             continue
@@ -47,6 +82,11 @@ def recorded(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> l
         found.append(OutputFile(name, relative, path, path.stat().st_size, text(sha) if sha else ""))
     main = rel.as_posix()
     return sorted(found, key=lambda f: (f.relative != main, f.name))
+
+
+def forget(r: redis.Redis, job_id: str) -> None:
+    """Drop a deleted job's index of paths."""
+    r.delete(ownership.files_key(job_id))
 
 
 def _inside(root: Path, relative: str) -> Path | None:

@@ -15,12 +15,11 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from narrate.jobs.api import previews
 from narrate.jobs.api import submit as submit_api
+from narrate.jobs.api.jobview import JobView
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
-from narrate.jobs.feeds import store as feeds
 from narrate.jobs.queue.cancel import cancel as cancel_job
-from narrate.jobs.server.records import fetch
 from narrate.jobs.server.store import PREFIX
-from narrate.jobs.web import callbacks, outputs, submitting, views
+from narrate.jobs.web import callbacks, submitting, views
 from narrate.jobs.web.errors import ApiError, documented, message_of, status_of
 from narrate.jobs.web.limits import Limits, client_of
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
@@ -224,17 +223,7 @@ def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
         web.redis.delete(claim)
 
 
-def _delete(web: Web, narration_id: str, removed: list[str]) -> dict[str, Any]:
-    job = fetch(web.redis, narration_id)  # JobNotFound (404): deleted by the request before this one
-    if removed:
-        result = job.return_value() or {}
-        removed = outputs.remove(web.redis, web.settings.output_dir, narration_id, result["output_relative"])
-    for part in (job.meta or {}).get("parts") or []:
-        part_job = fetch(web.redis, part) if web.redis.exists(f"rq:job:{part}") else None
-        if part_job is not None:
-            part_job.delete()
-    previews.forget(web.redis, web.settings, job)
-    job.delete()
+def _delete(web: Web, narration_id: str, listed: list[str]) -> dict[str, Any]:
+    removed = JobView(web.redis, web.settings).delete(narration_id)  # JobNotFound (404): deleted just before
     callbacks.forget(web.redis, narration_id)
-    feeds.forget(web.redis, narration_id)
     return {"id": narration_id, "object": "narration.deleted", "deleted": True, "files": removed}

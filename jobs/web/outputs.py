@@ -6,12 +6,9 @@ served; `DELETE` removes only these, and only while each is still the content th
 
 from __future__ import annotations
 
-import contextlib
-import os
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-import redis
-from narrate.jobs.outputs import ownership
+from narrate.jobs.api.jobview import remove_files as remove
 from narrate.jobs.outputs.recorded import AUDIO, OutputFile, recorded
 from narrate.jobs.server.store import text
 
@@ -29,19 +26,3 @@ def duration_s(path: Path) -> float | None:
         return round(float(info.info.length), 3) if info is not None else None
     except Exception:  # noqa: BLE001 - a file mutagen cannot read has no duration to show
         return None
-
-
-def remove(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> list[str]:
-    """Delete the job's recorded files that still hold what it wrote (a file replaced or edited
-    since is left alone); their names."""
-    removed = []
-    beside = Path(os.path.realpath(Path(root) / PurePosixPath(output_relative).parent))
-    for f in recorded(r, root, job_id, output_relative):
-        if f.sha256 and ownership.sha256_file(f.path) != f.sha256:
-            continue
-        f.path.unlink(missing_ok=True)
-        removed.append(f.name)
-        if f.path.parent != beside and f.path.parent.is_relative_to(beside):
-            with contextlib.suppress(OSError):  # a chapter folder the job made, once empty
-                f.path.parent.rmdir()
-    return removed

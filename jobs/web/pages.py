@@ -169,15 +169,11 @@ async def act(request: Request, job_id: str, action: Literal["cancel", "resume",
 @router.get("/books")
 def books_page(request: Request) -> Response:
     web = web_of(request)
-    books = []
-    for row in views.listed(web.redis, web.settings, "completed"):
-        try:
-            job, files = views.narration_and_files(web.redis, web.settings, row["id"])
-        except JobNotFound:
-            continue  # deleted meanwhile
-        cover = _cover(job, files) is not None
-        [job] = _titled(web, [job])
-        books.append({"job": job, "audio": _audio(job), "cover": cover})
+    rows = views.listed(web.redis, web.settings, "completed")
+    found = views.finished_narrations(web.redis, web.settings, [row["id"] for row in rows])  # deleted: left out
+    titled = _titled(web, [job for job, _ in found])
+    books = [{"job": shown, "audio": _audio(shown), "cover": _cover(job, files) is not None}
+             for (job, files), shown in zip(found, titled, strict=True)]  # fmt: skip
     return render(request, "books.html", {"books": books, **_flash(request)})
 
 

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import redis
 from narrate.jobs.api import listing, previews
+from narrate.jobs.api.jobview import JobView
 from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.outputs import whereabouts
@@ -79,6 +80,30 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
     st = job_status(r, check_id(job_id))
     found = _files(r, settings, job_id, st)
     created = r.hget(Job.key_for(job_id), "created_at")
+    return _view(r, settings, st, found, outputs.text(created) if created else None), found
+
+
+def finished_narrations(
+    r: redis.Redis, settings: Settings, job_ids: list[str]
+) -> list[tuple[dict[str, Any], list[OutputFile]]]:
+    """`narration_and_files` of the finished ones among `job_ids`, in a bounded number of round trips
+    whatever their number (jobs/api/jobview.py); `files_missing` is not explained here."""
+    view = JobView(r, settings)
+    done = view.finished(job_ids)
+    files = view.files(list(done.values()))
+    made = []
+    for job_id in job_ids:
+        if job_id in done:
+            f = done[job_id]
+            created = f.job.created_at.isoformat() if f.job.created_at else None
+            made.append((_view(r, settings, f.status, files[job_id], created, explain=False), files[job_id]))
+    return made
+
+
+def _view(r: redis.Redis, settings: Settings, st: dict[str, Any], found: list[OutputFile], created: str | None,
+          explain: bool = True) -> dict[str, Any]:  # fmt: skip
+    """The narration object of a job's status `st` and the files it lists here."""
+    job_id = st["id"]
     state = api_state(st["status"])
     result = st.get("result") or {}
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
@@ -95,7 +120,7 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
         "id": st["id"],
         "object": "narration",
         "status": state,
-        "created_at": outputs.text(created) if created else st.get("enqueued_at"),
+        "created_at": created or st.get("enqueued_at"),
         "started_at": st.get("started_at"),
         "ended_at": st.get("ended_at"),
         "scheduled_for": st.get("scheduled_for"),
@@ -107,11 +132,11 @@ def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tupl
         "duration_s": st.get("duration_seconds"),
         "voices": result.get("voices"),
         "outputs": files,
-        "files_missing": _missing(r, settings, job_id) if state == "completed" and not found else None,
+        "files_missing": _missing(r, settings, job_id) if explain and state == "completed" and not found else None,
         "error": st.get("error") if state == "failed" else None,
         "stopping": bool(st.get("cancel_requested")),
     }
-    return view, found
+    return view
 
 
 def _missing(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any] | None:

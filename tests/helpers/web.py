@@ -29,7 +29,10 @@ def serve_env(checkpoint: Path, **extra: str) -> tuple[dict[str, str], Path]:
     (home / "out").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
     env.update(NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"), NARRATE_LOCK_PATH=str(home / "host.lock"),
-               NARRATE_MODEL=str(checkpoint), NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1")  # fmt: skip
+               NARRATE_MODEL=str(checkpoint), NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1",
+               HF_HUB_OFFLINE="1", NARRATE_SERVE_SUBMITS_PER_MIN="100000")  # fmt: skip
+    # Offline: a published model id fails in the worker instead of downloading; the submissions
+    # limit is tested by tests/system/test_serve_attacks.py, which sets its own.
     env.update(extra)
     return env, home
 

@@ -122,8 +122,9 @@ def test_unauthenticated_400_mb_bodies_leave_memory_and_disk_bounded(server):
     assert requests.get(f"{url}/v1/models", headers=AUTH, timeout=5).status_code == 200
 
 
-def _trickle(port: int, path: str, headers: str, head: bytes, every_s: float, limit_s: float,
-             length: int) -> tuple[str, float]:
+def _trickle(
+    port: int, path: str, headers: str, head: bytes, every_s: float, limit_s: float, length: int
+) -> tuple[str, float]:
     s = socket.create_connection(("127.0.0.1", port), timeout=limit_s)
     t0 = time.monotonic()
     try:

@@ -160,7 +160,8 @@ def test_the_queue_and_job_pages_show_one_eta_and_none_once_a_job_ended(served, 
 
     assert served.post(f"/v1/narrations/{job_id}/cancel").ok
     until(served, job_id, "cancelled")
-    failed = submit(served, voice_wav, "No hub, no model.", model="nobody/Nothing-Base")
+    # A published model the worker cannot have: it runs offline (HF_HUB_OFFLINE), so the job fails.
+    failed = submit(served, voice_wav, "No hub, no model.", model="mlx-community/Qwen3-TTS-12Hz-0.6B-Base-4bit")
     assert until(served, failed, "failed")["progress"]["realtime_factor"] is None
     done = submit(served, voice_wav, "A short one ends well.")
     until(served, done, "completed")

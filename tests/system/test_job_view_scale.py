@@ -1,0 +1,111 @@
+"""One read model of the jobs (jobs/api/jobview.py) in a bounded number of Redis round trips: with
+10,000 finished narrations, the Books page's reads (the finished jobs, their results, their files
+through each job's index of paths), `GET /v1/narrations` and `narrate list` take as many round
+trips as with 10 (counted, as tests/system/test_list.py counts them); a job's files are found through
+its index, without a scan of the keyspace, and a job written before the index is indexed on its
+first read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import redis
+from helpers.servers import external_redis_url
+from narrate.jobs.api.jobview import JobView
+from narrate.jobs.api.submit import JOB_FUNCTION
+from narrate.jobs.outputs import ownership
+from narrate.jobs.server.records import queue
+from narrate.jobs.settings import Settings
+from narrate.jobs.web import views
+from rq import Queue
+from rq.job import Job, JobStatus
+from rq.registry import FinishedJobRegistry
+from rq.results import Result
+from rq.serializers import JSONSerializer
+
+MANY = 10_000
+
+
+def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
+    """N finished narrate jobs (record, result, finished registry, output records and index)."""
+    q = queue(r, "narrate")
+    ids = [f"done-{offset + i:05d}" for i in range(n)]
+    now = datetime.now(UTC)
+    with r.pipeline() as p:
+        for job_id in ids:
+            out = f"books/{job_id}.mp3"
+            data = Queue.prepare_data(JOB_FUNCTION, ({"document": "0" * 64, "voice": "0" * 64, "output": out},),
+                                      job_id=job_id, description=f"narrate {job_id}.txt (3 sentences) -> {out}",
+                                      meta={"document": f"{job_id}.txt", "output": out,
+                                            "progress": {"done": 3, "total": 3, "audio_seconds": 2.0}})  # fmt: skip
+            job = Job.create(data.func, args=data.args, id=job_id, connection=r, serializer=JSONSerializer,
+                             description=data.description, meta=data.meta, origin=q.name)  # fmt: skip
+            job.set_status(JobStatus.FINISHED, pipeline=p)
+            job.ended_at = now
+            job.save(pipeline=p)
+            Result.create(job, Result.Type.SUCCESSFUL, ttl=3600, pipeline=p,
+                          return_value={"output": f"/root/{out}", "output_relative": out, "duration_seconds": 2.0,
+                                        "chapters": []})  # fmt: skip
+            p.zadd(FinishedJobRegistry(q.name, connection=r).key, {job_id: now.timestamp() + 3600})
+            ownership.record_written(p, out, job_id, "0" * 64)  # type: ignore[arg-type]
+        p.execute()
+    return ids
+
+
+class Counting(redis.Connection):
+    """A connection that counts its round trips (one per command, one per pipeline)."""
+
+    sent = 0
+
+    def send_packed_command(self, command, check_health=True):
+        Counting.sent += 1
+        return super().send_packed_command(command, check_health)
+
+
+def counted(fn) -> tuple[int, object]:
+    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
+    r.ping()
+    before = Counting.sent
+    got = fn(r)
+    r.close()
+    return Counting.sent - before, got
+
+
+def reads(settings: Settings):
+    """What the Books page and the list read of every finished narration."""
+
+    def read(r: redis.Redis) -> tuple[int, int]:
+        rows = views.listed(r, settings, "completed")
+        found = views.finished_narrations(r, settings, [row["id"] for row in rows])
+        views.book_facts(r, [job["id"] for job, _ in found])
+        return len(rows), len(found)
+
+    return read
+
+
+def test_ten_thousand_finished_narrations_take_as_many_round_trips_as_ten(home, external_redis):
+    settings = Settings(home=home, output_dir=home / "out", queue="narrate")
+    finish_many(external_redis, 10)
+    ten, got = counted(reads(settings))
+    assert got == (10, 10)
+    finish_many(external_redis, MANY - 10, offset=10)
+    many, got = counted(reads(settings))
+    assert got == (MANY, MANY)
+    assert many == ten <= 7, (ten, many)
+    listed, rows = counted(lambda r: JobView(r, settings).list_all())
+    assert listed == 2 and len(rows) == MANY  # `narrate list` and GET /v1/narrations
+
+
+def test_a_jobs_files_come_from_its_index_and_an_old_job_is_indexed_once(home, external_redis):
+    settings = Settings(home=home, output_dir=home / "out", queue="narrate")
+    (home / "out" / "books").mkdir(parents=True)
+    [job_id] = finish_many(external_redis, 1)
+    (home / "out" / "books" / f"{job_id}.mp3").write_bytes(b"audio")
+    view = JobView(external_redis, settings)
+    [done] = view.finished([job_id]).values()
+    assert [f.name for f in view.files([done])[job_id]] == [f"{job_id}.mp3"]
+    external_redis.delete(ownership.files_key(job_id))  # as a job written before the index existed
+    trips, files = counted(lambda r: JobView(r, settings).files([done]))
+    assert [f.name for f in files[job_id]] == [f"{job_id}.mp3"] and trips > 2  # scanned once
+    trips, files = counted(lambda r: JobView(r, settings).files([done]))
+    assert [f.name for f in files[job_id]] == [f"{job_id}.mp3"] and trips == 2  # then from its index
