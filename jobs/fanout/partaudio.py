@@ -52,15 +52,6 @@ def uploaded(r: redis.Redis, book_id: str) -> set[int]:
     return {int(i) for f in fields for i in f.decode().split(",") if i}
 
 
-def stored_bytes(r: redis.Redis, book_id: str) -> int:
-    key = audio_key(book_id)
-    fields = r.hkeys(key)
-    with r.pipeline(transaction=False) as p:
-        for f in fields:
-            p.hstrlen(key, f)
-        return sum(p.execute())
-
-
 class ServerFull(NarrateError):
     """The server refuses writes: its memory is full (maxmemory with the noeviction policy)."""
 

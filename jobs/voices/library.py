@@ -37,7 +37,8 @@ def sample_key(sha: str) -> str:
 
 
 def pins_key(name: str) -> str:
-    return f"{PREFIX}voice-pins:{name}"
+    """What was made with voice `name` (a schedule, ...): names are compared without case."""
+    return f"{PREFIX}voice-pins:{name.lower()}"
 
 
 @dataclass(frozen=True)
@@ -184,14 +185,5 @@ def remove(r: redis.Redis, name: str) -> VoiceRecord:
                 continue
 
 
-def pin(r: redis.Redis, name: str, who: str) -> None:
-    """`who` (e.g. "schedule nightly") was made with this voice's name."""
-    r.sadd(pins_key(name.lower()), who)
-
-
-def unpin(r: redis.Redis, name: str, who: str) -> None:
-    r.srem(pins_key(name.lower()), who)
-
-
 def pins(r: redis.Redis, name: str) -> list[str]:
-    return sorted(p.decode() if isinstance(p, bytes) else str(p) for p in r.smembers(pins_key(name.lower())))
+    return sorted(p.decode() if isinstance(p, bytes) else str(p) for p in r.smembers(pins_key(name)))
