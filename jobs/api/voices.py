@@ -25,7 +25,7 @@ from narrate.jobs.server.records import find, queue
 from narrate.jobs.settings import DAY_S, Settings, check_quant
 from narrate.jobs.voices import clips, library
 from narrate.jobs.voices.choice import VoiceChoice
-from narrate.jobs.voices.clips import CLIP_FUNCTION, ClipSpec
+from narrate.jobs.voices.clips import CLIP_FUNCTION, CLIP_PREFIX, ClipSpec
 from narrate.jobs.voices.models import DEFAULT_VOICE_DESIGN, QWEN_PRESETS, facts
 from narrate.jobs.voices.names import check_name
 from rq.job import Job, JobStatus
@@ -123,7 +123,7 @@ def _enqueue_clip(settings: Settings, r: redis.Redis, spec: ClipSpec, label: str
     """The clip job (high priority), or the identical one: queued or running -> that one; finished
     with its clips still stored -> that one; otherwise made anew."""
     blob = json.dumps(spec.to_json(), sort_keys=True).encode()
-    job_id = "narrate-clip-" + hashlib.sha256(blob).hexdigest()[:32]
+    job_id = CLIP_PREFIX + hashlib.sha256(blob).hexdigest()[:32]
     earlier = find(r, job_id)
     if earlier is not None:
         state = earlier.get_status(refresh=False)

@@ -20,6 +20,7 @@ from narrate.jobs.settings import DAY_S, MAX_FRAMES_CAP, default
 PANGRAM = "The quick brown fox jumps over the lazy dog, and then it naps in the warm afternoon sun."
 MAX_LINE_CHARS = 400
 MAX_CANDIDATES = 8
+CLIP_PREFIX = "narrate-clip-"  # the id of every clip job (previews, designs, speech): never a narration
 
 
 def clip_key(job_id: str, number: int) -> str:

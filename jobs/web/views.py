@@ -16,6 +16,7 @@ from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.outputs import whereabouts
 from narrate.jobs.settings import Settings
+from narrate.jobs.voices.clips import CLIP_PREFIX
 from narrate.jobs.web import outputs
 from narrate.jobs.web.outputs import OutputFile
 from narrate.jobs.xmltext import without_bidi
@@ -34,7 +35,6 @@ STATES = {
 }
 NARRATE_STATE = {"in_progress": "started", "completed": "finished", "cancelled": "canceled"}
 TERMINAL = ("completed", "failed", "cancelled")
-CLIP_PREFIX = "narrate-clip-"  # previews and speech: clip jobs, not narrations
 # A voice name as the pages' fields check it (jobs/voices/names.py, any case). Chromium compiles an
 # input's `pattern` with the `v` flag, where a `-` in a class must be escaped.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}"

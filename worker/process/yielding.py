@@ -33,7 +33,7 @@ from narrate.jobs.queue.queues import priority_of
 from narrate.jobs.server.records import find
 from narrate.jobs.task.clip import ClipRider
 from narrate.jobs.task.context import JobContext
-from narrate.jobs.voices.clips import CLIP_FUNCTION, BadClipSpec, ClipSpec
+from narrate.jobs.voices.clips import CLIP_FUNCTION, CLIP_PREFIX, BadClipSpec, ClipSpec
 from redis import Redis, RedisError
 from rq import Queue
 from rq.exceptions import DeserializationError
@@ -41,7 +41,6 @@ from rq.job import Job
 from rq.worker_registration import get_keys
 
 log = logging.getLogger("narrate.worker")
-CLIP_PREFIX = b"narrate-clip-"
 POLL_S = 0.1  # a look at the high queue (one LRANGE) this often while a book runs
 WAITED_S = 0.5  # before a yield: an idle worker takes a job within its dequeue poll (claiming.DEQUEUE_POLL_S)
 LIVE = timedelta(seconds=30)  # an idle worker beats every dequeue poll: one silent longer is gone
@@ -136,7 +135,7 @@ class ClipWatch:
     def _waiting(self) -> list[bytes]:
         """The clip jobs waiting on the high queue (``_seen``: since when this watch has seen each)."""
         now = time.monotonic()
-        ids = [i for i in self.r.lrange(self.high.key, 0, 63) if i.startswith(CLIP_PREFIX)]
+        ids = [i for i in self.r.lrange(self.high.key, 0, 63) if i.startswith(CLIP_PREFIX.encode())]
         self._seen = {i: self._seen.get(i, now) for i in ids}
         return ids
 
