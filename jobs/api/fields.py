@@ -113,6 +113,11 @@ class RequestFields(BaseModel):
         "Also write subtitles / a timing manifest beside the audio, with its stem.", metavar="srt,vtt,json",
         form_description="srt, vtt, json (comma-separated)",
     )  # fmt: skip
+    readalong: str | None = opt(
+        "Also write a read-along book beside the audio: epub (EPUB 3 with media overlays, the audio inside), "
+        "manifest (an audiobook manifest, its table of contents pointing into the audio).", metavar="epub,manifest",
+        form_description="epub, manifest (comma-separated)",
+    )  # fmt: skip
     title: str | None = opt("Title tag (default: the document's, or its file name).")
     series: str | None = opt(
         "Series and position (default: an EPUB's own): tags and a library export's folder.", metavar='"NAME #N"',
@@ -171,7 +176,8 @@ def _worded() -> dict[str, Callable[[str], object]]:
 
 
 KNOBS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")
-BOOK = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "cover", "split", "max_part_hours")
+BOOK = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "cover", "split", "max_part_hours",
+        "readalong")  # fmt: skip
 
 
 def _reason(name: str, error: Any) -> str:

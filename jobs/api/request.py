@@ -75,6 +75,7 @@ class Options:
             book[name] = getattr(f, name)
         with about(_book_field(book)):
             made_book = BookOptions.make(**book)
+        kept = "epub" in made_book.readalong.split(",")  # a read-along EPUB marks up the pages read
         with about("fan_out"):
             fan_out = check_fan_out(f.fan_out)
         with about("feed"):
@@ -85,7 +86,7 @@ class Options:
             model=model,
             quant=f.quant,
             overwrite=f.overwrite,
-            reading=ReadOptions(f.input_format, f.include_front_matter, language, chapters=chapters),
+            reading=ReadOptions(f.input_format, f.include_front_matter, language, chapters=chapters, keep_source=kept),
             lexicon=lexicon,
             book=made_book,
             fan_out=fan_out,
@@ -111,6 +112,10 @@ class Options:
             del data["reading"]["chapters"]  # the same JSON (and output names) as before chapter selection
         if data["library"] is None:
             del data["library_layout"]  # and before library exports
+        if not data["book"]["readalong"]:
+            del data["book"]["readalong"]  # and before read-along books
+        if not data["reading"]["keep_source"]:
+            del data["reading"]["keep_source"]
         for name in ("feed", "library", "abs_url", *KNOBS):
             if data[name] is None or (name in KNOBS and not knobs):
                 del data[name]

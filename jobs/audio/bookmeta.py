@@ -16,6 +16,16 @@ from narrate.jobs.inputs import read_input
 
 MAX_COVER_BYTES = 10 * 1024 * 1024
 SPLITS = ("chapters", "chapters+book")
+READALONG_FORMATS = ("epub", "manifest")  # jobs/readalong: an EPUB 3 with media overlays, an audiobook manifest
+
+
+def parse_readalong(value: str | None) -> str:
+    """`--readalong epub,manifest` in a canonical order ("" for none); BadInput naming what is unknown."""
+    asked = [v.strip().lower() for v in (value or "").split(",") if v.strip()]
+    unknown = [v for v in asked if v not in READALONG_FORMATS]
+    if unknown:
+        raise BadInput(f"--readalong: unknown format {unknown[0]!r}; use one or more of {','.join(READALONG_FORMATS)}")
+    return ",".join(f for f in READALONG_FORMATS if f in asked)
 
 
 def image_kind(data: bytes) -> str | None:
@@ -97,6 +107,7 @@ class BookOptions:
     max_part_hours: float | None = None
     title: str | None = None  # None: the document's
     series: str | None = None  # "Name" or "Name #2" (the document's, if it has one, when None)
+    readalong: str = ""  # "epub,manifest": read-along files beside the audio (jobs/readalong)
 
     @classmethod
     def make(
@@ -111,6 +122,7 @@ class BookOptions:
         max_part_hours: float | None = None,
         title: str | None = None,
         series: str | None = None,
+        readalong: str | None = None,
     ) -> BookOptions:
         try:
             subs = parse_formats(subtitles)
@@ -120,6 +132,10 @@ class BookOptions:
             raise BadInput(f"--split {split!r}: use {' or '.join(SPLITS)}")
         if max_part_hours is not None and not (math.isfinite(max_part_hours) and max_part_hours > 0):
             raise BadInput(f"--max-part-hours {max_part_hours}: give a number of hours above 0, e.g. 10")
+        along = parse_readalong(readalong)
+        if along and (split == "chapters" or max_part_hours is not None):
+            raise BadInput("--readalong: a read-along book plays the whole book's file; not with --split chapters "
+                           "or --max-part-hours (--split chapters+book keeps the book)")  # fmt: skip
         return cls(
             subtitles=subs,
             loudness=parse_loudness(loudness),
@@ -131,6 +147,7 @@ class BookOptions:
             max_part_hours=max_part_hours,
             title=check_tag("--title", title),
             series=check_tag("--series", series),
+            readalong=along,
         )
 
     def cover_sha(self) -> str | None:
@@ -149,6 +166,7 @@ class BookOptions:
             "max_part_hours": self.max_part_hours,
             "title": self.title,
             "series": self.series,
+            "readalong": self.readalong,
         }
 
 

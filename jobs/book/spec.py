@@ -55,6 +55,7 @@ class JobSpec:
     title: str | None = None  # `--title` (None: the document's)
     series: str | None = None  # `--series "Name #2"` (None: the document's)
     abs_url: str | None = None  # `--abs-url`: an Audiobookshelf server told about it (the token stays on the worker)
+    readalong: str = ""  # "epub,manifest": read-along files beside the audio (jobs/readalong)
 
     def voice_refs(self) -> dict[str, VoiceRef]:
         """Every voice of the job by label: the narrator's and the cast's."""
@@ -87,6 +88,8 @@ class JobSpec:
         for name in ("title", "series"):
             if data[name] is None:
                 del data[name]
+        if not data["readalong"]:
+            del data["readalong"]  # and before read-along books
         return data
 
     @classmethod
@@ -151,6 +154,12 @@ def _subtitles(value: str) -> str:
     return value
 
 
+def _readalong(value: str) -> str:
+    if not set(filter(None, value.split(","))) <= {"epub", "manifest"}:
+        raise ValueError("use epub, manifest")
+    return value
+
+
 def _absolute(value: str) -> str:
     if not value.startswith("/") or "\0" in value:
         raise ValueError("is not an absolute path")
@@ -169,6 +178,7 @@ class _Values(BaseModel):
     speaker_pause_ms: PauseMs
     loudness: Lufs | None
     subtitles: Annotated[str, AfterValidator(_subtitles)]
+    readalong: Annotated[str, AfterValidator(_readalong)]
     split: Literal["", "chapters", "chapters+book"]
     max_part_hours: Hours | None
     lexicon: list[Annotated[list[str], Field(min_length=2, max_length=2)]]

@@ -86,6 +86,10 @@ class Document:
     # The book's own number of each chapter of `chapters` where `--chapters` kept only some
     # (jobs.documents.selection): chapter 3 stays 3; empty: the chapters are the book's, numbered 1, 2, ...
     chapter_numbers: list[int] = field(default_factory=list)
+    # An EPUB kept as read, with the pages it was read from in reading order, for a read-along book
+    # (jobs/readalong marks up those pages); empty unless asked for (ReadOptions.keep_source).
+    source: bytes = b""
+    source_pages: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.voices is not None and [len(v) for v in self.voices] != [len(p) for p in self.paragraphs]:
@@ -117,7 +121,9 @@ class Document:
         data |= {"languages": self.languages} if self.languages else {}
         voices = {"voices": self.voices} if self.voices is not None else {}
         numbers = {"chapter_numbers": self.chapter_numbers} if self.chapter_numbers else {}
-        return data | ({"meta": self.meta.to_json()} if self.meta else {}) | voices | numbers
+        source = base64.b64encode(self.source).decode()
+        kept = {"source": source, "source_pages": self.source_pages} if self.source else {}
+        return data | ({"meta": self.meta.to_json()} if self.meta else {}) | voices | numbers | kept
 
     @classmethod
     def from_json(cls, data: dict) -> Document:
@@ -127,8 +133,10 @@ class Document:
         languages = [str(code) for code in data.get("languages", [])]
         voices = [[str(v) for v in p] for p in data["voices"]] if data.get("voices") is not None else None
         numbers = [int(n) for n in data.get("chapter_numbers", [])]
+        source = base64.b64decode(data["source"]) if data.get("source") else b""
+        pages = [str(p) for p in data.get("source_pages", [])]
         return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages, voices,
-                   numbers)  # fmt: skip
+                   numbers, source, pages)  # fmt: skip
 
 
 def read_document(path: Path, language: str | None = None) -> Document:

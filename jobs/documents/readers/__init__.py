@@ -30,6 +30,7 @@ class ReadOptions:
     # voice label (Document.voices). None: read as without a cast, exactly.
     voicing: Voicing | None = None
     chapters: tuple[int, ...] = ()  # `--chapters`: only these (1-based, as `narrate chapters` numbers them); (): all
+    keep_source: bool = False  # EPUB: the Document keeps the file itself (`--readalong epub` marks up its pages)
 
 
 DEFAULT_READING = ReadOptions()
@@ -81,7 +82,8 @@ def _parse(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions) 
         from narrate.jobs.documents.readers.epub import parse_epub
 
         front = options.include_front_matter
-        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, front, options.language, voicing)
+        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, front, options.language, voicing,
+                          options.keep_source)  # fmt: skip
     if fmt == "html":
         from narrate.jobs.documents.readers.html import parse_html_document
 

@@ -10,6 +10,7 @@ import posixpath
 import re
 import warnings
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
@@ -41,7 +42,9 @@ def parse_epub(
     include_front_matter: bool,
     language: str | None = None,
     voicing: Voicing | None = None,
+    keep_source: bool = False,
 ) -> Document:
+    """`keep_source`: the Document keeps the file and the names of the pages read (a read-along book's)."""
     check_epub_zip(raw, origin, max_bytes)
     try:
         with warnings.catch_warnings():
@@ -56,6 +59,7 @@ def parse_epub(
     titles, anchors = _toc(book.toc)
     skip_files = _landmarks(book) if not include_front_matter else set()
     blocks: list[Block] = []
+    pages: list[str] = []
     for idref, linear in book.spine:
         item = book.get_item_with_id(idref)
         if item is None or item.get_type() not in (ebooklib.ITEM_DOCUMENT, ebooklib.ITEM_NAVIGATION):
@@ -70,10 +74,11 @@ def parse_epub(
         title = titles.get(name) or (None if found_inner else next(iter(inner.values()), None))
         if not include_front_matter and _not_reading_text(page, name, title):
             continue
+        pages.append(name)
         if title or (not found_inner and page.first_heading()):
             blocks.append(Block("", chapter=title or page.first_heading()))
         blocks.extend(page.blocks)
-    return build_document(
+    doc = build_document(
         blocks,
         meta.title or fallback_title,
         origin,
@@ -82,6 +87,7 @@ def parse_epub(
         language,
         voicing,
     )
+    return replace(doc, source=raw, source_pages=pages) if keep_source else doc
 
 
 def _meta(book: epub.EpubBook) -> BookMeta:
