@@ -71,6 +71,15 @@ def voice_design_checkpoint(session_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
+def asr_checkpoint(session_dir, checkpoint) -> Path:
+    """A tiny random-weight Qwen3-ASR checkpoint, the tiny TTS checkpoint's tokenizer: the proof pass's recognizer
+    (it hears garbage)."""
+    from narrate.worker.testkit.random_checkpoint.asr import write_asr_checkpoint
+
+    return write_asr_checkpoint(session_dir / "tiny-asr", tokenizer_from=checkpoint)
+
+
+@pytest.fixture(scope="session")
 def voice_wav(session_dir) -> Path:
     return write_voice(session_dir / "voice.wav")
 

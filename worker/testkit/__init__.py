@@ -5,5 +5,6 @@ worker uses none of this unless told to (NARRATE_ENGINE=fake).
   narrate.jobs.book.synthesis.Engine without mlx (fault tests);
 - ``random_checkpoint``: random-weight Qwen3-TTS checkpoints (Base, CustomVoice, VoiceDesign) in
   the exact on-disk layout mlx-audio loads
-  (``python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice``).
+  (``python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice``), and a tiny
+  Qwen3-ASR recognizer for the proof pass (``--kind asr``).
 """

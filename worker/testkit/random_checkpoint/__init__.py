@@ -19,6 +19,9 @@ are a pure function of size, dtype and seed; the kinds share every tensor but th
 encoder's.
 
     python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice
+
+``asr.py`` writes a tiny random-weight Qwen3-ASR checkpoint, the proof pass's recognizer in the tests (``--kind
+asr``).
 """
 
 from narrate.worker.testkit.random_checkpoint.configs import KINDS, SIZES

@@ -1,5 +1,5 @@
 """``python -m narrate.worker.testkit.random_checkpoint OUT [--size tiny|0.6b|1.7b]
-[--kind base|custom-voice|voice-design]``"""
+[--kind base|custom-voice|voice-design|asr]`` (asr: the tiny Qwen3-ASR recognizer of the proof pass)"""
 
 from __future__ import annotations
 
@@ -19,13 +19,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--size", choices=SIZES, default="tiny")
     ap.add_argument(
-        "--kind", choices=list(KINDS), default="base", help="Base (clones samples), CustomVoice (preset speakers) "
-        "or VoiceDesign (voices from a description)",
+        "--kind", choices=[*KINDS, "asr"], default="base", help="Base (clones samples), CustomVoice (preset "
+        "speakers), VoiceDesign (voices from a description), or asr: a tiny Qwen3-ASR recognizer (the proof pass)",
     )  # fmt: skip
     ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     t0 = time.time()
+    if args.kind == "asr":
+        from narrate.worker.testkit.random_checkpoint.asr import write_asr_checkpoint
+
+        write_asr_checkpoint(args.out_dir, args.seed, args.dtype)
+        print(f"wrote a tiny Qwen3-ASR checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
+        return 0
     write_checkpoint(args.out_dir, args.size, args.dtype, args.seed, kind=args.kind)
     print(f"wrote {args.size} {args.kind} checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
     return 0

@@ -1,0 +1,54 @@
+"""What the proof pass asks of a speech recognizer, without importing one: the ``Recognizer`` protocol that the MLX
+recognizer (narrate.worker.engine.recognizer) and the tests' stand-in (narrate.worker.testkit.fake_recognizer)
+implement, and the model a job's proof pass uses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import numpy as np
+
+AUTO = ("auto", "default")  # `--proof` given without a model: the worker's NARRATE_PROOF_MODEL, else by language
+# The recognizer of a job asked `--proof` with no model and no NARRATE_PROOF_MODEL, by the sentences' languages (what
+# Qwen3-TTS calls them). English: Parakeet TDT v2, a non-autoregressive transducer (one encoder pass, then a greedy
+# token-and-duration decode) trained on English; the European languages Qwen3-TTS speaks: Parakeet TDT v3 (25
+# European languages); Chinese, Japanese, Korean and undetected languages: Whisper large-v3 turbo (mlx-audio's own
+# default recognizer). A book in more than one of these groups gets Whisper.
+ENGLISH = "mlx-community/parakeet-tdt-0.6b-v2"
+EUROPEAN = "mlx-community/parakeet-tdt-0.6b-v3"
+ANY = "mlx-community/whisper-large-v3-turbo"
+_EUROPEAN = {"german", "french", "spanish", "italian", "portuguese", "russian"}
+
+
+class Recognizer(Protocol):
+    """A loaded speech recognizer."""
+
+    source: str  # what was loaded: a hub id or a local path
+
+    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
+        """What is heard in each take (float samples at 24 kHz), in its language (what Qwen3-TTS calls it:
+        "english", ..., or "auto"), at most `limits` tokens each (a recognizer that runs on stops there). Takes
+        are transcribed together where the model can batch them."""
+        ...
+
+
+def proof_model(asked: str, languages: set[str], configured: str | None = None) -> str:
+    """The recognizer a job uses: the one it asked for (`--proof MODEL`), else (`auto`) the worker's
+    NARRATE_PROOF_MODEL (`configured`), else by the languages of its sentences."""
+    if asked not in AUTO:
+        return asked
+    if configured:
+        return configured
+    if languages and languages <= {"english"}:
+        return ENGLISH
+    if languages and languages <= _EUROPEAN | {"english"}:
+        return EUROPEAN
+    return ANY
+
+
+def token_limit(text: str) -> int:
+    """Tokens a recognizer may spend on a take of `text`: about two thirds of a token a byte (English runs near a
+    quarter, a Chinese character is three bytes and one or two tokens), plus room for a made-up tail to show."""
+    return 24 + 2 * len(text.encode()) // 3

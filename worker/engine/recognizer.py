@@ -1,0 +1,229 @@
+"""The proof pass's speech recognizer: an mlx-audio STT model (``mlx_audio.stt``: Whisper, Parakeet, Qwen3-ASR,
+Moonshine, ...) loaded by mlx-audio's own loader from a hub id or a local directory, transcribing batches of takes.
+It implements narrate.jobs.proof.hearing.Recognizer.
+
+Takes come at 24 kHz and are resampled to the model's rate (16 kHz for every family above) by mlx-audio's own
+resampler. A Qwen3-ASR model transcribes a batch of takes in one decode (its ``_generate_chunks_batched``: the
+takes of one language, sorted by length so that little padding is added, padded to the longest); every other
+family transcribes one take at a time through its public ``generate``.
+
+The model runs on one thread of the process (``RecognizerThread``, with its own MLX stream, so the job's proof
+thread and the decode loop never share one), a daemon thread that lives as long as the process: MLX keeps a cache
+of compiled functions (mlx.nn's activations are compiled) per thread whose destructor, run as the thread ends,
+takes the GIL; a thread that ends while Python is finalizing (a joined pool thread at exit) then aborts the
+process ("terminate called without an active exception", exit 134). A parked daemon thread never ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import logging
+import queue
+import re
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import mlx.core as mx
+import numpy as np
+from narrate.jobs.errors import BadInput
+from narrate.jobs.settings import SAMPLE_RATE
+
+log = logging.getLogger("narrate.worker")
+# The Qwen3-ASR internals the batched path relies on (checked at load: a release that changes them fails there).
+QWEN3_ASR_INTERNALS = {
+    "_generate_chunks_batched": {"chunks", "max_tokens", "sampler", "logits_processors", "language", "system_prompt",
+                                 "batch_size", "verbose"},
+    "extract_language": {"text"},
+}  # fmt: skip
+BATCH = 8  # takes decoded together (Qwen3-ASR)
+MIN_SECONDS = 0.1  # a shorter take is heard as nothing
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
+
+
+class RecognizerUnavailable(BadInput):
+    """The recognizer cannot be loaded (no network and not in the hub cache, no such model, not an STT model)."""
+
+
+def family(model: Any) -> str:
+    """The mlx-audio STT family of a loaded model: its module's package (whisper, parakeet, qwen3_asr, ...)."""
+    inner = getattr(model, "_model", model)  # Qwen3-ASR's wrapper
+    parts = type(inner).__module__.split(".")
+    return parts[parts.index("models") + 1] if "models" in parts else parts[-1]
+
+
+def check_internals(model: Any) -> None:
+    """The Qwen3-ASR internals the batched path uses are there, with the parameters it passes."""
+    for name, wanted in QWEN3_ASR_INTERNALS.items():
+        fn = getattr(model, name, None)
+        if fn is None:
+            raise RuntimeError(f"mlx-audio's Qwen3-ASR has no {name} any more: the proof pass needs it")
+        missing = wanted - set(inspect.signature(fn).parameters)
+        if missing:
+            raise RuntimeError(f"mlx-audio's Qwen3-ASR {name} lacks {sorted(missing)}: the proof pass needs them")
+
+
+class MlxRecognizer:
+    """A loaded mlx-audio STT model (``load``), transcribing on its own thread and MLX stream."""
+
+    def __init__(self, source: str, model: Any):
+        self.source = source
+        self.model = model
+        self.family = family(model)
+        if self.family == "qwen3_asr":
+            check_internals(model)
+
+    @property
+    def sample_rate(self) -> int:
+        pre = getattr(self.model, "preprocessor_config", None)  # Parakeet's
+        rate = getattr(pre, "sample_rate", None) or getattr(self.model, "sample_rate", None)
+        return int(rate) if rate else 16_000
+
+    @classmethod
+    def load(cls, source: str) -> MlxRecognizer:
+        """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader."""
+        from mlx_audio.stt.utils import load
+
+        path = Path(source).expanduser()
+        local = path.is_dir()
+        if local and not (path / "config.json").exists():
+            raise RecognizerUnavailable(f"recognizer directory {source} has no config.json: not a checkpoint")
+        if not local and not HUB_ID.fullmatch(source):
+            raise RecognizerUnavailable(f"recognizer {source!r} is neither a local directory nor a Hugging Face id")
+        log.info("loading the recognizer %s", source)
+        with _quiet(), _hub_errors(source, local):
+            try:
+                model = load(str(path.resolve()) if local else source)
+            except ValueError as e:  # mlx-audio: a model type it has no STT model for
+                raise RecognizerUnavailable(f"{source} is not a speech recognizer mlx-audio knows: {e}") from None
+        return cls(str(path.resolve()) if local else source, model)
+
+    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
+        """What is heard in each take (24 kHz floats), on the recognizer's thread."""
+        return RecognizerThread.run(self._transcribe, list(takes), list(languages), list(limits))
+
+    def _transcribe(self, takes: list[np.ndarray], languages: list[str], limits: list[int]) -> list[str]:
+        from mlx_audio.utils import resample_audio
+
+        rate = self.sample_rate
+        audio = [np.asarray(resample_audio(np.asarray(t, np.float32), SAMPLE_RATE, rate, axis=0), np.float32)
+                 for t in takes]  # fmt: skip
+        heard = [i for i, a in enumerate(audio) if a.size >= rate * MIN_SECONDS]  # shorter: nothing to hear
+        out = [""] * len(audio)
+        try:
+            if self.family == "qwen3_asr":
+                texts = self._batched([audio[i] for i in heard], [languages[i] for i in heard],
+                                      [limits[i] for i in heard])  # fmt: skip
+            else:
+                texts = [self._one(audio[i], languages[i], limits[i]) for i in heard]
+        finally:
+            mx.synchronize()  # the decode's last step, evaluated ahead, is done before the thread goes on
+        for i, text in zip(heard, texts, strict=True):
+            out[i] = text
+        return out
+
+    def _batched(self, audio: list[np.ndarray], languages: list[str], limits: list[int]) -> list[str]:
+        """Qwen3-ASR: the takes of one language in batches of BATCH, sorted by length."""
+        from mlx_audio.lm.sample_utils import make_sampler
+
+        out = [""] * len(audio)
+        order = sorted(range(len(audio)), key=lambda i: (languages[i], len(audio[i])))
+        for start in range(0, len(order), BATCH):
+            group = order[start : start + BATCH]
+            for lang in dict.fromkeys(languages[i] for i in group):
+                rows = [i for i in group if languages[i] == lang]
+                name = None if lang in ("", "auto") else lang.capitalize()
+                with _quiet():
+                    texts, *_ = self.model._generate_chunks_batched(
+                        [(audio[i], 0.0) for i in rows], max_tokens=sum(limits[i] for i in rows),
+                        sampler=make_sampler(0.0), logits_processors=None, language=name, system_prompt=None,
+                        batch_size=len(rows), verbose=False,
+                    )  # fmt: skip
+                for i, text in zip(rows, texts, strict=True):
+                    out[i] = self.model.extract_language(text)[1] if name is None else text
+        return [t.strip() for t in out]
+
+    def _one(self, audio: np.ndarray, language: str, limit: int) -> str:
+        """Any other family: its public ``generate``, one take."""
+        kwargs: dict[str, Any] = {}
+        params = inspect.signature(self.model.generate).parameters
+        if self.family == "whisper" and language not in ("", "auto"):
+            from narrate.jobs.proof.verdict import language_code
+
+            kwargs["language"] = language_code(language)
+        if "max_tokens" in params:
+            kwargs["max_tokens"] = limit
+        if "verbose" in params:
+            kwargs["verbose"] = None if self.family == "whisper" else False
+        with _quiet():
+            result = self.model.generate(mx.array(audio) if self.family == "parakeet" else audio, **kwargs)
+        return str(getattr(result, "text", result) or "").strip()
+
+
+class RecognizerThread:
+    """The process's one recognizer thread (a daemon with its own MLX stream, started on first use, never
+    ended: see the module's docstring); ``run`` calls a function there and waits for its result."""
+
+    _lock = threading.Lock()
+    _queue: queue.SimpleQueue | None = None
+
+    @classmethod
+    def run(cls, fn: Callable[..., Any], *args: Any) -> Any:
+        with cls._lock:
+            if cls._queue is None:
+                cls._queue = queue.SimpleQueue()
+                threading.Thread(target=cls._serve, args=(cls._queue, mx.default_device()), name="narrate-proof",
+                                 daemon=True).start()  # fmt: skip
+            work: queue.SimpleQueue = cls._queue
+        done: Future = Future()
+        work.put((fn, args, done))
+        return done.result()
+
+    @staticmethod
+    def _serve(work: queue.SimpleQueue, device: Any) -> None:
+        mx.set_default_stream(mx.new_stream(device))
+        while True:
+            fn, args, done = work.get()
+            try:
+                done.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                done.set_exception(e)
+
+
+@contextlib.contextmanager
+def _quiet():
+    """mlx-audio's models print progress and transformers warns: hide both."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            yield
+    finally:
+        hf_logging.set_verbosity(level)
+
+
+@contextlib.contextmanager
+def _hub_errors(source: str, local: bool):
+    """huggingface_hub's errors as one line naming the recognizer and what to do."""
+    from huggingface_hub import constants
+    from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        yield
+    except (LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError) as e:
+        if local:
+            raise
+        what = f"cannot download the proof pass's recognizer {source} from the Hugging Face hub ({constants.ENDPOINT})"
+        if isinstance(e, LocalEntryNotFoundError):
+            why = f"it is not in the hub cache ({constants.HF_HUB_CACHE}) and the hub cannot be reached"
+            do = "name a local recognizer (--proof DIR, or NARRATE_PROOF_MODEL on the worker), or run it again once "
+            do += "the network is back"
+        else:
+            why, do = "no such model, or it is private or gated", "check the name given to --proof"
+        raise RecognizerUnavailable(f"{what}: {why}; {do}") from e
