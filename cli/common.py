@@ -108,6 +108,8 @@ def _option(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         kw["type"] = float
     elif base is Path:
         kw["type"] = click.Path(path_type=Path)
+    if extra.get("flag_value") is not None:  # --proof alone, or --proof MODEL
+        kw.update(is_flag=False, flag_value=extra["flag_value"])
     return click.option(fields.flag(name), name, **kw)
 
 

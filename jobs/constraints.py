@@ -16,3 +16,5 @@ Frames = Annotated[int, Field(ge=1, le=MAX_FRAMES_CAP)]
 PauseMs = Annotated[int, Field(ge=0, le=MAX_PAUSE_MS)]
 Lufs = Annotated[float, Field(ge=-40, le=-5, allow_inf_nan=False)]
 Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+MAX_RETAKES = 5
+Retakes = Annotated[int, Field(ge=0, le=MAX_RETAKES)]  # the proof pass's takes of a flagged sentence besides its first

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from narrate.jobs.constraints import Frames, Hours, PauseMs, Seed
+from narrate.jobs.constraints import Frames, Hours, PauseMs, Retakes, Seed
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, check_quant, default
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -40,12 +40,14 @@ def opt(
     form_description: str | None = None,
     show_default: bool = False,
     cli_default: Any = None,
+    flag_value: str | None = None,
     **constraints: Any,
 ) -> Any:
     """A field of the request: `description` is the CLI's help, `form_description` the form's (when
-    they differ); `cli` the flag (default: --NAME with dashes); `where` the surfaces that offer it."""
+    they differ); `cli` the flag (default: --NAME with dashes); `where` the surfaces that offer it;
+    `flag_value`: the flag may be given without a value, meaning this (`--proof` alone: auto)."""
     extra = {"cli": cli, "where": list(where), "metavar": metavar, "form": form_description,
-             "show_default": show_default, "cli_default": cli_default}  # fmt: skip
+             "show_default": show_default, "cli_default": cli_default, "flag_value": flag_value}  # fmt: skip
     return Field(constraints.pop("default", None), description=description, json_schema_extra=extra, **constraints)
 
 
@@ -141,6 +143,19 @@ class RequestFields(BaseModel):
     input_format: InputFormat | None = opt(
         "Read the documents as this format (default: by extension; unknown extensions are text)."
     )
+
+    proof: str | None = opt(
+        "Hear every sentence back with speech recognition and synthesize the flagged ones again (docs/proof.md): "
+        "alone or auto, the worker's NARRATE_PROOF_MODEL, else a recognizer chosen by language; or a speech "
+        "recognizer's Hugging Face id or local dir. Off by default.",
+        metavar="[MODEL]", flag_value="auto",
+        form_description="auto, or a speech recognizer's Hugging Face id: hear every sentence back (default: off)",
+    )  # fmt: skip
+    retakes: Retakes | None = opt(
+        "With --proof: takes of a flagged sentence besides its first, each with a new seed; the best is kept "
+        "(default 2).",
+        metavar="N", form_description="With proof: takes of a flagged sentence besides its first (0-5, default 2)",
+    )  # fmt: skip
 
     @classmethod
     def parse(cls, raw: dict[str, Any], spelling: str) -> RequestFields:

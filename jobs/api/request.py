@@ -4,7 +4,7 @@ declared once (jobs/api/fields.py ``RequestFields``) and checked in one place
 schedule add` (kept with the schedule, as JSON, for every tick), the HTTP API and any later caller.
 
 ``Options.from_fields`` checks every option (quantization, model, language, lexicon, output options,
-fan-out, priority, the job's seed, frame cap and pauses) and touches no server; a model path is
+fan-out, priority, the proof pass, the job's seed, frame cap and pauses) and touches no server; a model path is
 made absolute here, where it was given (the worker runs in a directory of its own, a schedule's tick
 in the scheduler's)."""
 
@@ -26,6 +26,7 @@ from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
+from narrate.jobs.proof.hearing import check_proof
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class Options:
     library: str | None = None  # `--library DIR`: the worker exports the finished book there (an absolute path)
     library_layout: str = "abs"
     abs_url: str | None = None  # `--abs-url`: the Audiobookshelf server told about the export
+    proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir (jobs/proof); None: off
+    retakes: int | None = None  # `--retakes`: takes of a flagged sentence besides its first (None: 2)
     # The job's numbers (None: the submitting host's NARRATE_SEED, NARRATE_MAX_FRAMES, NARRATE_*_PAUSE_MS):
     seed: int | None = None
     max_frames: int | None = None
@@ -82,6 +85,8 @@ class Options:
             feed = check_feed_name(f.feed) if f.feed is not None else None
         with about("abs_url"):
             abs_url = check_url(f.abs_url) if f.abs_url else None
+        with about("proof"):
+            proof = check_proof(f.proof)
         return cls(
             model=model,
             quant=f.quant,
@@ -95,6 +100,8 @@ class Options:
             library=str(Path(f.library).expanduser().resolve()) if f.library else None,
             library_layout=f.library_layout,
             abs_url=abs_url,
+            proof=proof,
+            retakes=f.retakes,
             **f.knobs(),
         )
 
@@ -116,7 +123,7 @@ class Options:
             del data["book"]["readalong"]  # and before read-along books
         if not data["reading"]["keep_source"]:
             del data["reading"]["keep_source"]
-        for name in ("feed", "library", "abs_url", *KNOBS):
+        for name in ("feed", "library", "abs_url", "proof", "retakes", *KNOBS):
             if data[name] is None or (name in KNOBS and not knobs):
                 del data[name]
         return data
@@ -141,6 +148,8 @@ class Options:
             library=data.get("library"),
             library_layout=data.get("library_layout", "abs"),
             abs_url=data.get("abs_url"),
+            proof=data.get("proof"),
+            retakes=data.get("retakes"),
             **{k: data.get(k) for k in KNOBS},
         )
 

@@ -15,7 +15,7 @@ from narrate.jobs.api.prepare import Request, prepare, prepare_many, prepare_rea
 from narrate.jobs.api.request import Options
 from narrate.jobs.api.status import due_time, status
 from narrate.jobs.book.plan import spoken_paragraphs
-from narrate.jobs.book.spec import JobSpec, job_timeout
+from narrate.jobs.book.spec import DEFAULT_RETAKES, JobSpec, job_timeout
 from narrate.jobs.counts import count
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
@@ -75,7 +75,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     settings = replace(settings, **given) if given else settings  # the request's numbers win over this host's
     spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
     budgets = [frame_budget(s, settings.max_frames) for s in spoken]
-    timeout = job_timeout(budgets, settings.runaway_retries)
+    proof, retakes = req.options.proof, req.options.retakes if req.options.retakes is not None else DEFAULT_RETAKES
+    timeout = job_timeout(budgets, settings.runaway_retries, retakes if proof else 0)
     wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
     spec = JobSpec(
         document=store.document_id(req.document),
@@ -96,6 +97,8 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         library=req.options.library,
         library_layout=req.options.library_layout,
         abs_url=req.options.abs_url,
+        proof=proof,
+        retakes=retakes,
         **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output

@@ -8,13 +8,14 @@ from math import ceil
 from typing import Annotated, Literal
 
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
-from narrate.jobs.constraints import Frames, Hours, Lufs, PauseMs, Seed
+from narrate.jobs.constraints import Frames, Hours, Lufs, PauseMs, Retakes, Seed
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.settings import default
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
 MAX_CAST = 64  # voices of one book besides its narrator
+DEFAULT_RETAKES = 2  # the proof pass's takes of a flagged sentence besides its first, unless `--retakes` says
 LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(:[a-z0-9][a-z0-9_-]{0,63})?")  # alice, alice:whisper
 
 
@@ -55,6 +56,8 @@ class JobSpec:
     title: str | None = None  # `--title` (None: the document's)
     series: str | None = None  # `--series "Name #2"` (None: the document's)
     abs_url: str | None = None  # `--abs-url`: an Audiobookshelf server told about it (the token stays on the worker)
+    proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir; None: off (jobs/proof)
+    retakes: int = DEFAULT_RETAKES  # `--retakes`: with proof, takes of a flagged sentence besides its first
     readalong: str = ""  # "epub,manifest": read-along files beside the audio (jobs/readalong)
 
     def voice_refs(self) -> dict[str, VoiceRef]:
@@ -85,6 +88,8 @@ class JobSpec:
             del data["library"], data["library_layout"]  # and before library exports
         if data["abs_url"] is None:
             del data["abs_url"]
+        if data["proof"] is None:
+            del data["proof"], data["retakes"]  # and before the proof pass
         for name in ("title", "series"):
             if data[name] is None:
                 del data[name]
@@ -160,6 +165,12 @@ def _readalong(value: str) -> str:
     return value
 
 
+def _recognizer(value: str) -> str:
+    if "\0" in value or not (value == "auto" or value.startswith("/") or re.fullmatch(r"[\w.-]+/[\w.-]+", value)):
+        raise ValueError("is not auto, a Hugging Face id or an absolute path")
+    return value
+
+
 def _absolute(value: str) -> str:
     if not value.startswith("/") or "\0" in value:
         raise ValueError("is not an absolute path")
@@ -185,9 +196,11 @@ class _Values(BaseModel):
     library: Annotated[str, Field(max_length=4095), AfterValidator(_absolute)] | None
     library_layout: Literal["abs", "plex", "flat"]
     abs_url: Annotated[str, Field(max_length=2047, pattern=r"^https?://")] | None
+    proof: Annotated[str, Field(min_length=1, max_length=4095), AfterValidator(_recognizer)] | None
+    retakes: Retakes
 
 
-def job_timeout(budgets: list[int], runaway_retries: int = 1) -> int:
+def job_timeout(budgets: list[int], runaway_retries: int = 1, retakes: int = 0) -> int:
     """A finite RQ job timeout from the document size: 0.25 s per budgeted frame (worst case on
-    a CPU), times the attempts a runaway sentence may take."""
-    return 600 + ceil(sum(budgets) * 0.25 * (1 + runaway_retries))
+    a CPU), times the attempts a runaway sentence may take and the proof pass's retakes."""
+    return 600 + ceil(sum(budgets) * 0.25 * (1 + runaway_retries + retakes))

@@ -4,12 +4,18 @@ implement, and the model a job's proof pass uses."""
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
+
+from narrate.jobs.errors import BadInput
 
 if TYPE_CHECKING:
     import numpy as np
 
+HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 AUTO = ("auto", "default")  # `--proof` given without a model: the worker's NARRATE_PROOF_MODEL, else by language
 # The recognizer of a job asked `--proof` with no model and no NARRATE_PROOF_MODEL, by the sentences' languages (what
 # Qwen3-TTS calls them). English: Parakeet TDT v2, a non-autoregressive transducer (one encoder pass, then a greedy
@@ -46,6 +52,26 @@ def proof_model(asked: str, languages: set[str], configured: str | None = None) 
     if languages and languages <= _EUROPEAN | {"english"}:
         return EUROPEAN
     return ANY
+
+
+def check_proof(value: str | None) -> str | None:
+    """`--proof` as a job carries it: None (off), "auto", a hub id (org/name) unchanged, or a local recognizer
+    directory as an absolute path. Raises BadInput for anything else (a missing path, a directory without
+    config.json, a word that names nothing)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.lower() in AUTO:
+        return "auto"
+    path = Path(value).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise BadInput(f"recognizer {value} has no config.json: it is not a model directory")
+        return os.path.abspath(path)
+    if HUB_ID.fullmatch(value) and not value.startswith((".", "~", "/")):
+        return value
+    raise BadInput(f"recognizer {value!r} is neither a local model directory nor a Hugging Face id (org/name); "
+                   "give auto, an id or a directory (after the document: --proof takes the word after it)")  # fmt: skip
 
 
 def token_limit(text: str) -> int:
