@@ -111,6 +111,7 @@ class BookWriter:
         self.chapter_numbers: list[int] = []  # each chapter's number in the whole book (--chapters), for names
         self.max_part_samples: int | None = None
         self._extra: list[tuple[Path, tuple[str, ...], str]] = []  # text files to place beside the book
+        self._made: list[tuple[str, Callable[[Path | None, Path], Path]]] = []  # files made from the encoded book
         self.sha256: dict[Path, str] = {}  # of every file written
         self.written: list[Path] = []
 
@@ -162,6 +163,12 @@ class BookWriter:
         src.write_text(text, encoding="utf-8")
         self._extra.append((src, (), name))
 
+    def add_made(self, name: str, make: Callable[[Path | None, Path], Path]) -> None:
+        """A file to put beside the book, made once the book is encoded: `make(book file, scratch
+        directory)` returns it (in the scratch directory); the book file is None when only chapter
+        files or parts were written."""
+        self._made.append((name, make))
+
     def finish(self, guard: OutputGuard | None = None) -> Path:
         """Encode to the output's format (with chapters where it has them; or the pieces of
         `self.split`) in the scratch dir, tag, then copy each file into a temp file in its
@@ -193,6 +200,8 @@ class BookWriter:
                 per = replace(tags, title=piece.title, track=piece.track) if piece.track else tags
                 write_tags(encoded, per, piece.chapters)
             todo.append((encoded, piece.folder, piece.name))
+        book_file = next((src for src, folder, name in todo if not folder and name == self.name), None)
+        todo += [(make(book_file, scratch), (), name) for name, make in self._made]
         if self._want_wav and (ext != ".wav" or not plain):
             wav.unlink()  # free the space before the copy
         todo += self._extra

@@ -34,6 +34,7 @@ from narrate.jobs.documents.selection import spans
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import OutputRoot
+from narrate.jobs.readalong import writer as readalong
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
@@ -210,6 +211,8 @@ class Stitcher:
         for fmt in filter(None, self.spec.subtitles.split(",")):
             text = subtitles.render(fmt, cues, SAMPLE_RATE, self.final.name, book.samples, spans)
             book.add_text(f"{self.final.stem}.{fmt}", text)
+        if self.spec.readalong:  # an EPUB with media overlays, an audiobook manifest (jobs/readalong)
+            readalong.add(book, self.spec.readalong, ctx.job.id, self.doc, plan, cues, spans, SAMPLE_RATE, book.ffmpeg)
         n = len(plan.sentences)
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))

@@ -125,8 +125,8 @@ def test_a_module_with_numpy_only_for_type_checking_imports_it_where_it_runs():
 
 # The package order: inside jobs/ each subpackage imports only the foundation (jobs/*.py) and the
 # subpackages before it; worker.engine never imports worker.process or worker.bench.
-JOBS_ORDER = ("", "documents", "cast", "book", "proof", "server", "outputs", "audio", "voices", "feeds", "library",
-              "queue", "fanout", "task", "api", "schedules", "dashboard", "web")  # fmt: skip
+JOBS_ORDER = ("", "documents", "cast", "book", "proof", "server", "outputs", "audio", "readalong", "voices", "feeds",
+              "library", "queue", "fanout", "task", "api", "schedules", "dashboard", "web")  # fmt: skip
 WORKER_ORDER = ("testkit", "engine", "process", "bench")
 MAX_FOUNDATION = 12
 
