@@ -46,6 +46,7 @@ def parse_epub(
 ) -> Document:
     """`keep_source`: the Document keeps the file and the names of the pages read (a read-along book's)."""
     check_epub_zip(raw, origin, max_bytes)
+    source = raw if keep_source else b""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -87,7 +88,7 @@ def parse_epub(
         language,
         voicing,
     )
-    return replace(doc, source=raw, source_pages=pages) if keep_source else doc
+    return replace(doc, source=source, source_pages=pages) if keep_source else doc
 
 
 def _meta(book: epub.EpubBook) -> BookMeta:
