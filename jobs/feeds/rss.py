@@ -1,5 +1,7 @@
 """A feed's RSS 2.0 document, with the tags podcast apps read: iTunes' (author, image, duration,
-explicit) and Podcasting 2.0's `podcast:chapters` (a JSON chapter list per episode); and that JSON.
+explicit) and Podcasting 2.0's `podcast:medium` (audiobook), `podcast:chapters` (a JSON chapter
+list per episode) and `podcast:transcript` (the narration's WebVTT subtitles, `rel="captions"`,
+where it wrote them: `--subtitles vtt`); and that JSON.
 Written with the standard library's ElementTree (every text escaped by it), each text and attribute
 first cleaned of what XML 1.0 does not allow (jobs/xmltext.py): one odd character in a name would
 make strict podcast apps show no episode at all."""
@@ -22,6 +24,7 @@ ATOM = "http://www.w3.org/2005/Atom"
 ET.register_namespace("itunes", ITUNES)
 ET.register_namespace("podcast", PODCAST)
 ET.register_namespace("atom", ATOM)
+TRANSCRIPT = "transcript.vtt"  # an episode's transcript, served under this name (jobs/web/feeds.py)
 MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/x-m4b", ".m4a": "audio/mp4", ".flac": "audio/flac",
          ".ogg": "audio/ogg", ".opus": "audio/ogg", ".wav": "audio/wav"}  # fmt: skip
 
@@ -38,6 +41,7 @@ class Episode:
     chapters: list[dict[str, Any]] = field(default_factory=list)  # {"title", "start_s"}
     has_cover: bool = False
     voice: str | None = None
+    transcript: str | None = None  # the narration's WebVTT subtitles, as its outputs name them (None: none)
 
 
 def _when(text: str | None) -> datetime:
@@ -48,15 +52,17 @@ def _when(text: str | None) -> datetime:
     return (found or datetime.now(UTC)).astimezone(UTC)
 
 
-def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool, title: str | None = None) -> Episode:
+def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool, title: str | None = None,
+               transcript: str | None = None) -> Episode:  # fmt: skip
     """An episode from a finished narration (jobs/web/views.py `narration`) and its audio file;
-    `title`: the book's (jobs/feeds/titles.py; None: one made from the document's file name)."""
+    `title`: the book's (jobs/feeds/titles.py; None: one made from the document's file name);
+    `transcript`: the name of its WebVTT subtitles, if it wrote them."""
     suffix = "." + file["name"].rsplit(".", 1)[-1].lower()
     title = title or from_file_name(narration.get("document") or "") or from_file_name(file["name"]) or narration["id"]
     return Episode(narration["id"], title, _when(narration.get("ended_at") or narration.get("created_at")),
                    file["name"], int(file["bytes"]), MEDIA.get(suffix, "application/octet-stream"),
                    file.get("duration_s") or narration.get("duration_s"), narration["progress"].get("chapters") or [],
-                   has_cover, narration.get("voice"))  # fmt: skip
+                   has_cover, narration.get("voice"), transcript)  # fmt: skip
 
 
 def episode_url(base: str, feed: str, episode: Episode, what: str, token: str | None) -> str:
@@ -85,6 +91,7 @@ def render(feed: str, title: str, base: str, episodes: list[Episode], token: str
     _sub(channel, f"{{{ITUNES}}}author", "narrate")
     _sub(channel, f"{{{ITUNES}}}explicit", "false")
     _sub(channel, f"{{{ITUNES}}}type", "episodic")
+    _sub(channel, f"{{{PODCAST}}}medium", "audiobook")  # narrations: read text, not talk
     covered = next((e for e in episodes if e.has_cover), None)
     if covered is not None:
         _sub(channel, f"{{{ITUNES}}}image", href=episode_url(base, feed, covered, "cover", token))
@@ -104,6 +111,9 @@ def render(feed: str, title: str, base: str, episodes: list[Episode], token: str
         if e.chapters:
             _sub(item, f"{{{PODCAST}}}chapters", url=episode_url(base, feed, e, "chapters.json", token),
                  type="application/json+chapters")  # fmt: skip
+        if e.transcript:
+            _sub(item, f"{{{PODCAST}}}transcript", url=episode_url(base, feed, e, TRANSCRIPT, token), type="text/vtt",
+                 rel="captions")  # fmt: skip
     return b"<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(rss, encoding="unicode").encode()
 
 

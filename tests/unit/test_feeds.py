@@ -69,3 +69,16 @@ def test_the_rss_is_well_formed_and_escapes_names():
     assert item.findtext(f"{{{rss.ITUNES}}}duration") == "61"
     assert item.findtext("pubDate") == "Wed, 02 Dec 2026 00:00:00 +0000"
     assert rss.chapters_json(episode) == {"version": "1.2.0", "chapters": [{"startTime": 0.0, "title": "One & two"}]}
+
+
+def test_an_episode_with_subtitles_carries_its_transcript_and_the_feed_its_medium():
+    when = datetime(2026, 12, 2, tzinfo=UTC)
+    told = rss.Episode("narrate-2", "Told", when, "b.mp3", 10, "audio/mpeg", 3.0, transcript="b.vtt")
+    plain = rss.Episode("narrate-3", "Plain", when, "c.mp3", 10, "audio/mpeg", 3.0)
+    root = ET.fromstring(rss.render("news", "News", "http://host:8000/", [told, plain], "tok"))
+    assert root.findtext(f"channel/{{{rss.PODCAST}}}medium") == "audiobook"
+    first, second = root.findall("channel/item")
+    [transcript] = first.findall(f"{{{rss.PODCAST}}}transcript")
+    assert transcript.attrib == {"url": "http://host:8000/feeds/news/narrate-2/transcript.vtt?token=tok",
+                                 "type": "text/vtt", "rel": "captions"}  # fmt: skip
+    assert second.find(f"{{{rss.PODCAST}}}transcript") is None
