@@ -1,5 +1,6 @@
 // narrate serve's pages: voice previews (through POST /v1/audio/speech), a job's live progress
-// (server-sent events from /v1/narrations/{id}/events) and chapter jumps in a book's player.
+// (server-sent events from /v1/narrations/{id}/events), chapter jumps in a book's player and the
+// read-along (the sentence being played highlighted in the book's text).
 // The Content Security Policy allows this file and htmx, nothing inline.
 "use strict";
 
@@ -137,6 +138,124 @@ function follow(main) {
   };
 }
 
+// The read-along's sentences, [{start, end, text, chapter}] in seconds: from the timing manifest
+// (`--subtitles json`: narrate.jobs.audio.subtitles.manifest), or from the WebVTT subtitles.
+function fromManifest(data) {
+  const titles = (data.chapters || []).map((c) => c.title);
+  return (data.sentences || []).map((s) => ({
+    start: Number(s.start), end: Number(s.end), text: s.text, chapter: s.chapter == null ? null : titles[s.chapter],
+  }));
+}
+
+function vttSeconds(clock) {
+  return clock.split(":").reduce((total, part) => total * 60 + Number(part), 0);
+}
+
+function fromVtt(text) {
+  const out = [];
+  for (const block of text.replace(/\r/g, "").split(/\n\n+/)) {
+    const lines = block.split("\n");
+    const at = lines.findIndex((line) => line.includes("-->"));
+    if (at < 0) continue;
+    const [start, end] = lines[at].split("-->").map((t) => vttSeconds(t.trim().split(/\s+/)[0]));
+    const raw = lines.slice(at + 1).join(" ").replace(/<[^>]*>/g, "");
+    const shown = raw.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+    out.push({ start, end, text: shown, chapter: null });
+  }
+  return out;
+}
+
+async function readAlong(box) {
+  const player = document.querySelector(box.dataset.player);
+  const note = box.querySelector("[data-readalong-note]");
+  let sentences;
+  try {
+    const answer = await fetch(box.dataset.readalong, { credentials: "same-origin" });
+    if (!answer.ok) throw new Error(`HTTP ${answer.status}`);
+    sentences = box.dataset.format === "json" ? fromManifest(await answer.json()) : fromVtt(await answer.text());
+  } catch (e) {
+    say(note, `The text could not be loaded (${e.message}).`);
+    return;
+  }
+  if (!player || !sentences.length) {
+    say(note, "There is no text to follow.");
+    return;
+  }
+  note.remove();
+  const spans = [];
+  let paragraph = null;
+  let chapter;
+  sentences.forEach((s, i) => {
+    if (!paragraph || s.chapter !== chapter) {
+      chapter = s.chapter;
+      if (chapter) {
+        const heading = document.createElement("h3");
+        heading.textContent = chapter;
+        box.append(heading);
+      }
+      paragraph = document.createElement("p");
+      box.append(paragraph);
+    }
+    const span = document.createElement("span");
+    span.className = "sentence";
+    span.textContent = s.text;
+    span.dataset.index = String(i);
+    span.dataset.start = String(s.start);
+    span.dataset.end = String(s.end);
+    paragraph.append(span, " ");
+    spans.push(span);
+  });
+  const starts = sentences.map((s) => s.start);
+  let current = -1;
+  // The sentence being played: the last to start at or before the player's time (it stays lit
+  // through the pause after it).
+  const show = (follow) => {
+    const t = player.currentTime;
+    let low = 0;
+    let high = starts.length - 1;
+    let found = -1;
+    while (low <= high) {
+      const mid = (low + high) >> 1;
+      if (starts[mid] <= t) {
+        found = mid;
+        low = mid + 1;
+      } else {
+        high = mid - 1;
+      }
+    }
+    if (found === current) return;
+    if (current >= 0) {
+      spans[current].classList.remove("current");
+      spans[current].removeAttribute("aria-current");
+    }
+    current = found;
+    if (current >= 0) {
+      spans[current].classList.add("current");
+      spans[current].setAttribute("aria-current", "true");
+      if (follow) {
+        const view = box.getBoundingClientRect();
+        const at = spans[current].getBoundingClientRect();
+        if (at.top < view.top || at.bottom > view.bottom) box.scrollTop += at.top - view.top - view.height / 3;
+      }
+    }
+  };
+  const frame = () => {
+    show(true);
+    if (!player.paused && !player.ended) requestAnimationFrame(frame);
+  };
+  player.addEventListener("play", () => requestAnimationFrame(frame));
+  player.addEventListener("timeupdate", () => show(!player.paused));
+  player.addEventListener("seeked", () => show(true));
+  box.addEventListener("click", (event) => {
+    const span = event.target.closest(".sentence");
+    if (!span) return;
+    player.currentTime = Number(span.dataset.start);
+    player.play().catch(() => {});
+  });
+  box.dataset.ready = "true";
+  show(false);
+}
+
 document.addEventListener("click", (event) => {
   const button = event.target.closest("button");
   if (!button) return;
@@ -155,4 +274,5 @@ document.addEventListener("click", (event) => {
 document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main[data-events]");
   if (main) follow(main);
+  document.querySelectorAll("[data-readalong]").forEach((box) => readAlong(box));
 });
