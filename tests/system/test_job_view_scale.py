@@ -7,49 +7,15 @@ first read."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import redis
+from helpers.bulk import finish_many
 from helpers.servers import external_redis_url
 from narrate.jobs.api.jobview import JobView
-from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.outputs import ownership
-from narrate.jobs.server.records import queue
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import views
-from rq import Queue
-from rq.job import Job, JobStatus
-from rq.registry import FinishedJobRegistry
-from rq.results import Result
-from rq.serializers import JSONSerializer
 
 MANY = 10_000
-
-
-def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
-    """N finished narrate jobs (record, result, finished registry, output records and index)."""
-    q = queue(r, "narrate")
-    ids = [f"done-{offset + i:05d}" for i in range(n)]
-    now = datetime.now(UTC)
-    with r.pipeline() as p:
-        for job_id in ids:
-            out = f"books/{job_id}.mp3"
-            data = Queue.prepare_data(JOB_FUNCTION, ({"document": "0" * 64, "voice": "0" * 64, "output": out},),
-                                      job_id=job_id, description=f"narrate {job_id}.txt (3 sentences) -> {out}",
-                                      meta={"document": f"{job_id}.txt", "output": out,
-                                            "progress": {"done": 3, "total": 3, "audio_seconds": 2.0}})  # fmt: skip
-            job = Job.create(data.func, args=data.args, id=job_id, connection=r, serializer=JSONSerializer,
-                             description=data.description, meta=data.meta, origin=q.name)  # fmt: skip
-            job.set_status(JobStatus.FINISHED, pipeline=p)
-            job.ended_at = now
-            job.save(pipeline=p)
-            Result.create(job, Result.Type.SUCCESSFUL, ttl=3600, pipeline=p,
-                          return_value={"output": f"/root/{out}", "output_relative": out, "duration_seconds": 2.0,
-                                        "chapters": []})  # fmt: skip
-            p.zadd(FinishedJobRegistry(q.name, connection=r).key, {job_id: now.timestamp() + 3600})
-            ownership.record_written(p, out, job_id, "0" * 64)  # type: ignore[arg-type]
-        p.execute()
-    return ids
 
 
 class Counting(redis.Connection):

@@ -1,0 +1,144 @@
+"""The queue at scale: 10,000 finished narrations and 200 queued in Redis, then how long each view
+of them takes on this machine, as a person meets it: `narrate list --json` (the whole command),
+`GET /v1/narrations`, the Books and Queue pages of `narrate serve`, and rq-dashboard's queue and job
+lists (`narrate dashboard`). Side by side in one process, the Books page's reads the way it read them
+before the job read model (each finished narration on its own: its status, result and files, with a
+scan of the keyspace for its files) and the way it reads them now (jobs/api/jobview.py: a bounded
+number of round trips). Prints the figures and writes JSON (with the date).
+
+    .venv/bin/python tests/bench/scale_bench.py [--finished 10000] [--queued 200] [--json FILE]
+
+It claims an empty DB of the Redis on 127.0.0.1:6379 (as the tests do: tests/helpers/servers.py)
+and flushes it at the end."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import redis
+import requests
+
+TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TESTS))  # for helpers/, as tests/conftest.py has it for the tests
+
+from helpers.bulk import enqueue_many, finish_many  # noqa: E402
+from helpers.dashboard import dashboard  # noqa: E402
+from helpers.procs import NARRATE  # noqa: E402
+from helpers.servers import external_redis_url, free_port  # noqa: E402
+from helpers.web import start_serve, stop, wait_serving  # noqa: E402
+
+
+def timed(fn, repeat: int = 3) -> float:
+    """The median wall time of `fn`, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return round(statistics.median(times), 3)
+
+
+def get(url: str) -> None:
+    answer = requests.get(url, timeout=300)
+    answer.raise_for_status()
+
+
+def books_before(r: redis.Redis, settings) -> int:
+    """The Books page's reads as they were: every finished narration read on its own, its files found
+    by a scan of the output records (jobs/outputs/recorded.py before its index)."""
+    from narrate.jobs.outputs import ownership
+    from narrate.jobs.outputs.recorded import _scanned
+    from narrate.jobs.web import views
+
+    n = 0
+    for row in views.listed(r, settings, "completed"):
+        st = views.job_status(r, row["id"])
+        rel = (st.get("result") or {}).get("output_relative")
+        r.delete(ownership.files_key(row["id"]))  # no index: the scan
+        _scanned(r, row["id"], rel)
+        n += 1
+    return n
+
+
+def books_now(r: redis.Redis, settings) -> int:
+    from narrate.jobs.web import views
+
+    rows = views.listed(r, settings, "completed")
+    found = views.finished_narrations(r, settings, [row["id"] for row in rows])
+    views.book_facts(r, [job["id"] for job, _ in found])
+    return len(found)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--finished", type=int, default=10_000)
+    parser.add_argument("--queued", type=int, default=200)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    from narrate.jobs.settings import Settings
+
+    url = external_redis_url()
+    r = redis.Redis.from_url(url)
+    home = Path(tempfile.mkdtemp(prefix="nsb-", dir="/tmp"))
+    (home / "out").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
+    env.update(NARRATE_REDIS_URL=url, NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"),
+               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")  # fmt: skip
+    figures: dict[str, object] = {}
+    try:
+        t0 = time.perf_counter()
+        for start in range(0, args.finished, 1000):
+            finish_many(r, min(1000, args.finished - start), offset=start)
+        enqueue_many(r, args.queued)
+        figures["build_s"] = round(time.perf_counter() - t0, 1)
+        settings = Settings(home=home, output_dir=home / "out", queue="narrate")
+
+        figures["startup_s"] = timed(lambda: subprocess.run([*NARRATE, "--version"], env=env, check=True,
+                                                            capture_output=True))  # fmt: skip
+        figures["narrate_list_s"] = timed(lambda: subprocess.run([*NARRATE, "list", "--json"], env=env, check=True,
+                                                                 capture_output=True))  # fmt: skip
+
+        now = timed(lambda: books_now(r, settings))
+        before = timed(lambda: books_before(r, settings), repeat=1)
+        books_now(r, settings)  # the index again, after the scans
+        figures["books_reads"] = {"before_s": before, "now_s": now, "ratio": round(before / now, 1) if now else None}
+
+        port = free_port()
+        proc = start_serve(env, port)
+        base = f"http://127.0.0.1:{port}"
+        try:
+            wait_serving(proc, base)
+            for name, path in (("v1_narrations_s", "/v1/narrations"), ("books_page_s", "/books"),
+                               ("queue_page_s", "/queue")):  # fmt: skip
+                figures[name] = timed(lambda p=path: get(base + p))
+        finally:
+            stop(proc)
+
+        with dashboard(env) as dport:
+            dbase = f"http://127.0.0.1:{dport}"
+            figures["dashboard_queues_s"] = timed(lambda: get(f"{dbase}/0/data/queues.json"))
+            figures["dashboard_finished_page_s"] = timed(lambda: get(f"{dbase}/0/data/jobs/narrate/finished/8/asc/1.json"))
+            figures["dashboard_progress_page_s"] = timed(lambda: get(f"{dbase}/narrate"))
+    finally:
+        r.flushdb()
+        r.close()
+        subprocess.run(["rm", "-rf", str(home)], check=False)
+    report = {"date": datetime.now(UTC).date().isoformat(), "finished": args.finished, "queued": args.queued,
+              "machine": f"{os.cpu_count()} cores", **figures}  # fmt: skip
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
