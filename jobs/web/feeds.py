@@ -1,5 +1,6 @@
 """Podcast feeds over HTTP: `/feeds/{name}.xml` (RSS 2.0, jobs/feeds/rss.py), each episode's audio
-(HTTP Range: podcast apps seek and resume), its Podcasting 2.0 chapters and its cover. Podcast apps
+(HTTP Range: podcast apps seek and resume), its Podcasting 2.0 chapters, its transcript (the WebVTT
+subtitles it wrote beside the audio) and its cover. Podcast apps
 send no headers, so these routes take no key or cookie (jobs/web/guard.py): once the server has a
 key, each URL carries the feed's token instead (`?token=`, compared in constant time), and a
 missing, wrong or revoked one gets the very answer an unknown feed gets (`UNKNOWN`, 404), on every
@@ -58,7 +59,9 @@ def _episode(web: Web, job_id: str) -> tuple[rss.Episode, outputs.OutputFile] | 
         return None
     listed = next(f for f in job["outputs"] if f["name"] == audio.name)
     title = titles.episode_title(audio.path, job.get("document"), job["id"])
-    return rss.episode_of(job, listed, read_cover(audio.path) is not None, title), audio
+    vtt = next((f for f in found if f.path.suffix.lower() == ".vtt" and f.path.stem == audio.path.stem), None)
+    transcript = vtt.path.name if vtt is not None else None
+    return rss.episode_of(job, listed, read_cover(audio.path) is not None, title, transcript), audio
 
 
 def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
@@ -99,6 +102,15 @@ def cover(request: Request, name: str, job_id: str, token: Token = None) -> Resp
     if found is None:
         raise ApiError(404, f"episode {job_id[:80]} has no cover art")
     return Response(found[0], media_type=found[1])
+
+
+@router.get(f"/feeds/{{name}}/{{job_id}}/{rss.TRANSCRIPT}", response_class=FileResponse)
+def transcript(request: Request, name: str, job_id: str, token: Token = None) -> FileResponse:
+    """An episode's transcript: the WebVTT subtitles its narration wrote beside the audio."""
+    episode, audio = _in_feed(web_of(request), name, token, job_id)
+    if episode.transcript is None:
+        raise ApiError(404, f"episode {job_id[:80]} has no transcript (narrate it with --subtitles vtt)")
+    return FileResponse(audio.path.with_name(episode.transcript), media_type="text/vtt; charset=utf-8")
 
 
 @router.get("/feeds/{name}/{job_id}/{file_name:path}", response_class=FileResponse)
