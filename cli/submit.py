@@ -129,9 +129,16 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: b
     "as a worker's is; elsewhere its directory is run's output root.",
 )
 @request_options(queued=False)
+@click.option(
+    "--here",
+    is_flag=True,
+    help="Synthesize in this process even beside a running `narrate worker` of this server (it then waits "
+    "for the host lock that worker holds); by default the job is handed to that worker.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the final status as JSON.")
-def run(document, output, as_json, **kw) -> None:
-    """Narrate one document here and now: server, queue and worker in this one command."""
+def run(document, output, as_json, here, **kw) -> None:
+    """Narrate one document here and now: server, queue and worker in this one command, or the
+    running `narrate worker` of this host and server, which the job is then handed to."""
     import atexit
     import gc
     import signal
@@ -162,6 +169,8 @@ def run(document, output, as_json, **kw) -> None:
                 req,
                 on_progress=lambda done, _total, _audio: bar.update(done - bar.pos),
                 waiting=lambda msg: click.echo(f"\n{msg}", err=True),
+                say=lambda msg: click.echo(f"\n{msg}", err=True),
+                here=here,
             )
     except (NarrateError, redis.RedisError) as e:
         raise fail(e) from None

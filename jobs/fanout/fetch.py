@@ -124,6 +124,12 @@ def fetch(
     return dest, "redis"
 
 
+def copy_file(path: Path, dest: Path, want: str) -> None:
+    """Copy a file of this machine to `dest` as `fetch` does: a temp file beside it, checked against
+    `want` (its sha256), renamed into place (`narrate run`'s hand-off copies the files beside a book)."""
+    _write(dest, _file_chunks(path), want)
+
+
 def _host_id(settings: Settings) -> str | None:
     """This home's host id (worker/process/host.py keeps it), or None before a worker made one."""
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):

@@ -136,8 +136,9 @@ def run_jobs(home) -> list[str]:
 
 
 def test_run_says_whom_it_waits_for_and_cleans_up_on_sigterm(env, home, voice_wav):
-    """`narrate run` while a worker holds the host lock names that worker's PID; SIGTERM then
-    leaves no private queue and no job behind."""
+    """`narrate run --here` while a worker holds the host lock names that worker's PID; SIGTERM then
+    leaves no private queue and no job behind. (Without --here the job is handed to that worker:
+    test_run_handoff.py.)"""
     e = fake_env(env, home, delay_ms=50)
     worker = start_group(e, "worker")
     try:
@@ -147,7 +148,7 @@ def test_run_says_whom_it_waits_for_and_cleans_up_on_sigterm(env, home, voice_wa
         doc.write_text(book(6))
         run = subprocess.Popen(
             [*NARRATE, "run", str(doc), "--voice", str(voice_wav),
-             "-o", str(home / "out" / "run.wav")],
+             "-o", str(home / "out" / "run.wav"), "--here"],
             env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         wait_until(lambda: run_queues(home), 30, "the private queue")

@@ -7,8 +7,10 @@ machine (a cloned VM, a restored backup) sees a different machine id and makes a
 names are not used: two machines may share one.
 
 Lock: ``flock`` on a file opened without following symlinks (a link planted at the lock path is
-refused, never written through); the holder's PID and home are written beside it so a waiting
-process can say whom it waits for. Works the same on macOS and Linux.
+refused, never written through); the holder's PID, role and home are written beside it so a waiting
+process can say whom it waits for, and `narrate run` can tell a running worker, which it hands its
+job to (``lock_holder``; worker/process/handoff.py), from anything else. ``host_lock_if_free`` takes
+it only if nobody holds it. Works the same on macOS and Linux.
 
 Its scope, unless ``NARRATE_LOCK_PATH`` names the file: the accelerator. On Metal (an Apple
 silicon Mac) or an NVIDIA GPU every home of the machine shares ``$TMPDIR/narrate-host.lock``, so
@@ -25,10 +27,12 @@ import json
 import logging
 import os
 import platform
+import re
 import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from narrate.jobs.errors import BadInput
@@ -127,14 +131,69 @@ def host_lock(
             msg = f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per lock)"
             (waiting or log.info)(msg)
             fcntl.flock(fd, fcntl.LOCK_EX)
-        with contextlib.suppress(OSError):
-            owner = _owner_path(path)
-            with contextlib.suppress(FileNotFoundError):
-                if owner.is_symlink():
-                    owner.unlink()
-            ofd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-            with os.fdopen(ofd, "w") as f:
-                f.write(f"pid {os.getpid()}: {role}" + (f" of home {home}" if home else "") + "\n")
+        _write_owner(path, role, home)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def host_lock_if_free(path: Path, role: str, home: Path | None = None) -> Iterator[bool]:
+    """Hold the host lock for the block if nobody holds it now (True), else do not wait (False)."""
+    path = Path(path)
+    fd = open_lock(path)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        _write_owner(path, role, home)
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _write_owner(path: Path, role: str, home: Path | None) -> None:
+    with contextlib.suppress(OSError):
+        owner = _owner_path(path)
+        with contextlib.suppress(FileNotFoundError):
+            if owner.is_symlink():
+                owner.unlink()
+        ofd = os.open(owner, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(ofd, "w") as f:
+            f.write(f"pid {os.getpid()}: {role}" + (f" of home {home}" if home else "") + "\n")
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a host lock, as the holder wrote it beside the lock."""
+
+    pid: int
+    role: str  # "narrate worker", "narrate run"
+    home: Path | None
+
+
+_OWNER = re.compile(r"pid (\d+): (.+?)(?: of home (.+))?")
+
+
+def lock_holder(path: Path) -> Holder | None:
+    """The live process that wrote itself down as the lock's holder, or None: nobody did, or that
+    process is gone (the lock is free then, or its new holder has not written itself down yet)."""
+    m = _OWNER.fullmatch(lock_owner(Path(path)))
+    if m is None or not alive(int(m[1])):
+        return None
+    return Holder(int(m[1]), m[2], Path(m[3]) if m[3] else None)
+
+
+def alive(pid: int) -> bool:
+    """A process with this pid exists on this machine (a zombie counts until it is reaped)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
