@@ -150,9 +150,12 @@ class Settings:
         "`--priority`.",
     )  # fmt: skip
     lock_path: Path = setting(
-        "NARRATE_LOCK_PATH", reads=WORKER, parse=_path, shown="`$TMPDIR/narrate-host.lock`",
+        "NARRATE_LOCK_PATH", reads=WORKER, parse=_path, shown="by accelerator",
         factory=lambda: Path(tempfile.gettempdir()) / "narrate-host.lock",
-        doc="The host lock file; all workers of a host must share it.",
+        doc="The host lock file, held by the worker (or `narrate run`) that synthesizes. Unset: on Metal or an "
+        "NVIDIA GPU `$TMPDIR/narrate-host.lock`, shared by every home of the machine (two workers never share "
+        "the GPU); on a machine with only CPUs `$NARRATE_HOME/host.lock`, one per home. Set it to share one "
+        "lock otherwise.",
     )  # fmt: skip
     ffmpeg: str | None = setting(
         "NARRATE_FFMPEG", None, reads=BOTH, shown="imageio-ffmpeg's",
