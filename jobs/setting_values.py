@@ -1,6 +1,7 @@
 """How each NARRATE_* variable's text becomes its value (jobs/settings.py): whole numbers, seconds,
 gigabytes, paths, choices, comma-separated names and pairs, http(s) addresses. Each raises
-BadInput naming the variable and saying what it takes. ``setting`` declares one field of Settings."""
+BadInput naming the variable and saying what it takes (a quantization: ``check_quant``). ``setting``
+declares one field of Settings."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from narrate.jobs.errors import BadInput
+
+QUANTS = ("bf16", "4bit", "6bit", "8bit")
 
 
 def whole(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:
@@ -90,6 +93,13 @@ def url(name: str, raw: str) -> str:
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise BadInput(f"{name}={raw!r}: give an http(s) address such as http://narrate.local:8000")
     return raw.strip().rstrip("/")
+
+
+def check_quant(quant: str | None) -> str | None:
+    """A quantization's name (NARRATE_QUANT, --quant), or None."""
+    if quant is not None and quant not in QUANTS:
+        raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
+    return quant
 
 
 def setting(

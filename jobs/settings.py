@@ -13,19 +13,18 @@ from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from narrate.jobs.errors import BadInput
+from narrate.jobs.setting_values import QUANTS as QUANTS  # re-exported: the quantizations, checked by check_quant
+from narrate.jobs.setting_values import check_quant, setting
 from narrate.jobs.setting_values import choice as _choice
 from narrate.jobs.setting_values import gigabytes as _gigabytes
 from narrate.jobs.setting_values import names as _names
 from narrate.jobs.setting_values import pairs as _pairs
 from narrate.jobs.setting_values import path as _path
 from narrate.jobs.setting_values import seconds as _seconds
-from narrate.jobs.setting_values import setting
 from narrate.jobs.setting_values import text as _str
 from narrate.jobs.setting_values import url as _url
 from narrate.jobs.setting_values import whole as _int
 
-QUANTS = ("bf16", "4bit", "6bit", "8bit")
 ENGINES = ("mlx", "fake")
 BLAS_CHOICES = ("auto", "bundled")
 DEFAULT_MODEL = "mlx-community/Qwen3-TTS-12Hz-1.7B-Base"
@@ -46,12 +45,6 @@ MAX_FRAMES_CAP = 65_536  # codec frames per sentence: 87 minutes
 DAY_S = 24 * 3600
 
 CLIENT, WORKER, BOTH = "client", "worker", "both"
-
-
-def check_quant(quant: str | None) -> str | None:
-    if quant is not None and quant not in QUANTS:
-        raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
-    return quant
 
 
 @dataclass(frozen=True)

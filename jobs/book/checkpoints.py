@@ -1,7 +1,9 @@
 """Sentence checkpoints: each finished sentence's audio is written atomically to a file named by
 the hash of everything that determines it (text, voice, model, quantization, seed, budget), so
 a retried, requeued or resubmitted job redoes only what is missing. The body's checksum is kept
-in the header: a damaged checkpoint counts as missing and is redone, never stitched in. Checkpoints
+in the header: a damaged checkpoint counts as missing and is redone, never stitched in. With the proof
+pass (jobs/proof) the header also keeps the verdicts of the sentence's takes, so a resumed job does not
+hear a sentence again. Checkpoints
 outlive their job as a size-capped cache (jobs.book.cache): every hit sets the file's modification time,
 the cache's "last used"."""
 
@@ -33,6 +35,7 @@ class Checkpoint:
     frames: int
     runaway: bool
     takes: int  # syntheses of this sentence: 2 when a runaway was synthesized again
+    proof: dict | None = None  # the proof pass's record of its takes (jobs/proof/takes.py), once it was heard
 
 
 def checkpoint_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
@@ -119,28 +122,34 @@ class CheckpointStore:
 
         pcm = np.frombuffer(body, dtype="<i2")
         self.touch(key)
-        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]))
+        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]), meta.get("proof"))
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
-        import numpy as np
-
-        ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        self.save_samples(key, ints, frames, runaway, takes)
+        self.save_samples(key, int16(pcm), frames, runaway, takes)
 
     def save_samples(self, key: str, ints: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """`save` for samples already stored as int16 (a checkpoint that came from another host)."""
+        self._write(key, ints, {"frames": frames, "runaway": runaway, "takes": takes})
+
+    def record_proof(self, key: str, proof: dict, take: Checkpoint | None = None) -> bool:
+        """Keep the proof pass's record in the checkpoint's header, with `take` (its int16 samples, frames,
+        runaway, takes) as its audio instead of the one it has, if given. False: the checkpoint is gone
+        (without `take`)."""
+        if take is None:
+            take = self.load(key)
+            if take is None:
+                return False
+        fields = {"frames": take.frames, "runaway": take.runaway, "takes": take.takes, "proof": proof}
+        self._write(key, take.pcm, fields)
+        return True
+
+    def _write(self, key: str, ints: np.ndarray, fields: dict) -> None:
         import numpy as np
 
         ints = np.asarray(ints, dtype="<i2")
         body = ints.tobytes()
-        meta = {
-            "samples": int(ints.size),
-            "frames": frames,
-            "runaway": runaway,
-            "takes": takes,
-            "sha256": hashlib.sha256(body).hexdigest(),
-        }
+        meta = {"samples": int(ints.size), **fields, "sha256": hashlib.sha256(body).hexdigest()}
         final = self.path(key)
         fd, tmp = _temp_file(final.parent, prefix=f".{key[:16]}.")
         try:
@@ -183,6 +192,13 @@ class CheckpointStore:
                 if folder.is_dir() and not folder.is_symlink():
                     _remove_if_empty(folder)
         return n
+
+
+def int16(pcm: np.ndarray) -> np.ndarray:
+    """Float samples as a checkpoint stores them (int16, clipped and rounded)."""
+    import numpy as np
+
+    return np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
 
 
 def _temp_file(folder: Path, prefix: str) -> tuple[int, str]:

@@ -44,6 +44,7 @@ class JobResult:
     segments: int = 0  # pieces the book was normalized and encoded in (jobs/audio/segments.py)
     segments_encoded_early: int = 0  # of them, done while sentences were still being synthesized
     voices: dict[str, dict] | None = None  # a cast: label -> {"sentences", "seconds"} (None: one voice)
+    proof: dict | None = None  # --proof: the recognizer, sentences checked, flagged, retaken, still_flagged, ...
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -87,7 +87,7 @@ class Verdict:
         return (float(len(self.reasons)), round(self.wer, 6), len(self.dropped) + len(self.inserted), pace)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Verdict:

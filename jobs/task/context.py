@@ -1,6 +1,7 @@
-"""What the worker hands a running job: the job itself, its settings, how to get an engine, the
-stop flag, the liveness beat and an optional progress listener. The job function reads nothing
-else of the worker, so jobs/ never imports narrate.worker and no state is process-wide.
+"""What the worker hands a running job: the job itself, its settings, how to get an engine (and a
+recognizer, for the proof pass), the stop flag, the liveness beat and an optional progress listener.
+The job function reads nothing else of the worker, so jobs/ never imports narrate.worker and no state
+is process-wide.
 
 Between batches the job asks whether to end: the worker is stopping (a warm stop: the job is
 requeued), or the job was canceled (``narrate cancel``, rq's ``job.cancel()``, rq's stop-job
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from narrate.jobs.book.synthesis import Engine
+from narrate.jobs.proof.hearing import Recognizer
 from narrate.jobs.queue.lifecycle import cancel_reason
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.riders import RiderDesk
@@ -42,6 +44,7 @@ class JobContext:
     cancel: threading.Event = field(default_factory=threading.Event)  # set by the worker (rq's stop-job command)
     canceled: str | None = None  # set by the job when it ended here: "canceled", "deleted" or "taken"
     riders: RiderDesk = field(default_factory=RiderDesk)  # other jobs' sentences its synthesis takes along
+    recognizer_for: Callable[[str], Recognizer] | None = None  # model -> a loaded recognizer (the proof pass)
 
     def check_stop(self, done: int, total: int) -> None:
         """Between batches: end the job here if it was canceled or deleted (for good), or if the

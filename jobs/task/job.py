@@ -41,6 +41,7 @@ from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.batch_log import BatchLog
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.progress import Progress, save_meta
+from narrate.jobs.task.proofing import Proofing
 from narrate.jobs.task.stitcher import Stitcher
 from rq.job import Job
 
@@ -131,6 +132,8 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
     cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
     todo = [s for s in plan.sentences if s.index not in cached]
+    proofing = Proofing.open(ctx, spec, plan, checkpoints) if spec.proof else None  # --proof (jobs/task/proofing.py)
+    to_hear = proofing.to_hear(cached) if proofing else []  # checkpointed, not heard to the end yet
     chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
                         audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=chapters,
@@ -158,9 +161,16 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
             )
         return cp
 
-    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo) as stitcher:
+    hearing = proofing or contextlib.nullcontext()
+    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo + to_hear) as stitcher, hearing:
+        saved = stitcher.saved
+        if proofing:  # a sentence is stitched once its proof is final
+            proofing.start(stitcher.saved, to_hear, bool(todo))
+            saved = proofing.heard
         if todo:
-            first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, stitcher.saved)
+            first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, saved)
+        if proofing:
+            proofing.settle(lambda retakes, on_batch: engine.synthesize(retakes, voice(), on_batch))
         book = stitcher.finish(again)
     _settle_cache(ctx, checkpoints, plan)
     if fanned_out:
@@ -202,6 +212,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         segments=book.segments,
         segments_encoded_early=book.encoded_early,
         voices=_per_voice(plan, checkpoints) if spec.cast else None,
+        proof=proofing.summary() if proofing else None,
     )
 
 

@@ -5,8 +5,6 @@ transcribes batches of 24 kHz takes with the real mlx-audio code (garbage, from 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -59,16 +57,20 @@ def test_what_is_no_recognizer_is_refused_with_a_reason(checkpoint, tmp_path):
         MlxRecognizer.load(str(tmp_path / "missing"))
 
 
-def test_a_process_that_transcribed_exits_cleanly(asr_checkpoint):
-    """MLX's per-thread cache of compiled functions aborted a process whose transcribing thread ended while Python
-    was finalizing (exit 134, most runs): the recognizer's thread is a daemon that never ends."""
-    code = (
-        "import sys, numpy as np\n"
-        "from narrate.worker.engine.recognizer import MlxRecognizer\n"
-        "r = MlxRecognizer.load(sys.argv[1])\n"
-        "a = (0.1 * np.random.default_rng(0).standard_normal(48000)).astype(np.float32)\n"
-        "for _ in range(2): r.transcribe([a, a[:24000]], ['english'] * 2, [10, 10])\n"
-        "print('ok')\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code, str(asr_checkpoint)], capture_output=True, text=True)
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-500:]
+def test_a_book_is_proofed_with_the_real_engine_and_recognizer(env, home, voice_wav, asr_checkpoint):
+    """`narrate run --proof DIR` with the tiny Qwen3-TTS and Qwen3-ASR checkpoints: every take is heard (garbage,
+    so flagged), synthesized again once in the job's voice with a new seed, and the book is written. The process
+    exits 0: MLX's per-thread cache of compiled functions aborted a process whose transcribing thread ended while
+    Python was finalizing (exit 134, most runs), so the recognizer's thread is a daemon that never ends."""
+    from helpers.procs import narrate
+
+    doc = home / "story.txt"
+    doc.write_text("Once upon a time there was a test. It ran on a CPU.\n\nAnd it was heard back.")
+    out = home / "out" / "story.wav"
+    proc = narrate(env, "run", str(doc), "--voice", str(voice_wav), "-o", str(out), "--json",
+                   "--proof", str(asr_checkpoint), "--retakes", "1")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)["result"]
+    proof = result["proof"]
+    assert proof["model"] == str(asr_checkpoint) and out.stat().st_size > 44
+    assert (proof["checked"], proof["flagged"], proof["retaken"], proof["still_flagged"], proof["retakes"]) == (3,) * 5

@@ -85,7 +85,13 @@ class MlxRecognizer:
 
     @classmethod
     def load(cls, source: str) -> MlxRecognizer:
-        """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader."""
+        """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader, on the
+        recognizer's thread."""
+        loaded: MlxRecognizer = RecognizerThread.run(cls._load, source)
+        return loaded
+
+    @classmethod
+    def _load(cls, source: str) -> MlxRecognizer:
         from mlx_audio.stt.utils import load
 
         path = Path(source).expanduser()

@@ -1,5 +1,6 @@
-"""What a worker process keeps between jobs: its settings, the warm models, this host's identity
-and the liveness file its supervisor watches. It builds each job's JobContext."""
+"""What a worker process keeps between jobs: its settings, the warm models (and the proof pass's
+recognizer), this host's identity and the liveness file its supervisor watches. It builds each job's
+JobContext."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 from narrate.jobs.book.synthesis import Engine
+from narrate.jobs.proof.hearing import Recognizer
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import JobContext, ProgressListener
 from narrate.worker.process.host import host_id
@@ -22,6 +24,7 @@ class WorkerRuntime:
         self.progress_file = progress_file  # touched on progress; the supervisor watches it
         self.on_progress = on_progress
         self._models = None
+        self._recognizer: tuple[str, Recognizer] | None = None  # the last recognizer loaded, by the model asked
 
     def engine_for(self, model: str | None, quant: str | None) -> Engine:
         s = self.settings
@@ -40,6 +43,22 @@ class WorkerRuntime:
             engine.warm_up(self.beat)  # (a CPU compiles a shape in well under a second, when first used)
         return engine
 
+    def recognizer_for(self, model: str) -> Recognizer:
+        """The proof pass's recognizer of `model` (a hub id or a local dir); the last one loaded stays warm."""
+        if self._recognizer is not None and self._recognizer[0] == model:
+            return self._recognizer[1]
+        self._recognizer = None  # one at a time: the one before is dropped first
+        if self.settings.engine == "fake":
+            from narrate.worker.testkit.fake_recognizer import FakeRecognizer
+
+            recognizer: Recognizer = FakeRecognizer()
+        else:
+            from narrate.worker.engine.recognizer import MlxRecognizer
+
+            recognizer = MlxRecognizer.load(model)
+        self._recognizer = (model, recognizer)
+        return recognizer
+
     def beat(self, state: str = "busy") -> None:
         """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""
         if self.progress_file is not None:
@@ -53,6 +72,7 @@ class WorkerRuntime:
             settings=self.settings,
             host_id=self.host_id,
             engine_for=self.engine_for,
+            recognizer_for=self.recognizer_for,
             beat=self.beat,
             on_progress=self.on_progress,
         )

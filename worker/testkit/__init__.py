@@ -2,7 +2,8 @@
 worker uses none of this unless told to (NARRATE_ENGINE=fake).
 
 - ``fake_engine``: a deterministic tone generator with fault injection, implementing
-  narrate.jobs.book.synthesis.Engine without mlx (fault tests);
+  narrate.jobs.book.synthesis.Engine without mlx (fault tests); ``fake_recognizer`` beside it, the proof
+  pass's recognizer that hears its tones as their text (or with a defect asked for);
 - ``random_checkpoint``: random-weight Qwen3-TTS checkpoints (Base, CustomVoice, VoiceDesign) in
   the exact on-disk layout mlx-audio loads
   (``python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice``), and a tiny

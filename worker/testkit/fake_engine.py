@@ -7,6 +7,10 @@ NARRATE_FAKE_DELAY_MS (per sentence), NARRATE_FAKE_FAIL_ON / _ABORT_ON / _HANG_O
 raise / os.abort() / block signals and sleep forever on a matching sentence), and
 NARRATE_FAKE_LOG (a file that gets one line per synthesized sentence: index, pid) and
 NARRATE_FAKE_TEXT_LOG (one JSON line per synthesized sentence: index, language, the text spoken).
+NARRATE_FAKE_SEEDED=1 makes a tone's loudness depend on the sentence's seed too, so a retake (a new
+seed) sounds different. Every tone is remembered with its text and seed (``SPOKEN``, and the JSON lines
+of the file NARRATE_FAKE_SPOKEN, for a later process), which is how the fake recognizer
+(fake_recognizer.py) "hears" it.
 """
 
 from __future__ import annotations
@@ -59,7 +63,9 @@ class FakeEngine:
             for s in batch:
                 self._faults(s.text)
                 time.sleep(delay)
-                out.append((s, tone(s.text, s.budget)))
+                pcm, frames = tone(s.text, s.budget, s.seed if os.environ.get("NARRATE_FAKE_SEEDED") else None)
+                remember(pcm, s.text, s.seed)
+                out.append((s, (pcm, frames)))
                 if log:
                     with open(log, "a") as f:
                         f.write(f"{s.index} {os.getpid()}\n")
@@ -85,9 +91,28 @@ class FakeEngine:
                 time.sleep(3600)
 
 
-def tone(text: str, budget: int) -> tuple[np.ndarray, int]:
+def tone(text: str, budget: int, seed: int | None = None) -> tuple[np.ndarray, int]:
     h = hashlib.sha256(text.encode()).digest()
     frames = max(1, min(budget, len(text) // 6 + 1))
     freq = 110 + h[0] * 2
     t = np.arange(frames * SAMPLES_PER_FRAME) / 24_000
-    return (0.2 * np.sin(2 * np.pi * freq * t)).astype(np.float32), frames
+    level = 0.2 if seed is None else 0.1 + (seed % 97) / 970  # NARRATE_FAKE_SEEDED: each seed its own loudness
+    return (level * np.sin(2 * np.pi * freq * t)).astype(np.float32), frames
+
+
+SPOKEN: dict[str, tuple[str, int]] = {}  # audio_key(tone) -> (text, seed): what the fake recognizer hears
+
+
+def audio_key(pcm: np.ndarray) -> str:
+    """A tone's identity as a checkpoint stores it (int16), so a take read back from its checkpoint matches."""
+    ints = np.round(np.clip(np.asarray(pcm, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
+    return hashlib.sha256(ints.tobytes()).hexdigest()
+
+
+def remember(pcm: np.ndarray, text: str, seed: int) -> None:
+    key = audio_key(pcm)
+    SPOKEN[key] = (text, seed)
+    spoken = os.environ.get("NARRATE_FAKE_SPOKEN")
+    if spoken:
+        with open(spoken, "a") as f:
+            f.write(json.dumps({"key": key, "text": text, "seed": seed}) + "\n")

@@ -1,0 +1,277 @@
+"""The proof pass of a job (``--proof``, docs/proof.md): every sentence's take heard back by a speech recognizer
+beside synthesis, judged (jobs.proof.verdict), a flagged one synthesized again with a new seed up to the job's
+retakes, the best take kept.
+
+Threads: the job thread synthesizes and checkpoints as before; each checkpoint saved is handed to ``heard``, which
+queues it for the proof thread and returns at once, so the decode loop keeps its pace. The proof thread takes
+what has queued up (up to BATCH takes: as many as came while it transcribed the last batch), has the recognizer
+transcribe them together (the worker's recognizer runs on a thread of its own), judges each take and, once a
+sentence's proof is final (a take judged ok, or its retakes used up), writes the record into the sentence's
+checkpoint header, with the best take's audio if that is not the one there. The job thread hands final sentences
+to the stitcher (``on_final``), never earlier: a take that may still be replaced is not stitched.
+
+After synthesis, ``settle`` waits for what is queued, synthesizes the flagged sentences again (each round one
+more take with a new seed, as a batch), and finally keeps the best take of each sentence still open. A sentence
+whose final record is in its checkpoint (an earlier attempt, the sentence cache) is not heard again; one
+checkpointed without a final record (a crash mid-proof, a book's parts) is heard from its checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from types import TracebackType
+
+from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore, int16
+from narrate.jobs.book.plan import Plan
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.proof.hearing import Recognizer, proof_model, token_limit
+from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
+from narrate.jobs.proof.verdict import Thresholds, judge
+from narrate.jobs.task.context import JobContext
+
+log = logging.getLogger("narrate.jobs")
+BATCH = 8  # takes transcribed together at most
+WAIT_POLL_S = 1.0  # while the job thread waits for the proof thread: a beat and a cancel check this often
+Retake = Callable[[list[Sentence], OnBatch], Iterator[Chunk]]  # the engine's synthesis of retakes in the job's voice
+
+
+class ProofFailed(RuntimeError):
+    """The proof thread failed (the recognizer raised): the job fails with it."""
+
+
+class Proofing:
+    def __init__(self, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore, model: str):
+        self.ctx, self.plan, self.checkpoints, self.model = ctx, plan, checkpoints, model
+        self.retakes = spec.retakes
+        self.thresholds = Thresholds.from_settings(ctx.settings)
+        self.records: dict[int, Record] = {}  # every sentence heard: its takes so far
+        self.norms = Norms()
+        self._audio: dict[int, list[Checkpoint]] = {}  # the takes of sentences not final yet
+        self._queue: queue.SimpleQueue[tuple[int, int, Checkpoint | None] | None] = queue.SimpleQueue()
+        self._pending = 0  # takes queued and not judged yet
+        self._finals: list[int] = []  # final since the job thread last looked
+        self._lock = threading.Condition()
+        self._error: BaseException | None = None
+        self._closing = False  # the job ends (a stop, a cancel, a failure, or done): what is queued is left
+        self._thread: threading.Thread | None = None
+        self._recognizer: Recognizer | None = None
+        self._on_final: Callable[[int], None] = lambda i: None
+        self.heard_s = 0.0  # seconds the proof thread spent loading the recognizer, transcribing and judging
+        self.waited_s = 0.0  # seconds the job thread waited for it after synthesis (its wall time beyond synthesis)
+        self.retakes_s = 0.0  # seconds synthesizing retakes
+
+    @classmethod
+    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> Proofing:
+        assert spec.proof is not None
+        if ctx.recognizer_for is None:
+            raise BadInput("this worker cannot run the proof pass (it has no recognizer)")
+        model = proof_model(spec.proof, {s.language for s in plan.sentences}, ctx.settings.proof_model)
+        return cls(ctx, spec, plan, checkpoints, model)
+
+    def to_hear(self, checkpointed: Iterable[int]) -> list[Sentence]:
+        """Of the sentences checkpointed before this attempt, those whose proof is not final (the others' records
+        are kept: they are not heard again)."""
+        out = []
+        for i in checkpointed:
+            header = self.checkpoints.header(self.plan.keys[i]) or {}
+            record = final_record(header.get("proof"), self.model)
+            if record is None:
+                out.append(self.plan.sentences[i])
+            else:
+                self.records[i] = record
+                self.norms.add(self.plan.sentences[i].voice, record.verdict)
+        return out
+
+    def start(self, on_final: Callable[[int], None], to_hear: list[Sentence], to_synthesize: bool) -> None:
+        """Start the proof thread if anything is to be heard (it loads the recognizer, so the synthesis starts
+        meanwhile) and queue `to_hear`; `on_final` is told each sentence whose proof is final, on the job thread."""
+        self._on_final = on_final
+        if not to_hear and not to_synthesize:
+            return
+        self.ctx.job.meta["proof"] = {"model": self.model, **Counts.of(self.records.values()).to_json()}
+        self._thread = threading.Thread(target=self._serve, name="narrate-proof-pass", daemon=True)
+        self._thread.start()
+        for s in to_hear:
+            self._put(s.index, None)
+
+    def heard(self, index: int) -> None:
+        """A sentence's checkpoint was saved (the job thread): queue its take, hand on what became final."""
+        self._put(index, None)
+        self.deliver()
+
+    def deliver(self) -> None:
+        """Tell `on_final` (on the job thread) the sentences whose proof became final; raise the proof thread's
+        error."""
+        with self._lock:
+            finals, self._finals = self._finals, []
+            error = self._error
+        if isinstance(error, NarrateError):  # a recognizer that cannot be had: said as it is, not retried
+            raise error
+        if error is not None:
+            raise ProofFailed(f"the proof pass failed: {type(error).__name__}: {error}") from error
+        for i in finals:
+            self._on_final(i)
+        if finals:
+            self.ctx.job.meta["proof"] = {"model": self.model, **self.counts().to_json()}
+
+    def settle(self, retake: Retake) -> None:
+        """After synthesis: wait for the takes queued, synthesize the flagged sentences again round by round (one
+        more take each, with a new seed), then keep the best take of every sentence still open."""
+        if self._thread is None:
+            self.deliver()
+            return
+        for _ in range(self.retakes):
+            self._wait()
+            with self._lock:
+                open_ = sorted(i for i, r in self.records.items() if not r.final)
+            if not open_:
+                break
+            again = [dataclasses.replace(self.plan.sentences[i], seed=retake_seed(self.plan.sentences[i].seed,
+                                                                                   len(self.records[i].takes)))
+                     for i in open_]  # fmt: skip
+            log.info("job %s: proof: %d sentence(s) flagged, synthesized again: %s", self.ctx.job.id, len(again),
+                     ", ".join(f"{i} ({self.records[i].takes[-1].verdict.said()})" for i in open_[:10]))  # fmt: skip
+            t0 = time.monotonic()
+            self._synthesize(retake, again)
+            self.retakes_s += time.monotonic() - t0
+        self._wait()
+        with self._lock:
+            for i in sorted(i for i, r in self.records.items() if not r.final):
+                self._finalize(i)
+        self.deliver()
+
+    def counts(self) -> Counts:
+        with self._lock:
+            return Counts.of(list(self.records.values()))
+
+    def summary(self) -> dict:
+        """The job result's `proof`: the recognizer, the counts and where the time went."""
+        times = {"heard_s": self.heard_s, "waited_s": self.waited_s, "retakes_s": self.retakes_s}
+        return {"model": self.model, **self.counts().to_json(), **{k: round(v, 3) for k, v in times.items()}}
+
+    def __enter__(self) -> Proofing:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self._thread is not None:
+            self._closing = True  # takes still queued are not heard: a later attempt hears them from the checkpoints
+            self._queue.put(None)
+            self._thread.join(timeout=60)
+
+    # The job thread's side.
+
+    def _put(self, index: int, take: Checkpoint | None, seed: int | None = None) -> None:
+        with self._lock:
+            self._pending += 1
+        self._queue.put((index, seed if seed is not None else self.plan.sentences[index].seed, take))
+
+    def _wait(self) -> None:
+        """Until every take queued is judged (beats for the hang watchdog, cancel checks)."""
+        t0 = time.monotonic()
+        while True:
+            with self._lock:
+                if self._pending == 0 or self._error is not None:
+                    break
+                self._lock.wait(WAIT_POLL_S)
+            self.ctx.beat()
+            n = len(self.plan.sentences)
+            self.ctx.check_canceled(n, n)
+            self.deliver()
+        self.waited_s += time.monotonic() - t0
+        self.deliver()
+
+    def _synthesize(self, retake: Retake, sentences: list[Sentence]) -> None:
+        parts: dict[int, list[Chunk]] = {}
+        n = len(self.plan.sentences)
+
+        def on_batch(indices: list[int]) -> None:
+            self.ctx.check_stop(n, n)
+            self.ctx.beat()
+
+        seeds = {s.index: s.seed for s in sentences}
+        for chunk in retake(sentences, on_batch):
+            self.ctx.beat()
+            parts.setdefault(chunk.index, []).append(chunk)
+            if chunk.final:
+                import numpy as np
+
+                done = parts.pop(chunk.index)
+                pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, np.float32)
+                take = Checkpoint(int16(pcm), sum(c.frames for c in done), chunk.runaway, chunk.takes)
+                self._put(chunk.index, take, seeds[chunk.index])
+                self.deliver()
+
+    # The proof thread's side.
+
+    def _serve(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None or self._closing:
+                return
+            batch = [first]
+            while len(batch) < BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                batch.append(more)
+            try:
+                t0 = time.monotonic()
+                self._judge(batch)
+                self.heard_s += time.monotonic() - t0
+            except BaseException as e:  # noqa: BLE001 - the job thread raises it
+                with self._lock:
+                    self._error = e
+                    self._lock.notify_all()
+                return
+            finally:
+                with self._lock:
+                    self._pending -= len(batch)
+                    self._lock.notify_all()
+
+    def _judge(self, batch: list[tuple[int, int, Checkpoint | None]]) -> None:
+        import numpy as np
+
+        takes = []
+        for index, seed, take in batch:
+            got = take if take is not None else self.checkpoints.load(self.plan.keys[index])
+            if got is not None:  # None: removed since it was saved (its stitch synthesizes it again, unheard)
+                takes.append((index, seed, got, got.pcm.astype(np.float32) / 32767.0))  # as the verdict reads it
+        sentences = [self.plan.sentences[i] for i, _, _, _ in takes]
+        if self._recognizer is None:
+            assert self.ctx.recognizer_for is not None
+            self._recognizer = self.ctx.recognizer_for(self.model)  # on its first batch: synthesis goes on meanwhile
+        texts = self._recognizer.transcribe([pcm for *_, pcm in takes], [s.language for s in sentences],
+                                            [token_limit(s.text) for s in sentences])  # fmt: skip
+        for (index, seed, got, pcm), s, text in zip(takes, sentences, texts, strict=True):
+            verdict = judge(s.text, text, pcm, language=s.language, norm=self.norms.norm(s.voice),
+                            thresholds=self.thresholds)  # fmt: skip
+            with self._lock:
+                record = self.records.setdefault(index, Record(self.model))
+                record.takes.append(Take(seed, verdict))
+                self._audio.setdefault(index, []).append(got)
+                self.norms.add(s.voice, verdict)
+                if verdict.ok or len(record.takes) > self.retakes:
+                    self._finalize(index)
+
+    def _finalize(self, index: int) -> None:
+        """Keep the best take (its audio into the checkpoint if it is not there) with the final record (under
+        the lock)."""
+        record = self.records[index]
+        record.kept, record.final = record.best(), True
+        takes = self._audio.pop(index, [])
+        kept = takes[record.kept] if record.kept < len(takes) else None
+        self.checkpoints.record_proof(self.plan.keys[index], record.to_json(), kept)
+        if not record.verdict.ok:
+            log.info("job %s: proof: sentence %d kept take %d of %d, still flagged: %s", self.ctx.job.id, index,
+                     record.kept + 1, len(record.takes), record.verdict.said())  # fmt: skip
+        self._finals.append(index)
