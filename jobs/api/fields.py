@@ -117,8 +117,8 @@ class RequestFields(BaseModel):
     )  # fmt: skip
     readalong: str | None = opt(
         "Also write a read-along book beside the audio: epub (EPUB 3 with media overlays, the audio inside), "
-        "manifest (an audiobook manifest, its table of contents pointing into the audio).", metavar="epub,manifest",
-        form_description="epub, manifest (comma-separated)",
+        "manifest (a Readium audiobook manifest), w3c (a W3C Audiobooks manifest and its table of contents).",
+        metavar="epub,manifest,w3c", form_description="epub, manifest, w3c (comma-separated)",
     )  # fmt: skip
     title: str | None = opt("Title tag (default: the document's, or its file name).")
     series: str | None = opt(

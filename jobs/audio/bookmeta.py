@@ -16,11 +16,12 @@ from narrate.jobs.inputs import read_input
 
 MAX_COVER_BYTES = 10 * 1024 * 1024
 SPLITS = ("chapters", "chapters+book")
-READALONG_FORMATS = ("epub", "manifest")  # jobs/readalong: an EPUB 3 with media overlays, an audiobook manifest
+# jobs/readalong: an EPUB 3 with media overlays, a Readium audiobook manifest, a W3C Audiobooks manifest
+READALONG_FORMATS = ("epub", "manifest", "w3c")
 
 
 def parse_readalong(value: str | None) -> str:
-    """`--readalong epub,manifest` in a canonical order ("" for none); BadInput naming what is unknown."""
+    """`--readalong epub,manifest,w3c` in a canonical order ("" for none); BadInput naming what is unknown."""
     asked = [v.strip().lower() for v in (value or "").split(",") if v.strip()]
     unknown = [v for v in asked if v not in READALONG_FORMATS]
     if unknown:
@@ -107,7 +108,7 @@ class BookOptions:
     max_part_hours: float | None = None
     title: str | None = None  # None: the document's
     series: str | None = None  # "Name" or "Name #2" (the document's, if it has one, when None)
-    readalong: str = ""  # "epub,manifest": read-along files beside the audio (jobs/readalong)
+    readalong: str = ""  # "epub,manifest,w3c": read-along files beside the audio (jobs/readalong)
 
     @classmethod
     def make(

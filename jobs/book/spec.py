@@ -58,7 +58,7 @@ class JobSpec:
     abs_url: str | None = None  # `--abs-url`: an Audiobookshelf server told about it (the token stays on the worker)
     proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir; None: off (jobs/proof)
     retakes: int = DEFAULT_RETAKES  # `--retakes`: with proof, takes of a flagged sentence besides its first
-    readalong: str = ""  # "epub,manifest": read-along files beside the audio (jobs/readalong)
+    readalong: str = ""  # "epub,manifest,w3c": read-along files beside the audio (jobs/readalong)
 
     def voice_refs(self) -> dict[str, VoiceRef]:
         """Every voice of the job by label: the narrator's and the cast's."""
@@ -160,8 +160,8 @@ def _subtitles(value: str) -> str:
 
 
 def _readalong(value: str) -> str:
-    if not set(filter(None, value.split(","))) <= {"epub", "manifest"}:
-        raise ValueError("use epub, manifest")
+    if not set(filter(None, value.split(","))) <= {"epub", "manifest", "w3c"}:
+        raise ValueError("use epub, manifest, w3c")
     return value
 
 

@@ -1,5 +1,6 @@
 """What a job writes for `--readalong` (jobs/task/stitcher.py calls `add`): beside `book.m4b`,
-`book.audiobook.json` (manifest.py) and `book.epub` (epub.py), put in place with the book by its
+`book.audiobook.json` (manifest.py), `book.publication.json` with `book.toc.html` (manifest.py: W3C
+Audiobooks) and `book.epub` (epub.py), put in place with the book by its
 BookWriter under the same ownership rules. The EPUB holds the book's own file when it is an mp3,
 m4a or m4b (the core audio types of EPUB 3), else an AAC copy encoded from it once the book is
 encoded. Word timings (a recognizer's, per sentence: timing.Word) make its overlays word by word;
@@ -40,19 +41,26 @@ def identifier(job_id: str) -> str:
 def add(book: BookWriter, formats: str, job_id: str, doc: Document, plan: Plan, cues: Sequence[Cue],
         spans: Sequence[tuple[int, int, str]], rate: int, ffmpeg: str,
         words: Mapping[int, Sequence[Word]] | None = None) -> None:  # fmt: skip
-    """Give `book` the read-along files `formats` ("epub,manifest") asks for. `cues`: every
+    """Give `book` the read-along files `formats` ("epub,manifest,w3c") asks for. `cues`: every
     sentence's times (with chapters), `spans`: the chapters (BookWriter.chapter_spans)."""
     tags = book.tags or Tags()
     title = tags.title or doc.title
     stem, now = book.final.stem, datetime.now(UTC).replace(microsecond=0)
     asked = formats.split(",")
+    chapters = [(start / rate, t) for start, _, t in spans]
     if "manifest" in asked:
         name = f"{stem}.audiobook.json"
-        chapters = [(start / rate, t) for start, _, t in spans]
         made = manifest.audiobook(name, book.final.name, book.samples / rate, chapters, identifier=identifier(job_id),
                                   title=title, language=doc.language, modified=now, author=tags.author,
                                   narrator=tags.narrator)  # fmt: skip
         book.add_text(name, manifest.render(made))
+    if "w3c" in asked:
+        name, toc = f"{stem}.publication.json", f"{stem}.toc.html"
+        made = manifest.w3c(toc, book.final.name, book.samples / rate, identifier=identifier(job_id), title=title,
+                            language=doc.language, modified=now, author=tags.author,
+                            narrator=tags.narrator)  # fmt: skip
+        book.add_text(name, manifest.render(made))
+        book.add_text(toc, manifest.toc_html(title, doc.language, book.final.name, chapters, name))
     if "epub" in asked:
         clips = {c.index: c for c in clips_of(cues, rate)}
         narration = Narration(plan.originals, clips, dict(plan.chapter_at), words or None)

@@ -146,3 +146,18 @@ def readium_validator() -> Any:
         resources += [(f"{scheme}://readium.org/webpub-manifest/schema/{rel}", doc) for scheme in ("https", "http")]
     schema = json.loads((FIXTURES / "publication.schema.json").read_text())
     return jsonschema_rs.validator_for(schema, registry=jsonschema_rs.Registry(resources), validate_formats=True)
+
+
+W3C_FIXTURES = FIXTURES.parent.parent / "w3c-pub-manifest" / "schema"
+W3C_BASE = "https://w3c.github.io/pub-manifest/schema/"
+
+
+def w3c_validator() -> Any:
+    """A validator of the W3C Publication Manifest's schema, every file it refers to read from the
+    fixtures (its 12 kB URL expression as a plain URI-reference check: see the fixture's README)."""
+    import jsonschema_rs
+
+    resources = [(W3C_BASE + "url.schema.json", {"type": "string", "format": "uri-reference"})]
+    resources += [(W3C_BASE + p.name, json.loads(p.read_text())) for p in sorted(W3C_FIXTURES.glob("*.json"))]
+    schema = json.loads((W3C_FIXTURES / "publication.schema.json").read_text())
+    return jsonschema_rs.validator_for(schema, registry=jsonschema_rs.Registry(resources), validate_formats=True)

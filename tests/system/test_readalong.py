@@ -2,18 +2,21 @@
 beside the m4b, which EPUBCheck accepts with no error, whose pages show the very text they showed
 (each sentence in its span), whose every sentence has a clip within one frame (80 ms) of the
 timing manifest's, whose package says each overlay's duration, the total and the active class, and
-which holds the book's own audio; the audiobook manifest beside it is valid against the Readium
-schema and its table of contents points into the m4b at the chapters' times. A Markdown document
+which holds the book's own audio; the audiobook manifests beside it are valid against the Readium
+and the W3C Publication Manifest schemas, with the narrators, ISO 8601 durations (W3C) and tables of
+contents pointing into the m4b at the chapters' times. A Markdown document
 read to FLAC becomes an EPUB of narrate's own pages with an AAC copy of the audio."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import zipfile
 from pathlib import Path
 
+import lxml.html
 import pytest
 from helpers.fake import fake_env
 from helpers.ops import submit
@@ -26,12 +29,19 @@ from helpers.readalong import (
     make_readalong_epub,
     overlays,
     readium_validator,
+    w3c_validator,
 )
 from lxml import etree
 
 FRAME_S = 0.080  # one codec frame (12.5 a second)
 OPF = "{http://www.idpf.org/2007/opf}"
 needs_epubcheck = pytest.mark.skipif(epubcheck_command() is None, reason=EPUBCHECK_MISSING)
+
+
+def iso_seconds(duration: str) -> float:
+    m = re.fullmatch(r"PT(?:(\d+)H)?(?:(\d+)M)?(?:([\d.]+)S)?", duration)
+    assert m, duration
+    return int(m.group(1) or 0) * 3600 + int(m.group(2) or 0) * 60 + float(m.group(3) or 0)
 
 
 def run_book(env: dict, home: Path, doc: Path, out: Path, voice_wav: Path, *extra: str) -> None:
@@ -81,7 +91,7 @@ def test_an_epub_becomes_a_readalong_epub_that_epubcheck_accepts(env, home, voic
     e = fake_env(env, home)
     source = make_readalong_epub(home / "keeper.epub")
     out = home / "out" / "keeper.m4b"
-    run_book(e, home, source, out, voice_wav, "--readalong", "epub,manifest", "--subtitles", "json",
+    run_book(e, home, source, out, voice_wav, "--readalong", "epub,manifest,w3c", "--subtitles", "json",
              "--narrator", "Ann Reader, Alice Sample")  # fmt: skip
     epub = out.with_suffix(".epub")
     errors, warnings, report = epubcheck(epub)
@@ -125,6 +135,17 @@ def test_an_epub_becomes_a_readalong_epub_that_epubcheck_accepts(env, home, voic
         assert abs(at - chapter["start"]) < 0.001
     assert all(t["href"].startswith("keeper.m4b#t=") for t in manifest["toc"])
 
+    # The W3C Audiobooks manifest: valid, its durations in ISO 8601, its HTML contents into the m4b.
+    w3c = json.loads(out.with_name("keeper.publication.json").read_text())
+    assert [e.message for e in w3c_validator().iter_errors(w3c)] == []
+    assert w3c["readBy"] == ["Ann Reader", "Alice Sample"] and w3c["readingOrder"][0]["url"] == "keeper.m4b"
+    assert abs(iso_seconds(w3c["duration"]) - timing["duration"]) < 0.001
+    toc = lxml.html.parse(str(out.with_name("keeper.toc.html"))).getroot()
+    links = [(a.text, a.get("href")) for a in toc.iter("a")]
+    assert [t for t, _ in links] == ["Arrival", "The Storm", "Dawn"]
+    for (_, href), chapter in zip(links, timing["chapters"], strict=True):
+        assert href.startswith("keeper.m4b#t=") and abs(float(href.split("#t=")[1]) - chapter["start"]) < 0.001
+
 
 @needs_epubcheck
 def test_a_markdown_book_read_to_flac_becomes_an_epub_of_its_own_pages(env, home, voice_wav):
@@ -152,3 +173,4 @@ def test_a_markdown_book_read_to_flac_becomes_an_epub_of_its_own_pages(env, home
     seconds = clock(probe.stderr.rsplit("time=", 1)[1].split()[0])
     assert abs(seconds - timing["duration"]) < 0.1
     assert not out.with_name("notes.audiobook.json").exists()  # only what was asked
+    assert not out.with_name("notes.publication.json").exists()

@@ -12,7 +12,14 @@ import zipfile
 from datetime import UTC, datetime
 
 import pytest
-from helpers.readalong import EPUBCHECK_MISSING, epubcheck, epubcheck_command, overlays, readium_validator
+from helpers.readalong import (
+    EPUBCHECK_MISSING,
+    epubcheck,
+    epubcheck_command,
+    overlays,
+    readium_validator,
+    w3c_validator,
+)
 from lxml import etree
 from narrate.jobs.audio.bookmeta import BookOptions, parse_readalong
 from narrate.jobs.audio.subtitles import Cue
@@ -166,8 +173,33 @@ def test_the_audiobook_manifest_is_valid_and_points_into_the_audio():
     assert json.loads(manifest.render(made)) == made
 
 
+def test_the_w3c_audiobooks_manifest_is_valid_with_iso_durations_and_an_html_toc():
+    ident = "urn:uuid:00000000-0000-4000-8000-000000000003"
+    made = manifest.w3c("my book.toc.html", "my book.mp3", 3725.5, identifier=ident, title="My Book", language="en",
+                        modified=datetime(2026, 1, 2, tzinfo=UTC), narrator="Ann Reader, Alice Sample")  # fmt: skip
+    assert [e.message for e in w3c_validator().iter_errors(made)] == []
+    assert made["conformsTo"] == "https://www.w3.org/TR/audiobooks/" and made["type"] == "Audiobook"
+    assert made["duration"] == made["readingOrder"][0]["duration"] == "PT1H2M5.5S"
+    assert made["readBy"] == ["Ann Reader", "Alice Sample"] and "author" not in made
+    assert made["resources"] == [{"type": "LinkedResource", "rel": "contents", "url": "my%20book.toc.html",
+                                  "encodingFormat": "text/html"}]  # fmt: skip
+    assert [manifest.iso_duration(s) for s in (0, 0.25, 60, 3600, 5400.125)] == ["PT0S", "PT0.25S", "PT1M", "PT1H",
+                                                                                   "PT1H30M0.125S"]  # fmt: skip
+    import lxml.html
+
+    marks = [(0.0, "One"), (61.25, "Two & more")]
+    page = manifest.toc_html("A <b>", "en", "my book.mp3", marks, "my book.publication.json")
+    toc = lxml.html.document_fromstring(page)
+    [nav] = toc.iter("nav")
+    assert nav.get("role") == "doc-toc"
+    assert [(a.get("href"), a.text) for a in nav.iter("a")] == [("my%20book.mp3#t=0", "One"),
+                                                                ("my%20book.mp3#t=61.25", "Two & more")]  # fmt: skip
+    assert toc.find("head/link").attrib == {"rel": "publication", "href": "my%20book.publication.json"}
+
+
 def test_the_option_is_checked_and_left_out_of_a_spec_that_does_not_ask():
     assert parse_readalong("manifest, EPUB") == "epub,manifest"
+    assert parse_readalong("w3c,epub,manifest") == "epub,manifest,w3c"
     with pytest.raises(BadInput, match="--readalong: unknown format 'pdf'"):
         parse_readalong("pdf")
     with pytest.raises(BadInput, match="--split chapters"):
