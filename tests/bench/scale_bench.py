@@ -127,7 +127,8 @@ def main() -> None:
         with dashboard(env) as dport:
             dbase = f"http://127.0.0.1:{dport}"
             figures["dashboard_queues_s"] = timed(lambda: get(f"{dbase}/0/data/queues.json"))
-            figures["dashboard_finished_page_s"] = timed(lambda: get(f"{dbase}/0/data/jobs/narrate/finished/8/asc/1.json"))
+            finished = f"{dbase}/0/data/jobs/narrate/finished/8/asc/1.json"
+            figures["dashboard_finished_page_s"] = timed(lambda: get(finished))
             figures["dashboard_progress_page_s"] = timed(lambda: get(f"{dbase}/narrate"))
     finally:
         r.flushdb()
