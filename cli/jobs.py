@@ -249,7 +249,7 @@ def resume(job_ids, queue_name) -> None:
     settings = settings_from_env()
     with Connection(settings) as conn:
         done = api.resume(conn.redis, list(job_ids), queue_name or settings.queue)
-    for job_id, what in done:
-        click.echo(f"{job_id}: {what}")
+    for did in done:
+        click.echo(f"{did.job_id}: {did}")
     if not done:
         click.echo("nothing to resume")

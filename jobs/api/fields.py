@@ -246,9 +246,10 @@ class FieldError(BadInput):
     """A field's value is refused: `param` the field (as the model names it), the message in the
     caller's `spelling`; ``as_spelled`` words it for another."""
 
+    param: str  # always a field (NarrateError's may be None)
+
     def __init__(self, param: str, message: str, spelling: str = CLI) -> None:
-        super().__init__(message)
-        self.param = param
+        super().__init__(message, param=param)
         self.spelling = spelling
 
     def as_spelled(self, spelling: str) -> FieldError:

@@ -6,7 +6,7 @@ config.json), is refused before anything is enqueued. A relative path is made ab
 the worker runs in a directory of its own. A checkpoint only the worker hosts have belongs in
 their NARRATE_MODEL, not in a job.
 
-The HTTP API (jobs/web/speaking.py) takes fewer: the server's own NARRATE_MODEL, DEFAULT_MODELS and
+The HTTP API (jobs/web/choices.py) takes fewer: the server's own NARRATE_MODEL, DEFAULT_MODELS and
 the published Qwen3-TTS ids (`is_published`); never a path (the server's folder is not the worker's).
 """
 

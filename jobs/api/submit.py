@@ -25,6 +25,7 @@ from narrate.jobs.outputs import ownership
 from narrate.jobs.queue import books, lifecycle
 from narrate.jobs.queue.lifecycle import requeue_front
 from narrate.jobs.queue.queues import queue_for
+from narrate.jobs.queue.resume import Resumed
 from narrate.jobs.queue.resume import resume as resume_jobs
 from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
@@ -298,7 +299,7 @@ def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetim
     return q.enqueue_job(job, unique=not parts)  # parts: enqueue_parts made sure the id is new
 
 
-def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[tuple[str, str]]:
+def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[Resumed]:
     """jobs.queue.resume, acknowledged only once the requeues are on the server's disk."""
     with durable_writes(r):
         return resume_jobs(r, job_ids, queue_name)

@@ -104,16 +104,22 @@ def users(r: redis.Redis, settings: Settings, name: str) -> list[str]:
     return found + library.pins(r, name)
 
 
+def users_shown(users: list[str], most: int = 5) -> str:
+    """What names a voice (`users`), the first `most` of them."""
+    return "; ".join(users[:most]) + (f"; and {len(users) - most} more" if len(users) > most else "")
+
+
 def remove(r: redis.Redis, settings: Settings, name: str, force: bool = False) -> tuple[library.VoiceRecord, list[str]]:
-    """Delete a saved voice; refused while a queued, scheduled or recurring job names it, unless
-    `force` (they keep the sample they were submitted with). Returns (record, those users)."""
+    """Delete a saved voice; refused (VoiceInUse) while a queued, scheduled or recurring job names it,
+    unless `force` (they keep the sample they were submitted with). Returns (record, those users)."""
     record = library.get(r, name)
     using = users(r, settings, record.name)
     if using and not force:
-        shown = "; ".join(using[:5]) + (f"; and {len(using) - 5} more" if len(using) > 5 else "")
-        raise BadInput(
-            f"voice {record.name!r} is still named by {shown}; they keep their copy of the sample, so "
-            f"`narrate voice remove {record.name} --force` removes it anyway"
+        raise library.VoiceInUse(
+            f"voice {record.name!r} is still named by {users_shown(using)}; they keep their copy of the sample, so "
+            f"`narrate voice remove {record.name} --force` removes it anyway",
+            record.name,
+            using,
         )
     with durable_writes(r):
         return library.remove(r, record.name), using
@@ -175,7 +181,7 @@ def design(settings: Settings, r: redis.Redis, name: str, description: str, text
     model), kept as a draft under `name` until `keep` saves one of them."""
     name = check_name(name)
     if library.find(r, name) is not None:
-        raise BadInput(f"a voice named {name!r} exists; design under another name, or remove it first")
+        raise library.VoiceExists(f"a voice named {name!r} exists; design under another name, or remove it first", name)
     said = library.check_text(description, "description", library.MAX_DESCRIPTION_CHARS)
     if not said:
         raise BadInput('the description is empty; describe the voice, e.g. "Female, 60s, low raspy alto, unhurried"')

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from narrate.jobs import security
 from narrate.jobs.dashboard import guard as dashboard_guard
 from narrate.jobs.errors import BadInput
 from narrate.jobs.server.connection import redact
@@ -28,12 +29,10 @@ if TYPE_CHECKING:  # imported where used at run time (flask comes with the dashb
     from rq.job import Job
     from rq.worker import BaseWorker
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
 
 def served_hosts(bind: str, port: int, configured: Iterable[str] = ()) -> frozenset[str]:
     """The Host header values to answer (raises BadInput for a malformed NARRATE_DASHBOARD_HOSTS entry)."""
-    return dashboard_guard.allowed_hosts(bind, port, configured)
+    return security.served_hosts(bind, port, configured, "NARRATE_DASHBOARD_HOSTS")
 
 
 def make_app(
@@ -179,7 +178,7 @@ def check_exposure(bind: str, username: str | None, password: str | None) -> Non
             "NARRATE_DASHBOARD_USERNAME and NARRATE_DASHBOARD_PASSWORD must not be blank (only spaces): "
             "set both to real values, or unset both on loopback"
         )
-    if bind not in LOOPBACK and not (username and password):
+    if not security.is_loopback(bind) and not (username and password):
         raise BadInput(
             f"refusing to serve the dashboard on {bind} without a username and password "
             "(set NARRATE_DASHBOARD_USERNAME and NARRATE_DASHBOARD_PASSWORD)"

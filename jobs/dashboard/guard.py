@@ -1,21 +1,22 @@
-"""What keeps other web pages away from `narrate dashboard` (Flask hooks on narrate's app).
+"""What keeps other web pages away from `narrate dashboard` (Flask hooks on narrate's app): the
+adapter of the one security policy (jobs/security.py, the same rules as `narrate serve`'s guard),
+plus what only the dashboard needs.
 
 A dashboard on 127.0.0.1 is still reachable by every page the user's browser opens, so:
 
-- Host: only the dashboard's own names are served (loopback names and the bind address, with
-  the port, plus NARRATE_DASHBOARD_HOSTS); anything else is 400. This stops DNS rebinding, where
-  a page's own name is re-pointed at 127.0.0.1 to read the dashboard as "same-origin".
-- Requests that change state (any method but GET/HEAD/OPTIONS) must come from the dashboard's
-  own pages: Origin, else Referer, must name one of its hosts, and Sec-Fetch-Site, when sent,
-  must be same-origin. A request with no Origin or Referer is refused unless Sec-Fetch-Site
-  says same-origin (browsers send Origin with every cross-site POST; scripts such as curl must
-  send `Origin: http://127.0.0.1:9181`). rq-dashboard's GET route for "requeue all" is refused.
+- Host: only the dashboard's own names are served (loopback names and the bind address, with the
+  port, plus NARRATE_DASHBOARD_HOSTS); anything else is 400 (DNS rebinding).
+- Basic auth (NARRATE_DASHBOARD_USERNAME/PASSWORD) covers every route, compared in constant time;
+  off loopback the dashboard does not start without it (jobs/dashboard/app.py).
+- Requests that change state (any method but GET/HEAD/OPTIONS) from another site are refused: an
+  Origin, else a Referer, naming another host, or Sec-Fetch-Site other than same-origin. One with
+  none of them is a program's (curl), not a browser's, and is served (browsers send Origin with
+  every POST). rq-dashboard's GET route for "requeue all" is refused (405).
 - Reads: a GET carrying a foreign Origin, or fetched by another site's page rather than opened
   by a top-level navigation (Sec-Fetch-*), is refused; no CORS headers are ever sent.
 - Every response forbids framing (clickjacking) and sniffing; HTML pages get a Content Security
   Policy that allows only their own scripts (by hash), so markup in a job's description, result
   or error, which rq-dashboard inserts as HTML, cannot run script.
-- Basic auth (NARRATE_DASHBOARD_USERNAME/PASSWORD) covers every route, compared in constant time.
 """
 
 from __future__ import annotations
@@ -24,19 +25,14 @@ import base64
 import hashlib
 import hmac
 import re
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
-from narrate.jobs.errors import BadInput
+from narrate.jobs.security import Credential, Decision, Reason, Site, decide
 
 if TYPE_CHECKING:  # imported where used at run time (flask comes with the dashboard extra)
     from flask import Flask, Response
 
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 STATE_CHANGING_GETS = frozenset({"rq_dashboard.requeue_all"})  # rq-dashboard routes GET and POST there
-_NAME = re.compile(r"^(?:[a-z0-9](?:[a-z0-9_-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9_-]*[a-z0-9])?)*|\[[0-9a-f:.]+\])$")
 _INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?:\s+type=\"text/javascript\")?\s*>(.*?)</script>", re.S | re.I)
 _HEADERS = {
     "X-Frame-Options": "DENY",
@@ -44,55 +40,7 @@ _HEADERS = {
     "Referrer-Policy": "same-origin",
     "Cross-Origin-Resource-Policy": "same-origin",
 }
-
-
-def _bracketed(name: str) -> str:
-    return f"[{name}]" if ":" in name and not name.startswith("[") else name
-
-
-def _split(entry: str) -> tuple[str, int | None]:
-    """`name`, `name:port` or `[v6]:port` -> (lower-case name, port or None); ValueError if not one."""
-    entry = entry.strip().lower()
-    name, sep, port = entry.rpartition(":") if not entry.endswith("]") else (entry, "", "")
-    if not sep:
-        name, port = entry, ""
-    if not _NAME.match(name) or (sep and not (port.isdigit() and 0 < int(port) < 65536)):
-        raise ValueError(entry)
-    return name, int(port) if sep else None
-
-
-def allowed_hosts(bind: str, port: int, configured: Iterable[str] = ()) -> frozenset[str]:
-    """Host header values the dashboard answers: each name with the port; a configured name without
-    a port also bare (a reverse proxy on the default port); loopback and bind bare on port 80."""
-    hosts = set()
-    for name in (*LOOPBACK_NAMES, _bracketed(bind.strip().lower())):
-        hosts.add(f"{name}:{port}")
-        if port == 80:
-            hosts.add(name)
-    for entry in configured:
-        if not entry.strip():
-            continue
-        try:
-            name, own_port = _split(entry)
-        except ValueError:
-            raise BadInput(
-                f"NARRATE_DASHBOARD_HOSTS: {entry.strip()!r} is not a host name; give names such as "
-                "dash.example.com or dash.example.com:8080, separated by commas"
-            ) from None
-        hosts.update({f"{name}:{own_port}"} if own_port else {name, f"{name}:{port}"})
-    return frozenset(hosts)
-
-
-def _origin_host(url: str) -> str | None:
-    """The host[:port] of an Origin or Referer, as a Host header would carry it; None if not http(s)."""
-    try:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return None
-        name = _bracketed(parts.hostname.lower())
-        return f"{name}:{parts.port}" if parts.port is not None else name
-    except ValueError:
-        return None
+BASIC_CHALLENGE = 'Basic realm="narrate dashboard"'
 
 
 def _refuse(status: int, reason: str, **headers: str) -> Response:
@@ -101,53 +49,52 @@ def _refuse(status: int, reason: str, **headers: str) -> Response:
     return Response(reason + "\n", status, {**headers, **_HEADERS}, mimetype="text/plain")
 
 
+def credential(authorization: tuple[str, str] | None, username: str, password: str) -> Credential:
+    """Basic auth's (username, password) as sent (None: none sent), compared in constant time."""
+    if authorization is None:
+        return Credential.NONE
+    same_user = hmac.compare_digest(authorization[0].encode(), username.encode())
+    same_password = hmac.compare_digest(authorization[1].encode(), password.encode())
+    return Credential.VALID if same_user and same_password else Credential.WRONG
+
+
+def refusal(decision: Decision) -> Response:
+    """A refusal of the policy, in the dashboard's words (plain text)."""
+    said, reason = decision.said, decision.reason
+    if reason is Reason.HOST:
+        return _refuse(400, f"Host {said!r} is not served by this dashboard (see NARRATE_DASHBOARD_HOSTS).")
+    if reason in (Reason.NO_CREDENTIALS, Reason.WRONG_CREDENTIALS, Reason.SIGN_IN):
+        return _refuse(401, "Log in.", **{"WWW-Authenticate": BASIC_CHALLENGE})
+    if reason is Reason.CROSS_ORIGIN_READ:
+        return _refuse(403, f"Refused a cross-origin read from {said[:100]}.")
+    if reason is Reason.CROSS_SITE_READ:
+        return _refuse(403, "Refused a read made by another site's page.")
+    if reason is Reason.CROSS_SITE_FETCH:
+        return _refuse(403, f"Refused a cross-site request (Sec-Fetch-Site: {said[:40]}).")
+    return _refuse(403, f"Refused a cross-site request from {said[:100]}.")
+
+
 def install(app: Flask, hosts: frozenset[str], username: str | None = None, password: str | None = None) -> None:
     """Add the checks and headers to `app` (run before rq-dashboard's own hooks and views)."""
     from flask import request
 
-    @app.before_request
-    def check_host() -> Response | None:
-        host = request.headers.get("Host", "").strip().lower()
-        if host not in hosts:
-            return _refuse(400, f"Host {host!r} is not served by this dashboard (see NARRATE_DASHBOARD_HOSTS).")
-        return None
+    site = Site(hosts, credentials_required=bool(username))
 
-    if username:
-
-        @app.before_request
-        def check_auth() -> Response | None:
-            auth = request.authorization
-            given = (auth.username or "", auth.password or "") if auth and auth.type == "basic" else ("", "")
-            same_user = hmac.compare_digest(given[0].encode(), username.encode())
-            if not (hmac.compare_digest(given[1].encode(), (password or "").encode()) and same_user):
-                return _refuse(401, "Log in.", **{"WWW-Authenticate": 'Basic realm="narrate dashboard"'})
-            return None
+    def sent() -> Credential:
+        auth = request.authorization
+        given = (auth.username or "", auth.password or "") if auth and auth.type == "basic" else None
+        if given is None and request.headers.get("Authorization"):
+            return Credential.WRONG
+        return credential(given, username or "", password or "")
 
     @app.before_request
-    def check_same_origin() -> Response | None:
-        origin = request.headers.get("Origin")
-        fetch_site = request.headers.get("Sec-Fetch-Site")
-        if request.method in SAFE_METHODS:
-            if request.method != "OPTIONS" and request.endpoint in STATE_CHANGING_GETS:
-                return _refuse(405, "Use POST (from the dashboard's own page).", Allow="POST")
-            navigation = (
-                request.headers.get("Sec-Fetch-Mode") == "navigate"
-                and request.headers.get("Sec-Fetch-Dest", "document") == "document"
-            )
-            if origin is not None and _origin_host(origin) not in hosts:
-                return _refuse(403, f"Refused a cross-origin read from {origin}.")
-            if fetch_site in ("cross-site", "same-site") and (request.method == "OPTIONS" or not navigation):
-                return _refuse(403, "Refused a read made by another site's page.")
-            return None
-        if fetch_site is not None and fetch_site != "same-origin":
-            return _refuse(403, f"Refused a cross-site request (Sec-Fetch-Site: {fetch_site}).")
-        source = origin if origin is not None else request.headers.get("Referer")
-        if source is None:
-            if fetch_site == "same-origin":
-                return None
-            return _refuse(403, "Refused a request without Origin or Referer: send the dashboard's own Origin.")
-        if _origin_host(source) not in hosts:
-            return _refuse(403, f"Refused a cross-site request from {source[:100]}.")
+    def check() -> Response | None:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        decision = decide(site, request.method, request.path, headers, sent)
+        if not decision.allowed:
+            return refusal(decision)
+        if request.method in ("GET", "HEAD") and request.endpoint in STATE_CHANGING_GETS:
+            return _refuse(405, "Use POST (from the dashboard's own page).", Allow="POST")
         return None
 
     @app.after_request

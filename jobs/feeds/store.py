@@ -12,15 +12,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import redis
-from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.errors import BadInput, NotFound
 from narrate.jobs.server.store import PREFIX, text
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 MAX_ITEMS = 500  # the newest; older narrations leave the feed (their files stay)
 
 
-class FeedNotFound(NarrateError):
+class FeedNotFound(NotFound):
     """No feed of that name (`narrate serve` answers a wrong token as it answers this: jobs/web/feeds.py)."""
+
+    code = "feed_not_found"
 
 
 def check_feed_name(text: str) -> str:

@@ -4,8 +4,9 @@ status from its parts', a failed part failing its book, and resuming a book."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import redis
-from narrate.jobs.counts import count
 from narrate.jobs.errors import BadInput
 from narrate.jobs.queue.lifecycle import (
     CANCEL_FIELD,
@@ -53,7 +54,17 @@ def book_state(own: str, parts: list[tuple[str, str | None, int | None]]) -> tup
     return "queued", None
 
 
-def resume_book(r: redis.Redis, book: Job) -> str:
+@dataclass(frozen=True)
+class PartsResumed:
+    """What `resume_book` did: of the book's `parts`, `requeued` run again; it waits for `waiting`
+    (none: the book itself is requeued, to stitch)."""
+
+    parts: int
+    requeued: int
+    waiting: int
+
+
+def resume_book(r: redis.Redis, book: Job) -> PartsResumed:
     """`resume` of a book: its failed, canceled or abandoned parts are requeued (the finished ones
     stay), and the book waits for its unfinished parts again (or is requeued at once when none is)."""
     ids = book.meta["parts"]
@@ -72,7 +83,7 @@ def resume_book(r: redis.Redis, book: Job) -> str:
     waiting = [p.id for p in parts if p.get_status(refresh=True) != JobStatus.FINISHED]
     if not waiting:
         requeue_front(r, book, "resume")
-        return f"requeued (all {len(ids)} parts are done: it stitches now)"
+        return PartsResumed(len(ids), len(again), 0)
     fresh_start(book)
     book.save_meta()
     with r.pipeline() as pipe:
@@ -80,4 +91,4 @@ def resume_book(r: redis.Redis, book: Job) -> str:
         pipe.hdel(book.key, CANCEL_FIELD)
         defer_on(book, ids, pipe)
         pipe.execute()
-    return f"requeued {count(len(again), 'part')}; the book waits for {len(waiting)} of {count(len(ids), 'part')}"
+    return PartsResumed(len(ids), len(again), len(waiting))

@@ -21,6 +21,8 @@ WAIT_S = 10.0
 class NotDurable(NarrateError):
     """The server cannot persist what it was given (its AOF cannot be written)."""
 
+    code = "not_durable"
+
 
 def wait_durable(r: redis.Redis, timeout_s: float = WAIT_S) -> None:
     """Return once every write the server has acknowledged so far is fsynced to its AOF; raise

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.audio.voices import Voice, voice_samples
-from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.voices.names import check_name
@@ -28,8 +28,28 @@ MAX_DESCRIPTION_CHARS = 1000
 MAX_TRANSCRIPT_CHARS = 2000
 
 
-class VoiceNotFound(NarrateError):
+class VoiceNotFound(NotFound):
     """No saved voice by that name."""
+
+    code = "voice_not_found"
+
+
+class VoiceExists(Conflict):
+    """A voice of that name is saved already (facts: `name`)."""
+
+    code = "voice_exists"
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message, param="name", facts={"name": name})
+
+
+class VoiceInUse(Conflict):
+    """Queued, scheduled or recurring jobs name the voice (facts: `name`, `users`: what names it)."""
+
+    code = "voice_in_use"
+
+    def __init__(self, message: str, name: str, users: list[str]) -> None:
+        super().__init__(message, param="name", facts={"name": name, "users": list(users)})
 
 
 def sample_key(sha: str) -> str:
@@ -85,9 +105,10 @@ def add(r: redis.Redis, record: VoiceRecord, sample: Voice) -> VoiceRecord:
             try:
                 p.watch(VOICES)
                 if r.hexists(VOICES, name):
-                    raise BadInput(
+                    raise VoiceExists(
                         f"a voice named {name!r} exists; remove it first (narrate voice remove {name}) "
-                        "or choose another name"
+                        "or choose another name",
+                        name,
                     )
                 p.multi()
                 p.set(sample_key(sample.sha256), sample.wav)
@@ -150,7 +171,8 @@ def rename(r: redis.Redis, old: str, new: str) -> VoiceRecord:
                 p.watch(VOICES, pins_key(old.lower()))
                 record = get(r, old)
                 if new != record.name and r.hexists(VOICES, new):
-                    raise BadInput(f"a voice named {new!r} exists; choose another name or remove that one first")
+                    said = f"a voice named {new!r} exists; choose another name or remove that one first"
+                    raise VoiceExists(said, new)
                 pins = r.smembers(pins_key(record.name))
                 renamed = VoiceRecord(**{**record.to_json(), "name": new})
                 p.multi()

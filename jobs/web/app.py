@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from narrate.jobs.errors import BadInput
+from narrate.jobs.security import is_loopback
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import callbacks, errors, sessions
-from narrate.jobs.web.guard import BodyRules, Guard, is_loopback, served_hosts
+from narrate.jobs.web.guard import BodyRules, Guard, served_hosts
 from narrate.jobs.web.limits import Limits
 from narrate.jobs.web.state import Web
 from narrate.jobs.web.uploads import MULTIPART_CAP, owner_of
@@ -58,7 +59,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
-    from narrate.jobs.web import feeds, login, narrations, pages, speech, voice_pages, voices
+    from narrate.jobs.web import feeds, login, narrations, pages, speech_api, voice_pages, voices
     from narrate.jobs.web.templating import PAGE_POLICY, STATIC
     from starlette.staticfiles import StaticFiles
 
@@ -86,7 +87,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     app.state.web = web
     app.state.limits = limits = Limits(web.settings.serve_submits_per_min, web.settings.serve_client_streams)
     errors.install(app)
-    routers = (narrations.router, speech.router, voices.router, feeds.router, login.router, pages.router,
+    routers = (narrations.router, speech_api.router, voices.router, feeds.router, login.router, pages.router,
                voice_pages.router)  # fmt: skip
     for router in routers:
         app.include_router(router)

@@ -1,5 +1,8 @@
 """Every error of the HTTP API as OpenAI's shape, ``{"error": {"message", "type", "param", "code"}}``,
-with the status code that fits: a message a person can act on, never a traceback or a server path."""
+with the status code that fits: a message a person can act on, never a traceback or a server path.
+The status comes from the error's class (jobs/errors.py: a Conflict is 409 whatever its message
+says), `code` and `param` from the error; the API words its own message where the command line's
+would name a flag or a command (a voice in use: DELETE with ?force=true)."""
 
 from __future__ import annotations
 
@@ -7,10 +10,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import redis
-from narrate.jobs.errors import BadInput, JobNotFound, NarrateError, ServerUnavailable
-from narrate.jobs.feeds.store import FeedNotFound
+from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound, ServerUnavailable
+from narrate.jobs.queue.cancel import JobEnded
 from narrate.jobs.server.durability import NotDurable
-from narrate.jobs.voices.library import VoiceNotFound
+from narrate.jobs.voices.library import VoiceExists, VoiceInUse
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request
@@ -39,33 +42,46 @@ TYPES = {
 
 
 class ApiError(Exception):
-    """An error the API answers as it is: its status, message, and the parameter it is about."""
+    """An error the API answers as it is: its status, message, the parameter it is about and its code."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None,
+                 code: str | None = None):  # fmt: skip
         super().__init__(message)
         self.status = status
         self.message = message
         self.param = param
         self.headers = headers or {}
+        self.code = code
 
 
-def body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
-    return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": None}}
+def body(status: int, message: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    return {"error": {"message": message, "type": TYPES.get(status, "server_error"), "param": param, "code": code}}
+
+
+# An error's class -> its status, the first that matches (a Conflict is a BadInput too).
+STATUSES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+    (NotFound, 404),
+    (Conflict, 409),
+    (BadInput, 400),
+    (NotDurable, 507),
+    ((ServerUnavailable, redis.RedisError), 503),
+)
 
 
 def status_of(e: BaseException) -> int:
-    """The status code of an exception narrate raises (what the CLI prints as one line)."""
+    """The status code of an exception narrate raises (what the CLI prints as one line), by its class."""
     if isinstance(e, ApiError):
         return e.status
-    if isinstance(e, JobNotFound | VoiceNotFound | FeedNotFound):
-        return 404
-    if isinstance(e, BadInput):
-        return 400
-    if isinstance(e, NotDurable):
-        return 507
-    if isinstance(e, ServerUnavailable | redis.RedisError):
-        return 503
-    return 500
+    return next((status for kind, status in STATUSES if isinstance(e, kind)), 500)
+
+
+def code_of(e: BaseException) -> str | None:
+    """The error's code (jobs/errors.py), the API body's `code`."""
+    return e.code if isinstance(e, ApiError | NarrateError) else None
+
+
+def param_of(e: BaseException) -> str | None:
+    return e.param if isinstance(e, ApiError | NarrateError) else None
 
 
 def message_of(e: BaseException) -> str:
@@ -73,17 +89,39 @@ def message_of(e: BaseException) -> str:
         return e.message
     if isinstance(e, redis.RedisError):
         return f"the Redis server refused or did not answer: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+    if isinstance(e, VoiceInUse):
+        return in_use(e, "DELETE with ?force=true removes it anyway")
+    if isinstance(e, VoiceExists):
+        return f"a voice named {e.facts['name']!r} exists; DELETE it first or choose another name"
+    if isinstance(e, JobEnded):
+        job_id = e.facts["job_id"]
+        if e.facts["state"] == "failed":
+            return f"narration {job_id} failed; there is nothing to cancel (POST .../resume runs it again)"
+        return f"narration {job_id} is completed; there is nothing to cancel"
     if isinstance(e, NarrateError):
         return str(e)
     return "the server failed; see its log (narrate serve) for the reason"
 
 
-def response(
-    status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None
-) -> JSONResponse:
+def in_use(e: VoiceInUse, then: str) -> str:
+    """A voice in use, in the web's words: who names it, and `then` (what removes it anyway)."""
+    from narrate.jobs.api.voices import users_shown
+
+    name, users = e.facts["name"], e.facts["users"]
+    return f"voice {name!r} is still named by {users_shown(users)}; they keep their copy of the sample, so {then}"
+
+
+def api_error(e: BaseException, message: str | None = None) -> ApiError:
+    """`e` as the API answers it (status, code, param, headers), with `message` instead of its own."""
+    said = message_of(e) if message is None else message
+    return ApiError(status_of(e), said, param_of(e), getattr(e, "headers", None), code_of(e))
+
+
+def response(status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None,
+             code: str | None = None) -> JSONResponse:  # fmt: skip
     from fastapi.responses import JSONResponse
 
-    return JSONResponse(body(status, message, param), status_code=status, headers=headers)
+    return JSONResponse(body(status, message, param, code), status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:
@@ -95,7 +133,7 @@ def install(app: FastAPI) -> None:
         status = status_of(e)
         if status >= 500 and not isinstance(e, ApiError):
             log.warning("request failed: %s", message_of(e))
-        return response(status, message_of(e), getattr(e, "param", None), getattr(e, "headers", None))
+        return response(status, message_of(e), param_of(e), getattr(e, "headers", None), code_of(e))
 
     async def invalid(_request: Request, e: Exception) -> JSONResponse:
         assert isinstance(e, RequestValidationError)

@@ -21,7 +21,7 @@ from narrate.jobs.feeds import store as feeds
 from narrate.jobs.web import outputs, views
 from narrate.jobs.web.errors import ApiError
 from narrate.jobs.web.outputs import AUDIO
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.state import Web, WebDep
 
 router = APIRouter(include_in_schema=False)  # for podcast apps, not API clients (docs/serve.md describes them)
 Token = Annotated[str | None, Query(description="the feed's token (required once the server has an API key)")]
@@ -71,9 +71,8 @@ def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
 @router.get("/feeds/{name}.xml", response_class=Response,
             responses={200: {"content": {"application/rss+xml": {}}, "description": "the feed"},
                        404: {"description": "no such feed, or a wrong or revoked token"}})  # fmt: skip
-def feed_xml(request: Request, name: str, token: Token = None) -> Response:
+def feed_xml(request: Request, web: WebDep, name: str, token: Token = None) -> Response:
     """The feed: RSS 2.0 with iTunes and Podcasting 2.0 tags, its finished narrations newest first."""
-    web = web_of(request)
     feed = _feed(web, name, token)
     body = rss.render(feed.name, feed.title, str(request.base_url), _episodes(web, feed), token if token else None)
     return Response(body, media_type="application/rss+xml; charset=utf-8", headers={"Cache-Control": "no-cache"})
@@ -88,16 +87,16 @@ def _in_feed(web: Web, name: str, token: str | None, job_id: str) -> tuple[rss.E
 
 
 @router.get("/feeds/{name}/{job_id}/chapters.json", response_class=JSONResponse)
-def chapters(request: Request, name: str, job_id: str, token: Token = None) -> dict[str, Any]:
+def chapters(web: WebDep, name: str, job_id: str, token: Token = None) -> dict[str, Any]:
     """An episode's chapters (Podcasting 2.0's JSON chapters)."""
-    episode, _ = _in_feed(web_of(request), name, token, job_id)
+    episode, _ = _in_feed(web, name, token, job_id)
     return rss.chapters_json(episode)
 
 
 @router.get("/feeds/{name}/{job_id}/cover")
-def cover(request: Request, name: str, job_id: str, token: Token = None) -> Response:
+def cover(web: WebDep, name: str, job_id: str, token: Token = None) -> Response:
     """An episode's cover art (the one embedded in its audio)."""
-    _, audio = _in_feed(web_of(request), name, token, job_id)
+    _, audio = _in_feed(web, name, token, job_id)
     found = read_cover(audio.path)
     if found is None:
         raise ApiError(404, f"episode {job_id[:80]} has no cover art")
@@ -105,18 +104,18 @@ def cover(request: Request, name: str, job_id: str, token: Token = None) -> Resp
 
 
 @router.get(f"/feeds/{{name}}/{{job_id}}/{rss.TRANSCRIPT}", response_class=FileResponse)
-def transcript(request: Request, name: str, job_id: str, token: Token = None) -> FileResponse:
+def transcript(web: WebDep, name: str, job_id: str, token: Token = None) -> FileResponse:
     """An episode's transcript: the WebVTT subtitles its narration wrote beside the audio."""
-    episode, audio = _in_feed(web_of(request), name, token, job_id)
+    episode, audio = _in_feed(web, name, token, job_id)
     if episode.transcript is None:
         raise ApiError(404, f"episode {job_id[:80]} has no transcript (narrate it with --subtitles vtt)")
     return FileResponse(audio.path.with_name(episode.transcript), media_type="text/vtt; charset=utf-8")
 
 
 @router.get("/feeds/{name}/{job_id}/{file_name:path}", response_class=FileResponse)
-def audio(request: Request, name: str, job_id: str, file_name: str, token: Token = None) -> FileResponse:
+def audio(web: WebDep, name: str, job_id: str, file_name: str, token: Token = None) -> FileResponse:
     """An episode's audio (HTTP Range: 206)."""
-    episode, audio = _in_feed(web_of(request), name, token, job_id)
+    episode, audio = _in_feed(web, name, token, job_id)
     if file_name != episode.file_name:
         raise ApiError(404, f"episode {job_id[:80]} has no file {file_name[:100]!r}")
     return FileResponse(audio.path, media_type=episode.media_type, filename=audio.path.name)

@@ -2,7 +2,9 @@
 to. The words never travel in the URL, where anyone could write a link that shows their own text
 on this server's page (phishing): the server keeps them in Redis under a random token for a few
 minutes, and the browser holds the token in a cookie (HttpOnly, SameSite=Strict) that the next page
-reads and clears. A link or a query string can set neither."""
+reads and clears. A link or a query string can set neither. An error is worded for the pages
+(`words_of`): where the command line's words name a flag or a command, the page names its own
+control, chosen by the error's class and facts (jobs/errors.py), never by reading its message."""
 
 from __future__ import annotations
 
@@ -11,7 +13,10 @@ import json
 import secrets
 
 import redis
+from narrate.jobs.queue.cancel import JobEnded
 from narrate.jobs.server.store import PREFIX
+from narrate.jobs.voices.library import VoiceExists, VoiceInUse
+from narrate.jobs.web.errors import in_use, message_of
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -58,3 +63,16 @@ def clear(request: Request, response: Response) -> None:
     """Remove the cookie once a page has shown what it pointed to."""
     if COOKIE in request.cookies:
         response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+
+
+def words_of(e: BaseException) -> str:
+    """An action's error as a page says it."""
+    if isinstance(e, VoiceInUse):
+        return in_use(e, "tick 'remove anyway' to remove it")
+    if isinstance(e, VoiceExists):
+        return f"a voice named {e.facts['name']!r} exists; choose another name, or rename or remove that one first"
+    if isinstance(e, JobEnded):
+        job_id, state = e.facts["job_id"], e.facts["state"]
+        again = " (resume runs it again)" if state == "failed" else ""
+        return f"{job_id} already {state}: there is nothing to cancel{again}"
+    return message_of(e)

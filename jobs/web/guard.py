@@ -1,6 +1,8 @@
 """What keeps other web pages, other hosts' names and unknown callers away from `narrate serve`: one
-ASGI middleware around every route (the rules of the dashboard's guard, jobs/dashboard/guard.py,
-for an API that scripts and SDKs call too).
+ASGI middleware around every route. Who may ask what is decided by the one security policy
+(jobs/security.py, the same rules as `narrate dashboard`'s guard); this is its adapter for the web
+(the key, a session cookie, the refusals as the API's JSON errors), and it bounds bodies and counts
+submissions.
 
 - Host: only the server's own names (loopback names and the bind address, with the port, plus
   NARRATE_SERVE_HOSTS); anything else is 400 (DNS rebinding).
@@ -12,10 +14,11 @@ for an API that scripts and SDKs call too).
   429 for the rest of that minute whatever key it sends (jobs/web/limits.py). The login form and
   the pages' static files need neither, nor do podcast feeds, whose URLs carry each feed's token
   instead (jobs/web/feeds.py). Off loopback the server does not start without a key
-  (jobs/web/app.py). Websocket requests are refused (there is no websocket route).
+  (jobs/web/app.py). Websocket requests are refused (there is no websocket route). The routes
+  declare the same (jobs/web/auth.py), so the OpenAPI document shows the schemes.
 - Origin: a request that changes state (any method but GET/HEAD/OPTIONS) carrying an Origin (else
   a Referer) of another site, or ``Sec-Fetch-Site`` other than same-origin, is 403; one with
-  neither (curl, the openai SDK: not a browser) is served. A read carrying a foreign Origin, or
+  none of them (curl, the openai SDK: not a browser) is served. A read carrying a foreign Origin, or
   fetched by another site's page (not a top-level navigation), is 403. No CORS headers, ever.
 - Bodies: only the upload routes (UPLOAD_ROUTES) take a large body (multipart, within
   MULTIPART_CAP), and only after the key was checked; the speech endpoint takes a JSON body of up to
@@ -34,20 +37,20 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit
 
-from narrate.jobs.dashboard.guard import allowed_hosts
-from narrate.jobs.errors import BadInput
+from narrate.jobs import security
+from narrate.jobs.security import Credential, Decision, Reason, Site, decide, is_loopback
 from narrate.jobs.web.errors import ApiError, body
 from narrate.jobs.web.limits import Limits, client_of
 from starlette.exceptions import HTTPException
 from starlette.requests import cookie_parser
+
+__all__ = ["BodyRules", "Guard", "is_loopback", "served_hosts"]  # is_loopback: jobs/security.py's
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -55,8 +58,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 JSON_BODY_CAP = 8 << 20  # a JSON request: the speech body, 4,096 characters and perhaps a sample as a data: URL
 SMALL_BODY_CAP = 64 << 10  # every other route: a login, a button's form, a small JSON body
 UPLOAD_ROUTES = frozenset({"/v1/narrations", "/v1/audio/voices", "/new", "/new/inspect", "/voices/add"})  # POST
@@ -69,9 +70,11 @@ HEADERS = {
 }
 API_POLICY = b"default-src 'none'; frame-ancestors 'none'"
 SESSION_COOKIE = "narrate_session"
+BEARER = 'Bearer realm="narrate"'  # the 401's WWW-Authenticate
 WRONG_KEY_DELAY_S = 1.0  # a wrong key waits (the login form's too): guessing by hand is slow
 PUBLIC_PATHS = ("/login", "/static/", "/feeds/")  # the login form and what it loads; feeds (a token in the URL)
 API_PATHS = ("/v1/", "/openapi.json", "/docs")
+SIGNED_IN_STATE = "narrate.signed_in"  # in the scope's state: the guard checked its key or session (jobs/web/auth.py)
 
 
 def _cookie(header: str, name: str) -> str:
@@ -80,36 +83,8 @@ def _cookie(header: str, name: str) -> str:
     return cookie_parser(header).get(name, "")
 
 
-def is_loopback(bind: str) -> bool:
-    """`bind` is a loopback address: localhost, or an IP address in 127.0.0.0/8 or ::1 (a name that
-    merely begins with 127., such as 127.evil.example, is not)."""
-    name = bind.strip().lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name.removeprefix("[").removesuffix("]")).is_loopback
-    except ValueError:
-        return False
-
-
 def served_hosts(bind: str, port: int, configured: Iterable[str] = ()) -> frozenset[str]:
-    try:
-        return allowed_hosts(bind, port, configured)
-    except BadInput as e:
-        raise BadInput(str(e).replace("NARRATE_DASHBOARD_HOSTS", "NARRATE_SERVE_HOSTS")) from None
-
-
-def origin_host(url: str) -> str | None:
-    """The host[:port] of an Origin or Referer, as a Host header carries it; None if not http(s)."""
-    try:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return None
-        name = parts.hostname.lower()
-        name = f"[{name}]" if ":" in name else name
-        return f"{name}:{parts.port}" if parts.port is not None else name
-    except ValueError:
-        return None
+    return security.served_hosts(bind, port, configured, "NARRATE_SERVE_HOSTS")
 
 
 class BodyTooLarge(HTTPException):  # an HTTPException: FastAPI passes it on from a body it is reading
@@ -160,6 +135,7 @@ class Guard:
         self.policies = policies or {}
         self.session_valid = session_valid or (lambda _token: False)
         self.limits = limits or Limits(60, 16)
+        self.site = Site(hosts, self.key is not None, PUBLIC_PATHS, API_PATHS, "/login")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":  # no route takes one: refused before anything is read
@@ -186,6 +162,8 @@ class Guard:
                 await asyncio.sleep(WRONG_KEY_DELAY_S)
             await _reply(send, *refused)
             return
+        # what the routes' declared security (jobs/web/auth.py) reads: the key or session checked here
+        scope.setdefault("state", {})[SIGNED_IN_STATE] = self.key is not None and not path.startswith(PUBLIC_PATHS)
         cap, hint = self._cap(method, path, headers)
         declared = headers.get("content-length", "")
         if declared.isdigit() and int(declared) > cap:
@@ -197,51 +175,27 @@ class Guard:
     def check(self, method: str, headers: dict[str, str], path: str = "/",
               client: str = "unknown") -> tuple[int, str, dict[str, str]] | None:  # fmt: skip
         """(status, message, headers) of a refusal, or None to serve the request (`client`: its address,
-        for the wrong-key limit)."""
-        host = headers.get("host", "").strip().lower()
-        if host not in self.hosts:
-            return 400, f"Host {host[:100]!r} is not served here (add it to NARRATE_SERVE_HOSTS)", {}
-        if self.key is not None and not path.startswith(PUBLIC_PATHS) and not self._signed_in(headers, client):
-            if method in ("GET", "HEAD") and not path.startswith(API_PATHS) and _is_page_load(headers):
-                return 303, "sign in first: /login", {"location": f"/login?next={quote(path[:500], safe='/')}"}
-            given = headers.get("authorization", "").strip()
-            said = "a wrong API key" if given else "no API key"
-            return (
-                401,
-                f"{said}: send Authorization: Bearer KEY (NARRATE_API_KEY)",
-                {"www-authenticate": 'Bearer realm="narrate"'},
-            )
-        origin, fetch_site = headers.get("origin"), headers.get("sec-fetch-site")
-        if method in SAFE_METHODS:
-            navigation = headers.get("sec-fetch-mode") == "navigate"
-            if origin is not None and origin_host(origin) not in self.hosts:
-                return 403, f"refused a cross-origin read from {origin[:100]}", {}
-            if fetch_site in ("cross-site", "same-site") and (method == "OPTIONS" or not navigation):
-                return 403, "refused a read made by another site's page", {}
-            return None
-        if fetch_site is not None and fetch_site not in ("same-origin", "none"):
-            return 403, f"refused a cross-site request (Sec-Fetch-Site: {fetch_site})", {}
-        source = origin if origin is not None else headers.get("referer")
-        if source is not None and origin_host(source) not in self.hosts:
-            return 403, f"refused a cross-site request from {source[:100]}", {}
-        return None
+        for the wrong-key limit). Raises ApiError 429 for an address that sent too many wrong keys."""
+        decision = decide(self.site, method, path, headers, lambda: self.credential(headers, client))
+        return None if decision.allowed else refusal(decision)
 
-    def _signed_in(self, headers: dict[str, str], client: str) -> bool:
-        """The request carries the key or a live session's cookie (raises ApiError 429 for an
+    def credential(self, headers: dict[str, str], client: str) -> Credential:
+        """What the request carries: the key or a live session's cookie (raises ApiError 429 for an
         address that sent too many wrong keys and sends one again)."""
         assert self.key is not None
         cookie = _cookie(headers.get("cookie", ""), SESSION_COOKIE)
         if cookie and self.session_valid(cookie):
-            return True
-        given = _key_of(headers.get("authorization", ""))
+            return Credential.VALID
+        sent = headers.get("authorization", "").strip()
+        given = _key_of(sent)
         if not given:
-            return False
+            return Credential.WRONG if sent else Credential.NONE
         if self.limits.wrong_keys.wait_s(client) > 0:
             raise self.wrong_keys_refusal(client)
         if hmac.compare_digest(given.encode(), self.key):
-            return True
+            return Credential.VALID
         self.limits.wrong_keys.record(client)
-        return False
+        return Credential.WRONG
 
     def wrong_keys_refusal(self, client: str) -> ApiError:
         from narrate.jobs.web.limits import too_many
@@ -287,11 +241,23 @@ class Guard:
         return bounded
 
 
-def _is_page_load(headers: dict[str, str]) -> bool:
-    """A browser opening a page (not a script's or htmx's request)."""
-    if headers.get("hx-request"):
-        return False
-    return headers.get("sec-fetch-mode") == "navigate" or "text/html" in headers.get("accept", "")
+def refusal(decision: Decision) -> tuple[int, str, dict[str, str]]:
+    """A refusal of the policy in the API's words: (status, message, headers)."""
+    said, reason = decision.said, decision.reason
+    if reason is Reason.HOST:
+        return 400, f"Host {said[:100]!r} is not served here (add it to NARRATE_SERVE_HOSTS)", {}
+    if reason is Reason.SIGN_IN:
+        return 303, "sign in first: /login", {"location": decision.location or "/login"}
+    if reason in (Reason.NO_CREDENTIALS, Reason.WRONG_CREDENTIALS):
+        given = "a wrong API key" if reason is Reason.WRONG_CREDENTIALS else "no API key"
+        return 401, f"{given}: send Authorization: Bearer KEY (NARRATE_API_KEY)", {"www-authenticate": BEARER}
+    if reason is Reason.CROSS_ORIGIN_READ:
+        return 403, f"refused a cross-origin read from {said[:100]}", {}
+    if reason is Reason.CROSS_SITE_READ:
+        return 403, "refused a read made by another site's page", {}
+    if reason is Reason.CROSS_SITE_FETCH:
+        return 403, f"refused a cross-site request (Sec-Fetch-Site: {said[:40]})", {}
+    return 403, f"refused a cross-site request from {said[:100]}", {}
 
 
 def _secured(send: Send, policy: bytes) -> Send:

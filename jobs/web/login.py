@@ -15,7 +15,7 @@ from fastapi.responses import RedirectResponse, Response
 from narrate.jobs.web import sessions
 from narrate.jobs.web.guard import SESSION_COOKIE, WRONG_KEY_DELAY_S
 from narrate.jobs.web.limits import Limits, client_of, too_many
-from narrate.jobs.web.state import web_of
+from narrate.jobs.web.state import WebDep
 from narrate.jobs.web.templating import render
 from starlette.concurrency import run_in_threadpool
 
@@ -29,16 +29,14 @@ def local_path(raw: str | None) -> str:
 
 
 @router.get("/login")
-def login_page(request: Request) -> Response:
-    web = web_of(request)
+def login_page(request: Request, web: WebDep) -> Response:
     if web.settings.api_key is None:
         return RedirectResponse(local_path(request.query_params.get("next")), status_code=303)
     return render(request, "login.html", {"next": local_path(request.query_params.get("next")), "error": None})
 
 
 @router.post("/login")
-async def login(request: Request) -> Response:
-    web = web_of(request)
+async def login(request: Request, web: WebDep) -> Response:
     form = await request.form()
     given, goto = form.get("key"), local_path(str(form.get("next") or ""))
     key = web.settings.api_key
@@ -61,11 +59,11 @@ async def login(request: Request) -> Response:
 
 
 @router.post("/logout")
-def logout(request: Request) -> RedirectResponse:
+def logout(request: Request, web: WebDep) -> RedirectResponse:
     """Sign out: the session ends on the server (its cookie, even copied, lets nothing in again)."""
     token = request.cookies.get(SESSION_COOKIE, "")
     if token:
-        sessions.end(web_of(request).redis, token)
+        sessions.end(web.redis, token)
     answer = RedirectResponse("/login", status_code=303)
     answer.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
     return answer

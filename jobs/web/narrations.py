@@ -16,18 +16,20 @@ from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from narrate.jobs.api import previews
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api.jobview import JobView
-from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
+from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
+from narrate.jobs.queue.resume import Resume, Resumed
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.web import callbacks, submitting, views
-from narrate.jobs.web.errors import ApiError, documented, message_of, status_of
+from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.errors import ApiError, api_error, documented, message_of
 from narrate.jobs.web.limits import Limits, client_of
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.state import Web, WebDep
 from narrate.jobs.web.uploads import read_form
 from starlette.concurrency import run_in_threadpool
 
-router = APIRouter(tags=["narrations"])
+router = APIRouter(tags=["narrations"], dependencies=[SIGNED_IN])
 State = Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
@@ -45,17 +47,15 @@ MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/mp4", ".m4a": "audio/mp4", ".flac"
     responses=documented(400, 401, 403, 408, 409, 413, 415, 503),
     openapi_extra=submitting.FORM,
 )
-async def create(request: Request) -> JSONResponse:
+async def create(request: Request, web: WebDep) -> JSONResponse:
     """Narrate one or more documents (`file`, repeated) or a `text`, in `voice` or an uploaded
     `voice_sample`: 202 and the narration (or a list, for several documents), `Location` its URL.
     The same request again returns the same narration (`duplicate` says what it was)."""
-    web = web_of(request)
     form = await read_form(request, web.settings.home)
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:  # uploads named as they were sent, never where they were written
-        raise ApiError(status_of(e), form.plain(message_of(e)), getattr(e, "param", None),
-                       getattr(e, "headers", None)) from None  # fmt: skip
+        raise api_error(e, form.plain(message_of(e))) from None
     finally:
         form.remove()
     if len(made) == 1:
@@ -64,16 +64,14 @@ async def create(request: Request) -> JSONResponse:
 
 
 @router.get("/v1/narrations", response_model=NarrationList, responses=documented(401, 403, 422))
-def list_narrations(request: Request, status: Annotated[State | None, Query()] = None) -> dict[str, Any]:
+def list_narrations(web: WebDep, status: Annotated[State | None, Query()] = None) -> dict[str, Any]:
     """Every narration of the server's queues, newest first (`status` keeps one state)."""
-    web = web_of(request)
     return {"object": "list", "data": views.listed(web.redis, web.settings, status)}
 
 
 @router.get("/v1/narrations/{narration_id}", response_model=Narration, responses=documented(401, 403, 404))
-def get_narration(request: Request, narration_id: str) -> dict[str, Any]:
+def get_narration(web: WebDep, narration_id: str) -> dict[str, Any]:
     """Status, progress, outputs (with their URLs) and error of one narration."""
-    web = web_of(request)
     return views.narration(web.redis, web.settings, narration_id)
 
 
@@ -84,12 +82,11 @@ def get_narration(request: Request, narration_id: str) -> dict[str, Any]:
                      "description": "`narration` events, the last at a terminal state"},
                **documented(401, 403, 404)},
 )  # fmt: skip
-async def events(request: Request, narration_id: str) -> StreamingResponse:
+async def events(request: Request, web: WebDep, narration_id: str) -> StreamingResponse:
     """Server-sent events: the narration object each time it changes, until it ends. One stream lasts
     at most NARRATE_SERVE_STREAM_S: it then ends with a `retry` hint, and the client reconnects for
     the next stretch (EventSource does so by itself); one address holds at most
     NARRATE_SERVE_CLIENT_STREAMS at once (429)."""
-    web = web_of(request)
     first = await run_in_threadpool(views.narration, web.redis, web.settings, narration_id)
     limits: Limits = request.app.state.limits
     release = limits.streams.take(client_of(request.scope.get("client")), "event streams")  # 429 before it starts
@@ -133,26 +130,32 @@ class Held(StreamingResponse):
 
 
 @router.post("/v1/narrations/{narration_id}/cancel", response_model=Narration, responses=documented(401, 403, 404, 409))
-def cancel(request: Request, narration_id: str) -> dict[str, Any]:
+def cancel(web: WebDep, narration_id: str) -> dict[str, Any]:
     """Cancel: a queued or scheduled narration is taken out; a running one stops within a second
     (its finished sentences are kept: resume continues it). 409 if it already ended."""
-    web = web_of(request)
-    try:
-        said = cancel_job(web.redis, views.check_id(narration_id), "narrate serve")
-    except BadInput as e:
-        raise ApiError(409, str(e)) from None
-    return {**views.narration(web.redis, web.settings, narration_id), "action": said}
+    did = cancel_job(web.redis, views.check_id(narration_id), "narrate serve")  # JobEnded: 409
+    return {**views.narration(web.redis, web.settings, narration_id), "action": str(did), "outcome": did.outcome.value}
 
 
 @router.post("/v1/narrations/{narration_id}/resume", response_model=Narration, responses=documented(401, 403, 404, 409))
-def resume(request: Request, narration_id: str) -> dict[str, Any]:
+def resume(web: WebDep, narration_id: str) -> dict[str, Any]:
     """Requeue a failed or cancelled narration (or one whose worker is gone); it continues from its
     checkpoints. 409 if there is nothing to resume."""
-    web = web_of(request)
-    [(_, said)] = submit_api.resume(web.redis, [views.check_id(narration_id)], web.settings.queue)
-    if said.startswith("left alone"):
-        raise ApiError(409, f"narration {narration_id} was {said.removeprefix('left alone ')}: nothing to resume")
-    return {**views.narration(web.redis, web.settings, narration_id), "action": said}
+    [did] = submit_api.resume(web.redis, [views.check_id(narration_id)], web.settings.queue)
+    if did.outcome.left_alone:
+        raise ApiError(409, f"narration {narration_id} {left_alone(did)}: nothing to resume", code=did.outcome.value)
+    return {**views.narration(web.redis, web.settings, narration_id), "action": str(did), "outcome": did.outcome.value}
+
+
+def left_alone(did: Resumed) -> str:
+    """Why resume left a narration alone, in the API's words."""
+    if did.outcome is Resume.LEFT_RUNNING:
+        return f"is in progress ({did.why})"
+    if did.outcome is Resume.LEFT_RACED:
+        return "was requeued or started again meanwhile"
+    if did.outcome is Resume.LEFT_ENDED:
+        return f"is {views.api_state(did.state)}"
+    return "is cancelled"
 
 
 @router.get(
@@ -162,10 +165,9 @@ def resume(request: Request, narration_id: str) -> dict[str, Any]:
                      "description": "the file (HTTP Range: 206)"},
                206: {"description": "part of the file (Range)"}, **documented(401, 403, 404, 416)},
 )  # fmt: skip
-def file(request: Request, narration_id: str, name: str) -> FileResponse:
+def file(web: WebDep, narration_id: str, name: str) -> FileResponse:
     """One file the narration wrote (its `outputs`): the book, subtitles, chapter files; HTTP Range
     requests get 206."""
-    web = web_of(request)
     found = views.files_of(web.redis, web.settings, narration_id)
     for out in found:
         if out.name == name:
@@ -185,10 +187,9 @@ def file(request: Request, narration_id: str, name: str) -> FileResponse:
                      "description": "the chapter's audio (HTTP Range: 206)"},
                206: {"description": "part of it (Range)"}, **documented(401, 403, 404, 416)},
 )  # fmt: skip
-def chapter_audio(request: Request, narration_id: str, number: int) -> FileResponse:
+def chapter_audio(web: WebDep, narration_id: str, number: int) -> FileResponse:
     """A chapter of a narration still being read, once its audio is encoded (m4a and m4b books: the
     chapters' `audio_url` in `progress`); gone once the book is finished (its own files replace it)."""
-    web = web_of(request)
     views.check_id(narration_id)
     path = previews.chapter_file(web.redis, web.settings, narration_id, number)
     if path is None:
@@ -202,10 +203,10 @@ def _media(suffix: str) -> str:
 
 
 @router.delete("/v1/narrations/{narration_id}", response_model=Deleted, responses=documented(401, 403, 404, 409))
-def delete(request: Request, narration_id: str) -> dict[str, Any]:
+def delete(web: WebDep, narration_id: str) -> dict[str, Any]:
     """Remove an ended narration: its files (those still as it wrote them) and its record. 409 while
     it is queued, scheduled or running (cancel it first)."""
-    return delete_narration(web_of(request), narration_id)
+    return delete_narration(web, narration_id)
 
 
 def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:

@@ -1,8 +1,9 @@
-"""A job's files as the HTTP API serves them: exactly the files the job recorded writing (the output
-ownership records, jobs/outputs/ownership.py: ``narrate:output:<path>`` names the job that wrote each
-path) that lie under this host's output root, named relative to the book's folder (the book file,
-its subtitles and manifest, its chapter files and parts). Nothing else under the root is ever
-served; `DELETE` removes only these, and only while each is still the content the job wrote."""
+"""A job's files as the HTTP API serves them: exactly the files the job recorded writing
+(jobs/outputs/recorded.py: the output ownership records, found through the job's index of paths
+``narrate:job-files:ID``) that lie under this host's output root, named relative to the book's
+folder (the book file, its subtitles and manifest, its chapter files and parts). Nothing else under
+the root is ever served; `DELETE` removes only these, and only while each is still the content the
+job wrote (jobs/api/jobview.py `remove_files`)."""
 
 from __future__ import annotations
 

@@ -22,18 +22,19 @@ from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
+from narrate.jobs.voices.clips import PANGRAM
 from narrate.jobs.web import flash, narrations, submitting, views
-from narrate.jobs.web.errors import ApiError, message_of, status_of
+from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.errors import ApiError, status_of
 from narrate.jobs.web.login import local_path
 from narrate.jobs.web.outputs import AUDIO, OutputFile
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.state import Web, WebDep, get_web
 from narrate.jobs.web.templating import render
 from narrate.jobs.web.uploads import Form, read_form
 from starlette.concurrency import run_in_threadpool
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[SIGNED_IN])
 MISSING = "There is no narration by that id: it was deleted, it expired, or the link is wrong."
-PANGRAM = "The quick brown fox jumps over the lazy dog, and the narrator reads on."
 FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
 KEPT_FIELDS = (
     "text",
@@ -58,13 +59,13 @@ def back_to(request: Request, path: str, said: str | None = None, error: str | N
     """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing); what
     the action said is shown once by the page it goes to (jobs/web/flash.py: never in the URL)."""
     answer = RedirectResponse(local_path(path), status_code=303)
-    flash.keep(web_of(request).redis, answer, request.url.scheme == "https", said=said, error=error)
+    flash.keep(get_web(request).redis, answer, request.url.scheme == "https", said=said, error=error)
     return answer
 
 
 def _flash(request: Request) -> dict[str, str | None]:
     """What the last action said, for the page (never the query string: anyone can write a link)."""
-    return flash.take(web_of(request).redis, request)
+    return flash.take(get_web(request).redis, request)
 
 
 @router.get("/")
@@ -73,15 +74,13 @@ def home() -> RedirectResponse:
 
 
 @router.get("/queue")
-def queue_page(request: Request) -> Response:
-    web = web_of(request)
+def queue_page(request: Request, web: WebDep) -> Response:
     return render(request, "queue.html", {"jobs": _queue(web), **_flash(request)})
 
 
 @router.get("/queue/rows")
-def queue_rows(request: Request) -> Response:
+def queue_rows(request: Request, web: WebDep) -> Response:
     """The queue's rows alone: the Queue page polls them (htmx)."""
-    web = web_of(request)
     return render(request, "_rows.html", {"jobs": _queue(web)})
 
 
@@ -119,8 +118,7 @@ def _audio(job: dict[str, Any]) -> dict[str, Any] | None:
 
 
 @router.get("/jobs/{job_id}")
-def job_page(request: Request, job_id: str) -> Response:
-    web = web_of(request)
+def job_page(request: Request, web: WebDep, job_id: str) -> Response:
     try:
         job = views.narration(web.redis, web.settings, job_id)
     except JobNotFound:  # the words are fixed: the id in the URL is anyone's text
@@ -130,13 +128,12 @@ def job_page(request: Request, job_id: str) -> Response:
     return render(request, "job.html", context)
 
 
-def _act(request: Request, job_id: str, form: dict[str, str], action: str) -> RedirectResponse:
-    web = web_of(request)
+def _act(request: Request, web: Web, job_id: str, form: dict[str, str], action: str) -> RedirectResponse:
     back = form.get("back") or f"/jobs/{quote(job_id)}"
     try:
         said = _do(web, views.check_id(job_id), form, action)
     except (NarrateError, ApiError) as e:
-        return back_to(request, back, error=message_of(e))
+        return back_to(request, back, error=flash.words_of(e))
     return back_to(request, "/queue" if action == "delete" else back, said=said)
 
 
@@ -144,8 +141,8 @@ def _do(web: Web, job_id: str, form: dict[str, str], action: str) -> str:
     if action == "cancel":
         return f"{job_id}: {cancel_job(web.redis, job_id, 'narrate serve page')}"
     if action == "resume":
-        [(_, said)] = submit_api.resume(web.redis, [job_id], web.settings.queue)
-        return f"{job_id}: {said}"
+        [did] = submit_api.resume(web.redis, [job_id], web.settings.queue)
+        return f"{job_id}: {did}"
     if action == "priority":
         return set_priority(web.redis, web.settings.queue, job_id, form.get("priority", ""))
     if not form.get("confirm"):
@@ -161,14 +158,14 @@ async def form_fields(request: Request) -> dict[str, str]:
 
 
 @router.post("/jobs/{job_id}/{action}")
-async def act(request: Request, job_id: str, action: Literal["cancel", "resume", "priority", "delete"]) -> Response:
+async def act(request: Request, web: WebDep, job_id: str,
+              action: Literal["cancel", "resume", "priority", "delete"]) -> Response:  # fmt: skip
     """A job's buttons: cancel, resume, priority (a waiting job) and delete (an ended one, ticked)."""
-    return await run_in_threadpool(_act, request, job_id, await form_fields(request), action)
+    return await run_in_threadpool(_act, request, web, job_id, await form_fields(request), action)
 
 
 @router.get("/books")
-def books_page(request: Request) -> Response:
-    web = web_of(request)
+def books_page(request: Request, web: WebDep) -> Response:
     rows = views.listed(web.redis, web.settings, "completed")
     found = views.finished_narrations(web.redis, web.settings, [row["id"] for row in rows])  # deleted: left out
     titled = _titled(web, [job for job, _ in found])
@@ -185,9 +182,8 @@ def _cover(job: dict[str, Any], files: list[OutputFile]) -> tuple[bytes, str] | 
 
 
 @router.get("/jobs/{job_id}/cover")
-def cover(request: Request, job_id: str) -> Response:
+def cover(web: WebDep, job_id: str) -> Response:
     """The cover art embedded in a finished book's audio file (404 if it has none)."""
-    web = web_of(request)
     found = _cover(*views.narration_and_files(web.redis, web.settings, job_id))
     if found is None:
         raise ApiError(404, f"narration {job_id[:80]} has no cover art")
@@ -199,8 +195,7 @@ def _voices(web: Web) -> list[dict[str, Any]]:
 
 
 @router.get("/new")
-def new_page(request: Request) -> Response:
-    web = web_of(request)
+def new_page(request: Request, web: WebDep) -> Response:
     context: dict[str, Any] = {"voices": _voices(web), "formats": FORMATS, "values": {}, "pangram": PANGRAM,
                                "models": views.offered_models(web.settings), **_flash(request)}  # fmt: skip
     return render(request, "new.html", context)
@@ -229,9 +224,8 @@ def inspect(form: Form) -> dict[str, Any]:
 
 
 @router.post("/new/inspect")
-async def new_inspect(request: Request) -> Response:
+async def new_inspect(request: Request, web: WebDep) -> Response:
     """What the chosen documents hold (htmx swaps it into the New page when a file is chosen)."""
-    web = web_of(request)
     form = await read_form(request, web.settings.home)
     try:
         book = await run_in_threadpool(inspect, form)
@@ -244,15 +238,14 @@ async def new_inspect(request: Request) -> Response:
 
 
 @router.post("/new")
-async def new_submit(request: Request) -> Response:
-    web = web_of(request)
+async def new_submit(request: Request, web: WebDep) -> Response:
     form = await read_form(request, web.settings.home)
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:
         values = {k: form.shown(k) for k in KEPT_FIELDS}
         context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
-                   "models": views.offered_models(web.settings), "error": form.plain(message_of(e))}  # fmt: skip
+                   "models": views.offered_models(web.settings), "error": form.plain(flash.words_of(e))}  # fmt: skip
         return render(request, "new.html", context, status=status_of(e))
     finally:
         form.remove()

@@ -59,7 +59,13 @@ class Narration(BaseModel):
         None, description="on POST: what the identical earlier request was (queued, scheduled, done, resumed...)"
     )
     note: str | None = None
-    action: str | None = Field(None, description="on cancel and resume: what was done")
+    action: str | None = Field(None, description="on cancel and resume: what was done, in words")
+    outcome: str | None = Field(
+        None,
+        description="on cancel and resume: what was done, as a code (cancel: canceled, canceled_gone, stopping, "
+        "already_canceled, already_stopping; resume: requeued, requeued_gone, book_stitches, book_waits, "
+        "kept_canceled)",
+    )
 
 
 class NarrationList(BaseModel):

@@ -28,7 +28,7 @@ from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import VoiceChoice, choose
-from narrate.jobs.web import callbacks, speaking, views
+from narrate.jobs.web import callbacks, choices, views
 from narrate.jobs.web.errors import ApiError
 from narrate.jobs.web.schemas import binary, multipart, text
 from narrate.jobs.web.state import Web
@@ -96,7 +96,7 @@ def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
         else:
             raw[name] = form.value(name)
     if raw["model"]:
-        raw["model"] = speaking.check_model(raw["model"], settings)
+        raw["model"] = choices.check_model(raw["model"], settings)
     try:
         made = Options.from_fields(RequestFields.parse(raw, HTTP))
     except FieldError as e:
@@ -114,7 +114,7 @@ def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoic
     if named is None:
         raise ApiError(400, "no voice: send voice=NAME (a saved voice or a preset speaker) or voice_sample=@me.wav",
                        "voice")  # fmt: skip
-    return speaking.choose_voice(web.redis, settings, named, opts.model, instruct, form.folder)
+    return choices.choose_voice(web.redis, settings, named, opts.model, instruct, form.folder)
 
 
 def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoice | None:
@@ -132,7 +132,7 @@ def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoi
     voices = {}
     for label, arg in reading.cast.voices.items():
         try:
-            voices[label] = speaking.choose_voice(web.redis, settings, arg, opts.model, None, form.folder)
+            voices[label] = choices.choose_voice(web.redis, settings, arg, opts.model, None, form.folder)
         except ApiError as e:
             raise ApiError(400, f"cast voice {label!r}: {e.message}", "cast_voice") from None
     return CastChoice(reading, voices, reading.cast.seed_of(NARRATOR))

@@ -17,22 +17,22 @@ from narrate.jobs.server.records import find
 from narrate.jobs.voices import clips
 from narrate.jobs.voices.names import check_name
 from narrate.jobs.web import flash, views
-from narrate.jobs.web.errors import ApiError, message_of
-from narrate.jobs.web.pages import PANGRAM, back_to, form_fields
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.errors import ApiError
+from narrate.jobs.web.pages import back_to, form_fields
+from narrate.jobs.web.state import Web, WebDep
 from narrate.jobs.web.templating import render
 from narrate.jobs.web.uploads import read_form
 from starlette.concurrency import run_in_threadpool
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[SIGNED_IN])
 DESIGN_DRY_RUN = f"{DRY_RUN} --kind voice-design"  # a random-weight VoiceDesign checkpoint, made offline
 
 
 @router.get("/voices")
-def voices_page(request: Request) -> Response:
-    web = web_of(request)
+def voices_page(request: Request, web: WebDep) -> Response:
     models = views.design_models(web.settings)
-    context = {"voices": voices_api.list_voices(web.redis, web.settings.model), "pangram": PANGRAM,
+    context = {"voices": voices_api.list_voices(web.redis, web.settings.model), "pangram": clips.PANGRAM,
                "name_pattern": views.NAME_PATTERN, "name_rule": views.NAME_RULE, "design_models": models,
                "design_model": models[0], "design_dry_run": DESIGN_DRY_RUN,
                **flash.take(web.redis, request)}  # fmt: skip
@@ -40,8 +40,7 @@ def voices_page(request: Request) -> Response:
 
 
 @router.post("/voices/add")
-async def add(request: Request) -> RedirectResponse:
-    web = web_of(request)
+async def add(request: Request, web: WebDep) -> RedirectResponse:
     form = await read_form(request, web.settings.home)
     try:
         sample, name = form.file("audio_sample"), form.value("name")
@@ -52,15 +51,14 @@ async def add(request: Request) -> RedirectResponse:
         record = await run_in_threadpool(voices_api.add, web.settings, web.redis, name, sample.path,
                                          form.value("description"), form.value("ref_text"))  # fmt: skip
     except (NarrateError, ApiError) as e:
-        return back_to(request, "/voices", error=form.plain(message_of(e)))
+        return back_to(request, "/voices", error=form.plain(flash.words_of(e)))
     finally:
         form.remove()
     return back_to(request, "/voices", said=f"saved voice {record.name}")
 
 
 @router.post("/voices/design")
-async def design(request: Request) -> RedirectResponse:
-    web = web_of(request)
+async def design(request: Request, web: WebDep) -> RedirectResponse:
     form = await form_fields(request)
     models = views.design_models(web.settings)
     try:
@@ -75,7 +73,7 @@ async def design(request: Request) -> RedirectResponse:
     except ValueError:
         return back_to(request, "/voices", error="candidates: give a whole number")
     except NarrateError as e:
-        return back_to(request, "/voices", error=message_of(e))
+        return back_to(request, "/voices", error=flash.words_of(e))
     return back_to(request, f"/voices/designs/{quote(draft.name)}", said="designing: the candidates come when a "
                    "worker has made them")  # fmt: skip
 
@@ -94,8 +92,7 @@ def _design(web: Web, name: str) -> dict[str, Any]:
 
 
 @router.get("/voices/designs/{name}")
-def design_page(request: Request, name: str) -> Response:
-    web = web_of(request)
+def design_page(request: Request, web: WebDep, name: str) -> Response:
     try:
         context = _design(web, name)
     except NarrateError:  # fixed words: the name in the URL is anyone's text
@@ -105,8 +102,7 @@ def design_page(request: Request, name: str) -> Response:
 
 
 @router.get("/voices/designs/{name}/{number}.wav")
-def design_clip(request: Request, name: str, number: int) -> Response:
-    web = web_of(request)
+def design_clip(web: WebDep, name: str, number: int) -> Response:
     draft = clips.get_draft(web.redis, check_name(name))
     if draft is None or not 1 <= number <= len(draft.seeds):
         raise ApiError(404, f"no candidate {number} of a design {name[:64]!r}")
@@ -115,38 +111,34 @@ def design_clip(request: Request, name: str, number: int) -> Response:
 
 
 @router.post("/voices/designs/{name}/keep")
-async def keep(request: Request, name: str) -> RedirectResponse:
-    web = web_of(request)
+async def keep(request: Request, web: WebDep, name: str) -> RedirectResponse:
     form = await form_fields(request)
     try:
         record = await run_in_threadpool(voices_api.keep, web.settings, web.redis, name, int(form.get("number", "0")))
     except ValueError:
         return back_to(request, f"/voices/designs/{quote(name)}", error="choose a candidate")
     except NarrateError as e:
-        return back_to(request, f"/voices/designs/{quote(name)}", error=message_of(e))
+        return back_to(request, f"/voices/designs/{quote(name)}", error=flash.words_of(e))
     return back_to(request, "/voices", said=f"kept candidate {form.get('number')} as voice {record.name}")
 
 
 @router.post("/voices/{name}/rename")
-async def rename(request: Request, name: str) -> RedirectResponse:
-    web = web_of(request)
+async def rename(request: Request, web: WebDep, name: str) -> RedirectResponse:
     form = await form_fields(request)
     try:
         record = await run_in_threadpool(voices_api.rename, web.redis, name, form.get("new_name", ""))
     except NarrateError as e:
-        return back_to(request, "/voices", error=message_of(e))
+        return back_to(request, "/voices", error=flash.words_of(e))
     return back_to(request, "/voices", said=f"renamed {name} to {record.name}")
 
 
 @router.post("/voices/{name}/remove")
-async def remove(request: Request, name: str) -> RedirectResponse:
-    web = web_of(request)
+async def remove(request: Request, web: WebDep, name: str) -> RedirectResponse:
     form = await form_fields(request)
     try:
         record, users = await run_in_threadpool(voices_api.remove, web.redis, web.settings, name,
                                                 bool(form.get("force")))  # fmt: skip
     except NarrateError as e:
-        said = message_of(e).replace("`narrate voice remove --force` removes", "tick 'remove anyway' to remove")
-        return back_to(request, "/voices", error=said)
+        return back_to(request, "/voices", error=flash.words_of(e))
     kept = f" ({len(users)} jobs keep their own copy)" if users else ""
     return back_to(request, "/voices", said=f"removed voice {record.name}{kept}")

@@ -11,18 +11,19 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from narrate.jobs.api import voices as voices_api
-from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.errors import NarrateError
 from narrate.jobs.voices import library
 from narrate.jobs.voices.names import check_name
-from narrate.jobs.web.errors import ApiError, documented, message_of, status_of
+from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.choices import check_model
+from narrate.jobs.web.errors import ApiError, api_error, documented, message_of
 from narrate.jobs.web.schemas import Voice as VoiceModel
 from narrate.jobs.web.schemas import VoiceDeleted, VoiceList, binary, multipart, text
-from narrate.jobs.web.speaking import check_model
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.state import Web, WebDep
 from narrate.jobs.web.uploads import Form, read_form
 from starlette.concurrency import run_in_threadpool
 
-router = APIRouter(tags=["voices"])
+router = APIRouter(tags=["voices"], dependencies=[SIGNED_IN])
 UPLOAD = multipart(
     {
         "name": text("The voice's name: 1-64 letters, digits, - or _"),
@@ -42,10 +43,9 @@ def _voice(row: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/v1/audio/voices", response_model=VoiceList, responses=documented(400, 401, 403))
 def list_voices(
-    request: Request, model: Annotated[str | None, Query(description="also its preset speakers")] = None
+    web: WebDep, model: Annotated[str | None, Query(description="also its preset speakers")] = None
 ) -> dict[str, Any]:
     """The saved voices (and, with `model`, a CustomVoice model's preset speakers)."""
-    web = web_of(request)
     if model is not None:  # a model the API takes (else 400 naming it); OpenAI's names: the server's own
         model = check_model(model, web.settings) or web.settings.model
     return {"voices": [_voice(row) for row in voices_api.list_voices(web.redis, model)]}
@@ -58,16 +58,14 @@ def list_voices(
     responses=documented(400, 401, 403, 408, 409, 413, 415),
     openapi_extra=UPLOAD,
 )
-async def add_voice(request: Request) -> JSONResponse:
+async def add_voice(request: Request, web: WebDep) -> JSONResponse:
     """Save a voice sample under `name` (checked and normalized as `narrate voice add` does);
     `consent` must be true. 409 if the name is taken."""
-    web = web_of(request)
     form = await read_form(request, web.settings.home)
     try:
         row = await run_in_threadpool(_add, web, form)
     except (NarrateError, ApiError) as e:  # the file named as it was sent, never where it was written here
-        raise ApiError(status_of(e), form.plain(message_of(e)), getattr(e, "param", None),
-                       getattr(e, "headers", None)) from None  # fmt: skip
+        raise api_error(e, form.plain(message_of(e))) from None
     finally:
         form.remove()
     return JSONResponse(row, status_code=201, headers={"Location": f"/v1/audio/voices/{row['id']}"})
@@ -82,24 +80,16 @@ def _add(web: Web, form: Form) -> dict[str, Any]:
     if name is None or sample is None:
         raise ApiError(400, "send name and audio_sample (a file: -F audio_sample=@me.wav)", "name" if not name else
                        "audio_sample")  # fmt: skip
-    if library.find(web.redis, check_name(name)) is not None:
-        raise ApiError(409, f"a voice named {name.lower()!r} exists; DELETE it first or choose another name", "name")
+    if library.find(web.redis, check_name(name)) is not None:  # before the sample is read (VoiceExists later)
+        raise library.VoiceExists(f"a voice named {name.lower()!r} exists", name.lower())
     description = form.value("description") or form.value("speaker_description")
-    try:
-        voices_api.add(web.settings, web.redis, name, sample.path, description, form.value("ref_text"))
-    except BadInput as e:
-        raise ApiError(409 if "exists" in str(e) else 400, str(e)) from None
+    voices_api.add(web.settings, web.redis, name, sample.path, description, form.value("ref_text"))
     return _voice(next(r for r in voices_api.list_voices(web.redis) if r["name"] == name.lower()))
 
 
 @router.delete("/v1/audio/voices/{name}", response_model=VoiceDeleted, responses=documented(401, 403, 404, 409))
-def delete_voice(request: Request, name: str, force: Annotated[bool, Query()] = False) -> dict[str, Any]:
+def delete_voice(web: WebDep, name: str, force: Annotated[bool, Query()] = False) -> dict[str, Any]:
     """Remove a saved voice; 409 while queued, scheduled or recurring jobs name it, unless `force`
     (they keep their own copy of the sample)."""
-    web = web_of(request)
-    try:
-        record, users = voices_api.remove(web.redis, web.settings, name, force)
-    except BadInput as e:
-        said = str(e).replace("so `narrate voice remove", "so DELETE with ?force=true (`narrate voice remove")
-        raise ApiError(409, said.replace("--force` removes", "--force`) removes")) from None
+    record, users = voices_api.remove(web.redis, web.settings, name, force)  # VoiceInUse: 409
     return {"id": record.name, "object": "voice.deleted", "deleted": True, "kept_by": users}

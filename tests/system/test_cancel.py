@@ -14,7 +14,7 @@ from helpers.books import write_docs
 from helpers.fake import fake_env, synthesized, wait_synthesized
 from helpers.ops import one_error_line, registries_holding, rq_state, submit_json
 from helpers.procs import NARRATE, child_pid, narrate, start_worker, stop_worker, wait_for_job, wait_until
-from narrate.jobs.queue.cancel import STOPPING
+from narrate.jobs.queue.cancel import WORDS, Cancel
 from narrate.jobs.queue.due import enqueue_due
 from rq.command import send_stop_job_command
 from rq.job import cancel_job
@@ -58,7 +58,7 @@ def test_a_running_job_stops_after_its_batch_keeps_checkpoints_and_resumes(env, 
         wait_synthesized(home, 8)
         out = narrate(e, "cancel", job["id"])
         asked_at = len(synthesized(home))
-        assert out.returncode == 0 and out.stdout.strip() == f"{job['id']}: {STOPPING}"
+        assert out.returncode == 0 and out.stdout.strip() == f"{job['id']}: {WORDS[Cancel.STOPPING]}"
         st = wait_for_job(job["id"], timeout=20)
         assert st["status"] == "canceled"
         stopped_at = len(synthesized(home))
@@ -156,7 +156,7 @@ def test_a_canceled_job_whose_worker_dies_stays_canceled(env, home, voice_wav, e
         wait_synthesized(home, 4)
         time.sleep(0.3)  # inside the hanging batch
         out = narrate(e, "cancel", job["id"])
-        assert out.stdout.strip() == f"{job['id']}: {STOPPING}", out
+        assert out.stdout.strip() == f"{job['id']}: {WORDS[Cancel.STOPPING]}", out
         again = narrate(e, "cancel", job["id"])
         assert again.stdout.strip() == f"{job['id']}: already stopping (canceled)"
         os.kill(child_pid(home, worker)[1], signal.SIGKILL)

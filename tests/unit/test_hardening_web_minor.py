@@ -27,7 +27,7 @@ from urllib.parse import quote
 import pytest
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.settings import Settings
-from narrate.jobs.web import callbacks, narrations, speaking, uploads, views
+from narrate.jobs.web import callbacks, choices, narrations, uploads, views
 from narrate.jobs.web.app import make_app
 from narrate.jobs.web.errors import ApiError
 from narrate.jobs.web.guard import BodyRules, Guard, served_hosts
@@ -331,10 +331,10 @@ def test_the_api_takes_only_offered_models_and_published_ids(client, web, tmp_pa
     assert str(checkpoint) not in offered  # the server's own, a path: taken but not shown
     s = web.settings
     for model in ("tts-1", str(checkpoint)):
-        assert speaking.check_model(model, s) is None
+        assert choices.check_model(model, s) is None
     published = ("Qwen/Qwen3-TTS-12Hz-0.6B-Base", "mlx-community/Qwen3-TTS-12Hz-1.7B-VoiceDesign-4bit")
     for model in (*DEFAULT_MODELS, *published):
-        assert speaking.check_model(model, s) == model
+        assert choices.check_model(model, s) == model
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "tiny").symlink_to(checkpoint)  # a checkpoint in the server's folder
@@ -342,7 +342,7 @@ def test_the_api_takes_only_offered_models_and_published_ids(client, web, tmp_pa
                "../tiny", "/etc", "~/x", f"Qwen/Qwen3-TTS-12Hz-1.7B-Base/../../{tmp_path}")  # fmt: skip
     for model in refused:
         with pytest.raises(ApiError, match="unknown model") as e:
-            speaking.check_model(model, s)
+            choices.check_model(model, s)
         assert e.value.status == 400 and e.value.param == "model"
     client.narrate("Which model?", model="org/name").error(400, "model")
     client.narrate("Which model?", model="models/tiny").error(400, "model")

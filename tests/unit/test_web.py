@@ -14,7 +14,7 @@ from narrate.jobs.errors import BadInput, JobNotFound
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import choose
-from narrate.jobs.web import callbacks, speaking, views
+from narrate.jobs.web import callbacks, choices, speech_clips, views
 from narrate.jobs.web.app import check_exposure
 from narrate.jobs.web.errors import ApiError
 from narrate.jobs.web.guard import BodyRules, Guard, served_hosts
@@ -108,32 +108,32 @@ def test_upload_names_and_error_messages(tmp_path):
 
 
 def test_a_speech_input_is_spoken_in_lines():
-    lines, language = speaking.lines_of("One. Two is here. Three!\n\nFour, and five.", "auto")
+    lines, language = speech_clips.lines_of("One. Two is here. Three!\n\nFour, and five.", "auto")
     assert lines == ["One.", "Two is here. Three! Four, and five."] and language == "en"
     long = " ".join(f"Sentence number {i} is a little longer than the others." for i in range(30))
-    lines, _ = speaking.lines_of(long, "en")
+    lines, _ = speech_clips.lines_of(long, "en")
     assert lines[0] == "Sentence number 0 is a little longer than the others." and len(lines) > 2
     assert all(len(line) <= 400 for line in lines) and " ".join(lines) == long
 
 
 def test_model_names_and_data_url_samples(tmp_path):
     s = Settings(model="/srv/models/tiny")
-    assert [speaking.check_model(m, s) for m in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "/srv/models/tiny")] == [
+    assert [choices.check_model(m, s) for m in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "/srv/models/tiny")] == [
         None] * 4  # fmt: skip
-    assert speaking.check_model("mlx-community/Qwen3-TTS-12Hz-0.6B-Base", s) == "mlx-community/Qwen3-TTS-12Hz-0.6B-Base"
+    assert choices.check_model("mlx-community/Qwen3-TTS-12Hz-0.6B-Base", s) == "mlx-community/Qwen3-TTS-12Hz-0.6B-Base"
     for other in ("/etc", "../models", "~/x"):
         with pytest.raises(ApiError, match="unknown model"):
-            speaking.check_model(other, s)
+            choices.check_model(other, s)
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:
         w.setnchannels(1), w.setsampwidth(2), w.setframerate(24000), w.writeframes(b"\0\0" * 10)
-    path = speaking.sample_from_data_url("data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode(), tmp_path)
+    path = choices.sample_from_data_url("data:audio/wav;base64," + base64.b64encode(buf.getvalue()).decode(), tmp_path)
     assert path.parent == tmp_path and path.read_bytes() == buf.getvalue()
     for bad, status in (("data:audio/wav,raw", 400), ("data:audio/wav;base64,@@", 400), ("http://x/y.wav", 400)):
         with pytest.raises(ApiError) as e:
-            speaking.sample_from_data_url(bad, tmp_path)
+            choices.sample_from_data_url(bad, tmp_path)
         assert e.value.status == status
-    with wave.open(io.BytesIO(speaking.wav_header(10) + b"\0\0" * 10)) as w:
+    with wave.open(io.BytesIO(speech_clips.wav_header(10) + b"\0\0" * 10)) as w:
         assert w.getnframes() == 10 and w.getframerate() == 24000
 
 

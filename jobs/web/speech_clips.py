@@ -1,19 +1,17 @@
-"""`POST /v1/audio/speech` on narrate's workers: the input is split into sentences (the documents'
-splitter) and grouped into lines a clip job speaks (the first sentence alone, for fast first audio;
-then up to the clip's line limit); each line is a preview clip job (jobs/api/voices.py `preview`:
-high priority, on any worker, under the host lock), all enqueued at once, in order. Each clip comes
-back through Redis as a WAV; its samples are streamed as soon as its job finishes, encoded by one
+"""A speech request (`POST /v1/audio/speech`, jobs/web/speech_api.py) as clip jobs on narrate's
+workers: the input is split into sentences (the documents' splitter) and grouped into lines a clip
+job speaks (the first sentence alone, for fast first audio; then up to the clip's line limit); each
+line is a preview clip job (jobs/api/voices.py `preview`: high priority, on any worker, under the
+host lock), all enqueued at once, in order. Each clip comes back through Redis as a WAV (or in
+pieces, while it rides along a book); its samples are streamed as soon as they come, encoded by one
 ffmpeg for the whole answer (mp3, opus, aac, flac) or sent as they are (pcm, wav)."""
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import io
 import logging
-import os
 import struct
 import time
 import wave
@@ -24,24 +22,20 @@ from pathlib import Path
 import redis
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api import voices as voices_api
-from narrate.jobs.api.model_choice import DEFAULT_MODELS, is_hub_id, is_published
 from narrate.jobs.documents.documents import parse_document
-from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import AAC, FORMATS
 from narrate.jobs.queue.cancel import cancel
 from narrate.jobs.server.records import find
-from narrate.jobs.settings import MAX_VOICE_BYTES, SAMPLE_RATE, Settings
+from narrate.jobs.settings import SAMPLE_RATE, Settings
 from narrate.jobs.voices import clips
-from narrate.jobs.voices.choice import VoiceChoice, choose
+from narrate.jobs.voices.choice import VoiceChoice
+from narrate.jobs.web.choices import check_model, choose_voice
 from narrate.jobs.web.errors import ApiError
 from rq.job import Job
 
 log = logging.getLogger("narrate.web")
 MAX_INPUT_CHARS = 4096
-OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
-                 "marin", "cedar")  # fmt: skip
 ENCODE = {
     "mp3": ["-f", "mp3", *FORMATS[".mp3"][1]],
     "opus": ["-f", "ogg", *FORMATS[".opus"][1]],
@@ -61,63 +55,6 @@ class Speech:
     voice: VoiceChoice
     language: str
     model: str | None  # None: the workers' NARRATE_MODEL
-
-
-def offered_models(settings: Settings) -> list[str]:
-    """What `model` takes, as GET /v1/models lists it: OpenAI's names (the workers' default), the
-    server's own model (a path on this host is taken but not shown) and the defaults of narrate's
-    code; besides these, any published Qwen3-TTS id (jobs/api/model_choice.py `is_published`)."""
-    own = [settings.model] if is_hub_id(settings.model) else []
-    return list(dict.fromkeys([*OPENAI_MODELS, *own, *DEFAULT_MODELS]))
-
-
-def check_model(model: str, settings: Settings) -> str | None:
-    """OpenAI's names and the server's own model are the workers' default (None); a model of GET
-    /v1/models or a published Qwen3-TTS id is passed on; anything else (another hub id, a path,
-    relative or not: the server's folder is not the worker's) is refused, naming `model`."""
-    if model in OPENAI_MODELS or model == settings.model:
-        return None
-    if model in offered_models(settings) or is_published(model):
-        return model
-    raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default) or a "
-                   "published Qwen3-TTS id (Qwen/... or mlx-community/Qwen3-TTS-12Hz-...)", "model")  # fmt: skip
-
-
-def sample_from_data_url(url: str, folder: Path) -> Path:
-    """A voice sample sent as a data: URL, written to `folder` (the only way a request names a sample)."""
-    head, sep, data = url.partition(",")
-    if not sep or not head.startswith("data:") or not head.endswith(";base64"):
-        raise ApiError(400, "a voice sample is a base64 data: URL (data:audio/wav;base64,...)", "voice")
-    if len(data) > MAX_VOICE_BYTES * 4 // 3 + 4:
-        raise ApiError(413, f"the voice sample is larger than {MAX_VOICE_BYTES // 2**20} MiB, the limit", "voice")
-    try:
-        raw = base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        raise ApiError(400, "the voice sample's data: URL is not valid base64", "voice") from None
-    path = folder / "voice-sample"
-    path.write_bytes(raw)
-    return path
-
-
-def choose_voice(r: redis.Redis, settings: Settings, voice: str, model: str | None, instruct: str | None,
-                 folder: Path) -> VoiceChoice:  # fmt: skip
-    """A saved voice, a preset speaker, an OpenAI name mapped by NARRATE_OPENAI_VOICES, or a data: URL."""
-    ffmpeg = ffmpeg_exe(settings.ffmpeg)
-    mapped = dict(settings.openai_voices).get(voice.lower())
-    try:
-        if voice.startswith("data:"):
-            return choose(r, sample_from_data_url(voice, folder), model, ffmpeg, instruct, settings.model)
-        return choose(r, mapped or voice, model, ffmpeg, instruct, settings.model, files=False)
-    except BadInput as e:
-        if mapped is None and voice.lower() in OPENAI_VOICES:
-            raise ApiError(
-                400,
-                f"voice {voice!r} is an OpenAI voice name, which this server does not map: set "
-                f"NARRATE_OPENAI_VOICES={voice.lower()}=NAME (a saved voice or a preset speaker) on the server, "
-                "or name a saved voice (GET /v1/audio/voices)",
-                "voice",
-            ) from None
-        raise ApiError(400, str(e).replace(f"{folder}{os.sep}", ""), "voice") from None
 
 
 def lines_of(text: str, language: str | None) -> tuple[list[str], str]:

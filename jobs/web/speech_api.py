@@ -1,5 +1,6 @@
-"""OpenAI's speech endpoint (`POST /v1/audio/speech`) and model list (`GET /v1/models`), on narrate's
-workers (jobs/web/speaking.py): the request is checked before anything is enqueued, the first clip is
+"""The routes of OpenAI's speech endpoint (`POST /v1/audio/speech`) and model list (`GET /v1/models`),
+on narrate's workers (the clip jobs: jobs/web/speech_clips.py; the model and voice a request names:
+jobs/web/choices.py): the request is checked before anything is enqueued, the first clip is
 waited for before the answer starts (so a failure still gets its status code), the rest is streamed
 as it is spoken; a client that goes away cancels the clip jobs not yet done."""
 
@@ -12,32 +13,34 @@ import shutil
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from narrate.jobs.web import speaking
+from narrate.jobs.web import speech_clips as clips
+from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.choices import offered_models
 from narrate.jobs.web.errors import ApiError, documented
 from narrate.jobs.web.schemas import Model, ModelList, SpeechRequest, sse
-from narrate.jobs.web.state import Web, web_of
+from narrate.jobs.web.state import Web, WebDep
 from narrate.jobs.web.uploads import private_folder
 from starlette.concurrency import run_in_threadpool
 
-router = APIRouter(tags=["speech"])
+router = APIRouter(tags=["speech"], dependencies=[SIGNED_IN])
 log = logging.getLogger("narrate.serve")
 STARTED = int(time.time())
 
 
 @router.get("/v1/models", response_model=ModelList, responses=documented(401, 403))
-def models(request: Request) -> ModelList:
+def models(web: WebDep) -> ModelList:
     """The model names `model` takes: OpenAI's (the workers' default model), the workers' default and
     narrate's defaults of each kind; any published Qwen3-TTS id is taken too."""
-    names = speaking.offered_models(web_of(request).settings)
+    names = offered_models(web.settings)
     return ModelList(data=[Model(id=n, created=STARTED, owned_by="narrate") for n in names])
 
 
 BINARY = {"schema": {"type": "string", "format": "binary"}}
 AUDIO = {
     "content": {
-        **{m: BINARY for m in dict.fromkeys(speaking.MEDIA.values())},
+        **{m: BINARY for m in dict.fromkeys(clips.MEDIA.values())},
         "text/event-stream": sse(["speech.audio.delta", "speech.audio.done", "error"]),
     },
     "description": "the audio, streamed as it is spoken",
@@ -49,31 +52,30 @@ AUDIO = {
     response_class=StreamingResponse,
     responses={200: AUDIO, **documented(400, 401, 403, 408, 413, 422, 502, 503, 504)},
 )
-async def speech(request: Request, body: SpeechRequest) -> StreamingResponse:
+async def speech(web: WebDep, body: SpeechRequest) -> StreamingResponse:
     """Speak `input` (at most 4,096 characters) in `voice`; `stream_format` sse sends
     `speech.audio.delta` events (base64 audio) and a last `speech.audio.done`."""
-    web = web_of(request)
     folder = private_folder(web.settings.home)  # a sample sent as a data: URL is read from here
     try:
-        said = await run_in_threadpool(speaking.prepare, web.redis, web.settings, body.model_dump(), folder)
-        job_ids = await run_in_threadpool(speaking.enqueue, web.redis, web.settings, said)
+        said = await run_in_threadpool(clips.prepare, web.redis, web.settings, body.model_dump(), folder)
+        job_ids = await run_in_threadpool(clips.enqueue, web.redis, web.settings, said)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    streamed = speaking.Streamed()
-    rest = speaking.clip_audio(web.redis, job_ids[0], time.monotonic() + speaking.WAIT_S, streamed)
+    streamed = clips.Streamed()
+    rest = clips.clip_audio(web.redis, job_ids[0], time.monotonic() + clips.WAIT_S, streamed)
     try:
         first = await anext(rest)  # the first audio, or the status code of what went wrong
     except BaseException:
         await rest.aclose()
-        await run_in_threadpool(speaking.drop, web.redis, job_ids)
+        await run_in_threadpool(clips.drop, web.redis, job_ids)
         raise
     single = len(job_ids) == 1 and not streamed.pieces  # the whole answer in one block
-    audio = speaking.encoded(speaking.pcm_stream(web.redis, job_ids, first, rest, streamed), body.response_format,
+    audio = clips.encoded(clips.pcm_stream(web.redis, job_ids, first, rest, streamed), body.response_format,
                              web.settings, single=single)  # fmt: skip
     if body.stream_format == "sse":
         return StreamingResponse(_events(audio, web, job_ids, len(body.input)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})  # fmt: skip
-    return StreamingResponse(_guarded(audio, web, job_ids), media_type=speaking.MEDIA[body.response_format],
+    return StreamingResponse(_guarded(audio, web, job_ids), media_type=clips.MEDIA[body.response_format],
                              headers={"Cache-Control": "no-store"})  # fmt: skip
 
 
@@ -93,7 +95,7 @@ async def _guarded(
             raise
     finally:
         if not done:  # the client went away, or a clip failed
-            await run_in_threadpool(speaking.drop, web.redis, job_ids)
+            await run_in_threadpool(clips.drop, web.redis, job_ids)
 
 
 async def _events(audio: AsyncIterator[bytes], web: Web, job_ids: list[str], chars: int) -> AsyncIterator[bytes]:
