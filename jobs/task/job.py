@@ -311,7 +311,7 @@ def _synthesize(
     parts: dict[int, list] = {}
     first_audio = None
     asked = time.monotonic()
-    rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.yielding)
+    rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.clip_watch)
     chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None,
                                on_dropped=lambda c: batch_log.chunk(c.frames, c.pcm.size, c.index))  # fmt: skip
     try:

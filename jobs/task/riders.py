@@ -1,5 +1,5 @@
 """The desk where a running book takes riders (jobs.book.synthesis.Rider): other jobs' sentences that
-join its batches. The worker's clip watch (narrate.worker.process.yielding) offers them from its
+join its batches. The worker's clip watch (narrate.worker.process.clip_watch) offers them from its
 thread; the book's synthesis takes them between steps, on its own thread. The desk is open only
 while the book's engine is synthesizing (a book loading, stitching or exporting has no batch to
 join: the watch then yields the worker instead), and says which model it has loaded: only a rider

@@ -1,7 +1,7 @@
 """A speech request does not wait behind a book. With one worker narrating a book:
 
 - a one-line `POST /v1/audio/speech` for the model the book has loaded rides along the book's
-  batches (worker/process/yielding.py, worker/engine/admission.py): its audio streams while the
+  batches (worker/process/clip_watch.py, worker/engine/admission.py): its audio streams while the
   book runs (the same bytes as the clip kept whole), and the book never stops: one attempt,
   nothing reused from checkpoints, its output whole;
 - a preview for another model makes the book yield its worker after its batch in flight: the

@@ -167,16 +167,16 @@ def test_which_jobs_yield_their_worker_to_clip_jobs():
     from narrate.jobs.api.submit import JOB_FUNCTION
     from narrate.jobs.fanout.split import PART_FUNCTION
     from narrate.jobs.voices.clips import CLIP_FUNCTION
-    from narrate.worker.process import yielding
+    from narrate.worker.process import clip_watch
 
     book, part = Fake(func_name=JOB_FUNCTION, origin="narrate"), Fake(func_name=PART_FUNCTION, origin="narrate-low")
-    assert yielding.yields(book) and yielding.yields(part)
-    assert not yielding.yields(Fake(func_name=CLIP_FUNCTION, origin="narrate-high"))
-    assert not yielding.yields(Fake(func_name=JOB_FUNCTION, origin="narrate-high"))  # high jobs wait their turn
+    assert clip_watch.yields(book) and clip_watch.yields(part)
+    assert not clip_watch.yields(Fake(func_name=CLIP_FUNCTION, origin="narrate-high"))
+    assert not clip_watch.yields(Fake(func_name=JOB_FUNCTION, origin="narrate-high"))  # high jobs wait their turn
     queues = [Fake(name="narrate-high"), Fake(name="narrate"), Fake(name="narrate-low")]
 
     def ctx(job):
         return Fake(job=job, stop=threading.Event(), settings=Fake(clip_yield_s=10))
 
-    assert yielding.watch(None, queues[1:], ctx(book), "w") is None  # `narrate run`: no high queue
-    assert yielding.watch(None, queues, ctx(Fake(func_name=CLIP_FUNCTION, origin="narrate-high")), "w") is None
+    assert clip_watch.watch(None, queues[1:], ctx(book), "w") is None  # `narrate run`: no high queue
+    assert clip_watch.watch(None, queues, ctx(Fake(func_name=CLIP_FUNCTION, origin="narrate-high")), "w") is None

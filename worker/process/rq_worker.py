@@ -29,7 +29,7 @@ from narrate.jobs.task.clip import clip_job
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.voices.clips import CLIP_FUNCTION
 from narrate.worker import blas
-from narrate.worker.process import yielding
+from narrate.worker.process import clip_watch
 from narrate.worker.process.claiming import ClaimingWorker
 from redis import Redis, RedisError
 from rq import Queue
@@ -129,7 +129,7 @@ class NarrateWorker(ClaimingWorker):
         self.stop_event.set()  # the running job stops after its batch in flight
         ctx = self.context
         if ctx is not None:
-            ctx.stop.set()  # its own flag (worker.process.yielding sets it too)
+            ctx.stop.set()  # its own flag (worker.process.clip_watch sets it too)
         super().request_stop(signum, frame)
 
     def execute_job(self, job: Job, queue: Queue):
@@ -139,7 +139,7 @@ class NarrateWorker(ClaimingWorker):
         self.context = ctx
         if self.stop_event.is_set():
             ctx.stop.set()
-        clips = yielding.watch(self.connection, self.queues, ctx, self.name)
+        clips = clip_watch.watch(self.connection, self.queues, ctx, self.name)
         stop = threading.Event()
         beat = threading.Thread(target=self._heartbeats, args=(job, stop), daemon=True)
         beat.start()

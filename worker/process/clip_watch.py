@@ -1,5 +1,6 @@
-"""A book yields its worker to clip jobs: a speech request (`POST /v1/audio/speech`) or a voice
-preview must not wait hours behind a book on a host whose one worker (the host lock) is busy.
+"""The clip watch: a book takes clip jobs along or yields its worker to them. A speech request
+(`POST /v1/audio/speech`) or a voice preview must not wait hours behind a book on a host whose one
+worker (the host lock) is busy.
 
 While a book or part job from a normal or low priority queue runs, a thread watches the worker's
 high-priority queue. When a clip job (``narrate-clip-...``) has waited there for ``WAITED_S`` (no
