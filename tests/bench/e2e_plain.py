@@ -30,7 +30,7 @@ import mlx.core as mx  # noqa: E402
 import numpy as np  # noqa: E402
 from mlx_audio.tts.utils import load_model  # noqa: E402
 
-STREAM_INTERVAL_S = 0.32  # as narrate bench's plain loop (worker.engine.mlx_engine.STREAM_INTERVAL_S)
+STREAM_INTERVAL_S = 0.32  # as narrate bench's plain loop (worker.bench.runner.STREAM_INTERVAL_S)
 SAMPLE_RATE = 24_000
 
 

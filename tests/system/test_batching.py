@@ -81,6 +81,37 @@ def test_a_missing_model_attribute_fails_loudly(loaded, monkeypatch, where, attr
     mlx_compat.check_internals()  # the class-level checks alone cannot see it
 
 
+def test_the_internals_are_checked_once_per_loaded_model(loaded, embedding, monkeypatch):
+    """Before a loaded model's first synthesis, not before every one; a model loaded again is checked
+    again, and a check that failed is not taken as passed."""
+    from dataclasses import replace
+
+    from narrate.worker.engine import mlx_engine
+
+    checked: list = []
+    failing = [True]
+
+    def check(model):
+        checked.append(model)
+        if failing.pop():
+            raise mlx_compat.InternalsChanged("changed")
+        mlx_compat.check_internals(model)
+
+    monkeypatch.setattr(mlx_engine, "check_internals", check)
+    ss = [Sentence(0, TEXTS[0], 7, 2)]
+    model = replace(loaded, internals_checked=False)  # this model as loaded: never checked
+    with pytest.raises(mlx_compat.InternalsChanged):
+        list(MlxEngine(model).batched(ss, embedding, 1))
+    assert len(checked) == 1 and not model.internals_checked
+    failing.append(False)
+    for engine in (MlxEngine(model), MlxEngine(model), MlxEngine(model, continuous=False)):
+        assert sum(c.frames for c in engine.batched(ss, embedding, 1)) == 2
+    assert len(checked) == 2 and all(m is loaded.model for m in checked) and model.internals_checked
+    failing.append(False)
+    list(MlxEngine(replace(loaded, internals_checked=False)).batched(ss, embedding, 1))  # loaded again
+    assert len(checked) == 3
+
+
 MIXED = (7, 3, 9, 5, 6)  # budgets: rows end at different steps, so others join late
 
 

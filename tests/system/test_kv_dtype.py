@@ -2,7 +2,9 @@
 synthesis on a bf16 checkpoint keeps the prefill, both KV caches and the logits in bf16 while it
 runs, on every path narrate has: a cloned sample on a Base model (its cached x-vector), a preset
 speaker on a CustomVoice model (its codec embedding, with an instruction), a designed voice on a
-VoiceDesign model; each sequential (mlx-audio's generate) and batched (narrate's decode loop)."""
+VoiceDesign model; each through the job's call (``synthesize``) with its rows alone (a batch of
+one: each sentence admitted when the last one leaves), sharing a continuous batch, and in a static
+batch (the benchmark's reference)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import load, resolve
 
 SENTENCES = [Sentence(0, "Hello there, this is a test.", 1, 6), Sentence(1, "A second one.", 2, 6)]
-PATHS = ["sequential", "batched"]
+# Every synthesis path narrate has: (rows a batch, continuous) of narrate's decode loop.
+PATHS = {"alone": (1, True), "batched": (2, True), "static": (2, False)}
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +44,12 @@ def voice_design(voice_design_checkpoint):
 
 def synthesize_probed(loaded, path: str, ref: VoiceRef, r=None) -> DtypeProbe:
     """Narrate's own path: the engine's voice (for a clone: the voice cache in Redis and the
-    injected embedding) -> sequential or batched synthesis, probed mid-stream."""
+    injected embedding) -> the job's synthesis on `path`, probed mid-stream."""
     probe = DtypeProbe(loaded.model)
     try:
-        engine = MlxEngine(loaded)
-        voice = engine.voice(r, ref).value
-        chunks = engine.sequential(SENTENCES, voice) if path == "sequential" else engine.batched(SENTENCES, voice, 2)
-        for _chunk in chunks:
+        size, continuous = PATHS[path]
+        engine = MlxEngine(loaded, batch_size=size, continuous=continuous)
+        for _chunk in engine.synthesize(SENTENCES, engine.voice(r, ref)):
             probe.check_live()
     finally:
         probe.remove()

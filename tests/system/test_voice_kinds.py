@@ -204,7 +204,7 @@ def test_a_voice_the_model_cannot_speak_is_refused_in_one_line(base, custom, des
     with pytest.raises(BadInput, match="has no preset speakers"):  # handed to the engine directly
         list(MlxEngine(base).batched(mixed(), RowVoice.preset("ryan"), 2))
     with pytest.raises(BadInput, match="not a sample"):
-        list(MlxEngine(custom).sequential(mixed()[:1], RowVoice.clone(mx.zeros((1, 128), dtype=mx.bfloat16))))
+        list(MlxEngine(custom).batched(mixed()[:1], RowVoice.clone(mx.zeros((1, 128), dtype=mx.bfloat16)), 1))
 
 
 def test_the_suggested_model_is_the_same_hub_model_of_the_right_kind():
@@ -240,12 +240,20 @@ def test_a_06b_model_ignores_an_instruction_with_a_warning(small_custom, custom)
     assert MlxEngine(small_custom).voice(None, VoiceRef.preset("ryan")).warning is None
     kept = MlxEngine(custom).voice(None, VoiceRef.preset("Ryan", "Calm and slow."))
     assert kept.warning is None and (kept.value.speaker, kept.value.instruct) == ("ryan", "Calm and slow.")
-    # mlx-audio's own generate drops it on 0.6B too: the same audio with and without it.
+    # Through the job's call: on 0.6B the same audio with and without it (dropped, as mlx-audio's own
+    # generate drops it there); on 1.7B the instruction reaches the model. mlx-audio's batch builder
+    # would not drop it on 0.6B (narrate's rows go through it): the engine drops it itself.
     s = [Sentence(0, TEXTS[0], 5, 3)]
-    engine = MlxEngine(small_custom)
-    with_it = np.concatenate([c.pcm for c in engine.sequential(s, RowVoice.preset("ryan", "Calm and slow."))])
-    without = np.concatenate([c.pcm for c in engine.sequential(s, RowVoice.preset("ryan"))])
-    np.testing.assert_array_equal(with_it, without)
+
+    def spoken(loaded, ref: VoiceRef) -> np.ndarray:
+        engine = MlxEngine(loaded, batch_size=1, runaway_retries=0)
+        return np.concatenate([c.pcm for c in engine.synthesize(s, engine.voice(None, ref))])
+
+    calm, plain = VoiceRef.preset("ryan", "Calm and slow."), VoiceRef.preset("ryan")
+    np.testing.assert_array_equal(spoken(small_custom, calm), spoken(small_custom, plain))
+    assert not np.array_equal(spoken(custom, calm), spoken(custom, plain))
+    kept = collect(MlxEngine(small_custom, runaway_retries=0), s, RowVoice.preset("ryan", "Calm and slow."), 1)[0]
+    assert not np.array_equal(kept, spoken(small_custom, plain))
 
 
 @pytest.mark.parametrize("kind", ["base", "custom_voice", "voice_design"])

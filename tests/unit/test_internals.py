@@ -148,9 +148,80 @@ def test_a_dropped_generate_keyword_fails_loudly(monkeypatch):
     from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
     from narrate.worker.engine import mlx_compat
 
-    def generate(self, text, voice=None, instruct=None, ref_audio=None, language="auto", max_tokens=None,
-                 stream=False, streaming_interval=2.0, split_pattern="\n", verbose=False): ...  # fmt: skip
+    def generate(self, text, voice=None, instruct=None, reference_audio=None, max_tokens=None, stream=False,
+                 streaming_interval=2.0, verbose=False): ...  # fmt: skip
 
     monkeypatch.setattr(Model, "generate", generate)
-    with pytest.raises(mlx_compat.InternalsChanged, match=r"qwen3_tts.Model.generate lacks \['lang_code'\]"):
+    with pytest.raises(mlx_compat.InternalsChanged, match=r"qwen3_tts.Model.generate lacks \['ref_audio'\]"):
         mlx_compat.check_internals()
+
+
+def _small_decoder():
+    """mlx-audio's codec decoder, small (no checkpoint): two decoder blocks, one upsampling pair."""
+    from mlx_audio.tts.models.qwen3_tts.config import Qwen3TTSTokenizerDecoderConfig
+    from mlx_audio.tts.models.qwen3_tts.speech_tokenizer import Qwen3TTSSpeechTokenizerDecoder
+
+    config = Qwen3TTSTokenizerDecoderConfig(
+        latent_dim=16, codebook_dim=32, codebook_size=64, decoder_dim=16, hidden_size=32, intermediate_size=64,
+        head_dim=16, num_attention_heads=2, num_hidden_layers=1, num_key_value_heads=2, semantic_codebook_size=64,
+        upsample_rates=[2, 3], upsampling_ratios=[2], vector_quantization_hidden_dimension=32,
+    )  # fmt: skip
+    return Qwen3TTSSpeechTokenizerDecoder(config)
+
+
+def test_a_renamed_layer_the_fast_codec_replaces_fails_loudly(monkeypatch):
+    """codec_fast.py replaces the convolution a decoder module calls through its ``conv``: renamed, the
+    CPU decode would quietly keep mlx-audio's slower layers. The check names it and the version."""
+    from mlx_audio.tts.models.qwen3_tts import speech_tokenizer
+    from narrate.worker.engine import mlx_compat
+
+    owner = speech_tokenizer.CausalTransposeConv1d
+    init = owner.__init__
+
+    def renamed(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.transposed = self.pop("conv")
+
+    monkeypatch.setattr(owner, "__init__", renamed)
+    with pytest.raises(mlx_compat.InternalsChanged) as raised:
+        mlx_compat.check_internals()
+    message = str(raised.value)
+    assert message.startswith("mlx-audio 0.6.2's Qwen3-TTS internals changed (narrate is written against 0.6.2)")
+    assert "speech_tokenizer.CausalTransposeConv1d lacks ['conv'] (the layer codec_fast.py replaces" in message
+    monkeypatch.undo()
+
+    monkeypatch.delattr(speech_tokenizer.DecoderBlock, "step")  # a stage codec_fast settles
+    with pytest.raises(mlx_compat.InternalsChanged, match=r"speech_tokenizer.DecoderBlock.step is missing"):
+        mlx_compat.check_internals()
+
+
+def test_a_loaded_decoder_without_what_the_fast_codec_relies_on_fails_loudly():
+    """With a model: the stage lists streaming_step runs, and a layer of every kind codec_fast replaces."""
+    from narrate.worker.engine import codec_fast, mlx_compat
+
+    decoder = _small_decoder()
+    assert codec_fast.structure_problems(decoder) == []
+
+    def check(decoder) -> str:
+        with pytest.raises(mlx_compat.InternalsChanged) as raised:
+            mlx_compat.check_internals(SimpleNamespace(speech_tokenizer=SimpleNamespace(decoder=decoder)))
+        return str(raised.value)
+
+    renamed = _small_decoder()
+    renamed.upsamplers = renamed.pop("upsample")
+    assert "Model.speech_tokenizer.decoder lacks ['upsample']" in check(renamed)
+
+    tupled = _small_decoder()
+    tupled.upsample = [tuple(pair) for pair in tupled.upsample]
+    assert "Model.speech_tokenizer.decoder.upsample is not a list of [transposed convolution, ConvNeXt block" in (
+        check(tupled)
+    )
+
+    hidden = _small_decoder()  # the ConvNeXt blocks' depthwise convolution under another name
+    for _, block in hidden.upsample:
+        block.dwconv.depthwise = block.dwconv.pop("conv")
+    assert "Model.speech_tokenizer.decoder has no depthwise convolution (ConvNeXtBlock.dwconv.conv)" in check(hidden)
+    assert codec_fast.structure_problems(hidden) == [
+        "Model.speech_tokenizer.decoder has no depthwise convolution (ConvNeXtBlock.dwconv.conv): "
+        "codec_fast.py's faster CPU layer for it would never be used"
+    ]

@@ -70,11 +70,14 @@ from narrate.worker.bench.torch_variants import check, run_torch, variant_names
 from narrate.worker.bench.voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.workloads import Item
 from narrate.worker.engine.mlx_compat import shadow
-from narrate.worker.engine.mlx_engine import STREAM_INTERVAL_S, MlxEngine
+from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import LoadedModel, load, resolve
 from narrate.worker.engine.voice_cache import SpeakerEncoderRuns
 from narrate.worker.engine.voices import RowVoice
 
+# mlx-audio's generate and batch_generate (the plain and mlx-batch variants) stream a chunk every
+# 4 codec frames (12.5 a second).
+STREAM_INTERVAL_S = 0.32
 # batch_generate clones a voice in context: it needs the reference audio's transcript. The bench
 # voice is a synthetic tone (random weights do not care what it says); this is what it "says".
 REFERENCE_TRANSCRIPT = "This is the voice that reads the book aloud."

@@ -27,8 +27,12 @@ on the other thread, to the pace of the codec's audio-rate tasks. Measured in on
 2-core CPU (84 sentences, batch 8): synthesis 26.2 s one graph, 21.1 s stage by stage.
 
 They are used only on the CPU (a GPU's convolutions are fast) and only while narrate decodes
-(``fast_layers``): mlx-audio's own ``generate`` (the benchmark's plain loop, the sequential path)
-keeps its layers.
+(``fast_layers``): mlx-audio's own ``generate`` (the benchmark's plain loop) keeps its layers.
+
+What they rely on in mlx-audio's decoder (the ``conv`` attribute its convolution modules call, the
+stage lists ``upsample`` and ``decoder`` that ``streaming_step`` runs) is checked with the other
+internals (mlx_compat.py: ``REQUIRED_INTERNALS["codec_layers"]``, and ``structure_problems`` on a
+loaded decoder): a rename in mlx-audio fails loudly rather than quietly losing the speed-up.
 """
 
 from __future__ import annotations
@@ -129,10 +133,10 @@ class Settled(nn.Module):
         return y
 
 
-def stages(decoder: Any) -> list[tuple[list, int]]:
+def stages(decoder: Any) -> list[tuple[list[Any], int]]:
     """(list, index) of each stage streaming_step runs that holds the most work: the upsampling
     ConvNeXt blocks and the decoder blocks (between its first convolution and its last two layers)."""
-    found: list[tuple[list, int]] = []
+    found: list[tuple[list[Any], int]] = []
     for pair in getattr(decoder, "upsample", []):
         if isinstance(pair, list) and len(pair) == 2:
             found.append((pair, 1))
@@ -140,6 +144,16 @@ def stages(decoder: Any) -> list[tuple[list, int]]:
     if isinstance(blocks, list):
         found.extend((blocks, i) for i in range(1, len(blocks) - 2))
     return [(owner, i) for owner, i in found if hasattr(owner[i], "step")]
+
+
+# The kinds of layer with a faster equivalent here, as the internals check names them when a
+# loaded decoder has none of one.
+LAYER_KINDS = {
+    "depthwise": "depthwise convolution (ConvNeXtBlock.dwconv.conv)",
+    "plain": "convolution without groups (CausalConv1d.conv, DecoderInitialConv.conv)",
+    "strided_transpose": "upsampling transposed convolution with kernel = stride (CausalTransposeConv1d.conv)",
+    "linear": "linear layer (ConvNeXtBlock.pwconv1)",
+}
 
 
 def is_depthwise(conv: Any) -> bool:
@@ -178,22 +192,63 @@ def swaps_for(decoder: Any) -> list[Swap]:
     return cached
 
 
-def _build(decoder: Any) -> list[Swap]:
-    out: list[Swap] = []
+def _layers(decoder: Any) -> Iterator[tuple[Any, str, Any, str]]:
+    """(module, attribute, mlx-audio's layer or weight, its kind) of every layer of the decoder
+    that has a faster equivalent here."""
     for _, m in decoder.named_modules():
         conv = getattr(m, "conv", None)
         if is_depthwise(conv):
-            out.append((m, "conv", conv, DepthwiseConv1d(conv)))
+            yield m, "conv", conv, "depthwise"
         elif is_plain(conv):
-            out.append((m, "conv", conv, PatchConv1d(conv)))
+            yield m, "conv", conv, "plain"
         elif is_strided_transpose(conv):
-            out.append((m, "conv", conv, StridedTransposeConv1d(conv)))
-        if isinstance(m, nn.Linear) and "weight" in m:  # (out, in) viewed from a row-major (in, out) copy
-            out.append((m, "weight", m.weight, mx.contiguous(m.weight.T).T))
+            yield m, "conv", conv, "strided_transpose"
+        if isinstance(m, nn.Linear) and "weight" in m:
+            yield m, "weight", m.weight, "linear"
+
+
+def _faster(original: Any, kind: str) -> Any:
+    if kind == "depthwise":
+        return DepthwiseConv1d(original)
+    if kind == "plain":
+        return PatchConv1d(original)
+    if kind == "strided_transpose":
+        return StridedTransposeConv1d(original)
+    return mx.contiguous(original.T).T  # a linear layer's (out, in) weight viewed from a row-major (in, out) copy
+
+
+def _build(decoder: Any) -> list[Swap]:
+    out: list[Swap] = [(m, key, original, _faster(original, kind)) for m, key, original, kind in _layers(decoder)]
     out.extend((owner, i, owner[i], Settled(owner[i])) for owner, i in stages(decoder))
     # computed now, on this thread's stream: the codec thread has its own stream
     mx.eval([new if isinstance(new, mx.array) else new.parameters() for *_, new in out])
     return out
+
+
+def structure_problems(decoder: Any) -> list[str]:
+    """What the faster layers rely on that this loaded decoder (behind mx.compile or not) lacks, in
+    the internals check's words (mlx_compat.check_internals with a model): the stage lists that
+    streaming_step runs, and at least one layer of each kind replaced here. On any device: a
+    release that renamed one must fail the check, not quietly lose the CPU speed-up."""
+    decoder = getattr(getattr(decoder, "streaming_step", None), "__self__", decoder)  # behind mx.compile
+    name = "Model.speech_tokenizer.decoder"
+    problems = []
+    upsample = getattr(decoder, "upsample", None)
+    pairs = isinstance(upsample, list) and all(isinstance(p, list) and len(p) == 2 for p in upsample)
+    if upsample is not None and not (pairs and upsample and all(hasattr(p[1], "step") for p in upsample)):
+        problems.append(f"{name}.upsample is not a list of [transposed convolution, ConvNeXt block with step] pairs")
+    blocks = getattr(decoder, "decoder", None)
+    if blocks is not None and not (
+        isinstance(blocks, list) and len(blocks) >= 3 and all(hasattr(b, "step") for b in blocks[1:-2])
+    ):
+        problems.append(f"{name}.decoder is not a list [first convolution, decoder blocks with step, ..., last two]")
+    found = {kind for *_, kind in _layers(decoder)}
+    problems += [
+        f"{name} has no {what}: codec_fast.py's faster CPU layer for it would never be used"
+        for kind, what in LAYER_KINDS.items()
+        if kind not in found
+    ]
+    return problems
 
 
 def _put(owner: Any, key: str | int, value: Any) -> None:

@@ -16,8 +16,8 @@ cloned row's own cached x-vector, with two narrow instance-level patches while a
 
 narrate's decode loop (decode_loop.py) then drives the talker, code predictor and codec itself.
 Every mlx-audio internal that worker/ touches is listed in ``REQUIRED_INTERNALS``;
-``check_internals`` (run before every batched synthesis and by the tests) fails loudly when an
-mlx-audio release changes one. The test kit's checkpoint writer (testkit/random_checkpoint) also
+``check_internals`` (run before a loaded model's first synthesis and by the tests) fails loudly when
+an mlx-audio release changes one. The test kit's checkpoint writer (testkit/random_checkpoint) also
 uses mlx-audio's config classes and ``sanitize`` functions; it checks its own round trip.
 """
 
@@ -27,9 +27,11 @@ import contextlib
 import importlib
 import inspect
 from collections.abc import Iterator
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 import mlx.core as mx
+from narrate.worker.engine.codec_fast import structure_problems
 
 # The reference "audio" handed to mlx-audio so it takes its x-vector path: 0.1 s of silence at
 # 24 kHz, one array per distinct embedding. Its content is never read (``extract_speaker_embedding``
@@ -73,19 +75,8 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         ),
         "qwen3_tts.Model.extract_speaker_embedding": ("audio", "sr"),
         "qwen3_tts.Model.get_supported_speakers": (),
-        "qwen3_tts.Model.generate": (
-            "text",
-            "voice",  # a CustomVoice preset speaker
-            "instruct",  # its style, or a VoiceDesign description
-            "lang_code",
-            "ref_audio",
-            "max_tokens",
-            "stream",
-            "streaming_interval",
-            "split_pattern",
-            "verbose",
-        ),
-        # The benchmark's mlx-batch variant (worker/bench/runner.py).
+        # The benchmark's plain and mlx-batch variants (worker/bench/runner.py).
+        "qwen3_tts.Model.generate": ("text", "ref_audio", "max_tokens", "stream", "streaming_interval", "verbose"),
         "qwen3_tts.Model.batch_generate": (
             "texts",
             "ref_audio",
@@ -106,6 +97,9 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.streaming_step": ("codes",),
         "speech_tokenizer.Qwen3TTSSpeechTokenizerDecoder.reset_streaming_state": (),
         "speaker_encoder.Qwen3TTSSpeakerEncoder.__call__": (),
+        # The decoder stages codec_fast.py computes one at a time (its ``Settled`` calls their step).
+        "speech_tokenizer.ConvNeXtBlock.step": (),
+        "speech_tokenizer.DecoderBlock.step": (),
     },
     # Dataclasses, with the fields narrate reads.
     "fields": {
@@ -134,7 +128,7 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
     # row's pieces (codec_stream.py: STATE_ATTRS): instance attributes set in ``__init__``, with the
     # ``reset_state`` that marks a module holding them. A renamed one would not be swapped, and
     # every row would silently continue another row's audio: each class is checked on a tiny
-    # instance of its own (``CODEC_STATE_PROBES``; microseconds, no weights), and with a loaded
+    # instance of its own (``CODEC_PROBES``; microseconds, no weights), and with a loaded
     # model every decoder module with ``reset_state`` must hold one of them.
     "codec_state": {
         "speech_tokenizer.CausalConv1d": ("_buffer",),
@@ -142,12 +136,24 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
         "speech_tokenizer.DecoderOutputConv": ("_buffer",),
         "speech_tokenizer.DecoderBlockUpsample": ("_overflow",),
     },
+    # The codec decoder's layers that codec_fast.py replaces by faster equivalents on a CPU while
+    # narrate decodes: the convolution each of these modules calls through its ``conv`` attribute
+    # (set in ``__init__``: checked on a tiny instance, ``CODEC_PROBES``). Renamed, the decode would
+    # quietly keep mlx-audio's slower layers; with a loaded model the decoder's stage lists and a
+    # layer of every kind codec_fast replaces are checked too (``codec_fast.structure_problems``).
+    "codec_layers": {
+        "speech_tokenizer.CausalConv1d": ("conv",),
+        "speech_tokenizer.CausalTransposeConv1d": ("conv",),
+        "speech_tokenizer.DecoderInitialConv": ("conv",),
+        "speech_tokenizer.DecoderOutputConv": ("conv",),
+    },
     # Attributes of a loaded model that narrate reads, or resets (the KV cache fields), checked
     # when ``check_internals`` is given the model.
     "attributes": {
         "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
         "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
-        "Model.speech_tokenizer.decoder": ("_transformer_cache",),  # streaming state (codec_stream.py)
+        # streaming state (codec_stream.py); the stage lists streaming_step runs (codec_fast.py)
+        "Model.speech_tokenizer.decoder": ("_transformer_cache", "upsample", "decoder"),
         # The code predictor step (code_predictor_step.py) makes one cache per layer and embeds
         # each codebook's token itself.
         "Model.talker.code_predictor": ("model", "codec_embedding"),
@@ -162,13 +168,15 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 
-# Constructor arguments of the smallest instance of each "codec_state" class.
-CODEC_STATE_PROBES: dict[str, tuple[int, ...]] = {
+# Constructor arguments of the smallest instance of each "codec_state" and "codec_layers" class.
+CODEC_PROBES: dict[str, tuple[int, ...]] = {
     "speech_tokenizer.CausalConv1d": (1, 1, 2),  # in_channels, out_channels, kernel_size
+    "speech_tokenizer.CausalTransposeConv1d": (1, 1, 1),  # in_channels, out_channels, kernel_size
     "speech_tokenizer.DecoderInitialConv": (1, 1, 2),  # latent_dim, decoder_dim, kernel_size
     "speech_tokenizer.DecoderOutputConv": (1, 2),  # channels, kernel_size
     "speech_tokenizer.DecoderBlockUpsample": (1, 1, 1),  # in_dim, out_dim, upsample_rate
 }
+TESTED_VERSION = "0.6.2"  # the mlx-audio release these internals are written against (pyproject pins it)
 
 
 class InternalsChanged(RuntimeError):
@@ -212,22 +220,32 @@ def _field_problems() -> list[str]:
     return problems
 
 
-def _codec_state_problems() -> list[str]:
+def _probe_problems(group: str, what: str, marker: tuple[str, ...] = ()) -> list[str]:
+    """The instance attributes of a REQUIRED_INTERNALS `group` (and `marker`) that a tiny instance
+    of each class lacks."""
     problems = []
-    for name, attrs in REQUIRED_INTERNALS["codec_state"].items():
+    for name, attrs in REQUIRED_INTERNALS[group].items():
         cls = _lookup(name)
         if cls is None:
             problems.append(f"{name} is missing")
             continue
         try:
-            probe = cls(*CODEC_STATE_PROBES[name])
+            probe = cls(*CODEC_PROBES[name])
         except Exception as e:  # noqa: BLE001 - a changed constructor is one more thing to report
-            problems.append(f"{name} could not be built to check its streaming state ({type(e).__name__}: {e})")
+            problems.append(f"{name} could not be built to check its {what} ({type(e).__name__}: {e})")
             continue
-        missing = [a for a in ("reset_state", *attrs) if not hasattr(probe, a)]
+        missing = [a for a in (*marker, *attrs) if not hasattr(probe, a)]
         if missing:
-            problems.append(f"{name} lacks {missing} (per-row codec state)")
+            problems.append(f"{name} lacks {missing} ({what})")
     return problems
+
+
+def _codec_state_problems() -> list[str]:
+    return _probe_problems("codec_state", "per-row codec state", marker=("reset_state",))
+
+
+def _codec_layer_problems() -> list[str]:
+    return _probe_problems("codec_layers", "the layer codec_fast.py replaces on a CPU")
 
 
 def codec_state_attrs() -> tuple[str, ...]:
@@ -235,9 +253,15 @@ def codec_state_attrs() -> tuple[str, ...]:
     return tuple(dict.fromkeys(a for attrs in REQUIRED_INTERNALS["codec_state"].values() for a in attrs))
 
 
+def behind_compile(decoder: Any) -> Any:
+    """The decoder module itself: mlx-audio's loader wraps it in mx.compile, a wrapper through which
+    its instance and class attributes read, not its submodules and lists (its dict's items)."""
+    return getattr(getattr(decoder, "streaming_step", None), "__self__", decoder)
+
+
 def _unkept_codec_state(decoder: Any) -> list[str]:
     """A loaded decoder's stateful modules (with ``reset_state``) that hold none of the known state."""
-    decoder = getattr(getattr(decoder, "streaming_step", None), "__self__", decoder)  # behind mx.compile
+    decoder = behind_compile(decoder)
     attrs = codec_state_attrs()
     bare = sorted(
         {
@@ -260,7 +284,9 @@ def _attribute_problems(model: Any) -> list[str]:
     owners = {
         "Model": [model],
         "Model.speech_tokenizer": [speech_tokenizer] if speech_tokenizer is not None else [],
-        "Model.speech_tokenizer.decoder": [speech_tokenizer.decoder] if hasattr(speech_tokenizer, "decoder") else [],
+        "Model.speech_tokenizer.decoder": (
+            [behind_compile(speech_tokenizer.decoder)] if hasattr(speech_tokenizer, "decoder") else []
+        ),
         "Model.talker": [model.talker] if hasattr(model, "talker") else [],
         "Model.talker.code_predictor": [predictor] if predictor is not None else [],
         "Model.talker.code_predictor.model": [predictor.model] if hasattr(predictor, "model") else [],
@@ -277,20 +303,28 @@ def _attribute_problems(model: Any) -> list[str]:
             problems.append(f"{name} lacks {missing}")
     if hasattr(speech_tokenizer, "decoder"):
         problems += _unkept_codec_state(speech_tokenizer.decoder)
+        problems += structure_problems(speech_tokenizer.decoder)
     return problems
 
 
 def check_internals(model: Any = None) -> None:
     """Raise InternalsChanged naming every listed internal that is gone or changed (instance
     attributes too when a loaded `model` is given)."""
-    problems = _signature_problems() + _field_problems() + _codec_state_problems()
+    problems = _signature_problems() + _field_problems() + _codec_state_problems() + _codec_layer_problems()
     if model is not None:
         problems += _attribute_problems(model)
     if problems:
         raise InternalsChanged(
-            "mlx-audio's Qwen3-TTS internals changed; narrate's batched synthesis needs updating: "
-            + "; ".join(problems)
+            f"mlx-audio {installed_version()}'s Qwen3-TTS internals changed (narrate is written against "
+            f"{TESTED_VERSION}); narrate's batched synthesis needs updating: " + "; ".join(problems)
         )
+
+
+def installed_version() -> str:
+    try:
+        return version("mlx-audio")
+    except PackageNotFoundError:
+        return "(version unknown)"
 
 
 @contextlib.contextmanager
@@ -310,9 +344,9 @@ def shadow(obj: Any, name: str, value: Any) -> Iterator[None]:
 
 class VoiceRows:
     """Each row's own voice for mlx-audio's prefill builders (see the module docstring). ``speaker``
-    gives a row's speaker argument (a cloned row's tag, or the preset's name); ``placeholder`` a
-    cloned voice's reference audio for ``generate``; while ``active``, mlx-audio builds the rows
-    with them. One per synthesis: it keeps one placeholder per distinct embedding."""
+    gives a row's speaker argument (a cloned row's tag, or the preset's name); while ``active``,
+    mlx-audio builds the rows with them. One per synthesis: it keeps one placeholder per distinct
+    embedding."""
 
     def __init__(self, model: Any):
         self.model = model
@@ -324,9 +358,6 @@ class VoiceRows:
                 return i
         self._clones.append((mx.zeros((PLACEHOLDER_REFERENCE_SAMPLES,), dtype=mx.float32), embedding))
         return len(self._clones) - 1
-
-    def placeholder(self, embedding: mx.array) -> mx.array:
-        return self._clones[self._index(embedding)][0]
 
     def speaker(self, embedding: mx.array | None, preset: str | None) -> str | None:
         """The speaker argument of a row: a clone's tag (its `embedding`), else the `preset` (or None)."""

@@ -3,15 +3,12 @@ narrate.jobs.book.synthesis.Engine for the three kinds of Qwen3-TTS model (voice
 model clones a sample from its cached x-vector (the speaker encoder never runs here), a
 CustomVoice model speaks a preset speaker, a VoiceDesign model a described voice.
 
-Two paths, each sentence with its own seed and frame budget:
-
-- ``batched`` (the job path): narrate's batching (decode_loop.py), sentences grouped by length
-  within a reading-order window and admitted into a continuous batch (admission.py); every row has
-  its own voice (mlx_compat.VoiceRows), so rows of different voices share a batch; a runaway is
-  synthesized again with a new seed;
-- ``sequential``: mlx-audio's own ``Model.generate``, one sentence at a time, streamed (used by
-  the benchmark and the dtype tests): ``ref_audio`` (a clone's placeholder, its x-vector
-  injected), ``voice`` and ``instruct`` (a preset), or ``instruct`` (a design).
+Its one path, ``batched`` (through ``synthesize``, the job's call): narrate's batching
+(decode_loop.py), sentences grouped by length within a reading-order window and admitted into a
+continuous batch (admission.py), each with its own seed and frame budget; every row has its own
+voice (mlx_compat.VoiceRows), so rows of different voices share a batch; a runaway is synthesized
+again with a new seed. ``continuous=False`` runs each group as a static batch instead (the
+benchmark's reference).
 """
 
 from __future__ import annotations
@@ -22,13 +19,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import mlx.core as mx
-import numpy as np
 from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Rider, RiderSource, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop
-from narrate.worker.engine.mlx_compat import VoiceRows, check_internals
+from narrate.worker.engine.mlx_compat import check_internals
 from narrate.worker.engine.models import LoadedModel
 from narrate.worker.engine.sampling import options
 from narrate.worker.engine.voices import RowVoice
@@ -36,7 +32,6 @@ from narrate.worker.engine.voices import RowVoice
 # Sentences are reordered by length only within a window of this many batches, so the writer
 # never holds more than a window's audio while it waits for the next sentence in reading order.
 WINDOW_BATCHES = 4
-STREAM_INTERVAL_S = 0.32  # sequential path: 4 codec frames (12.5 a second) per streamed chunk
 
 # auto_batch_size: rows per batch by device (16 measured best on an H200; 32 compiles for
 # minutes), capped so the worst-case KV caches of a batch fit in a quarter of the device memory.
@@ -105,16 +100,6 @@ def voice_of_each(sentences: Sequence[Sentence], voice: Voices) -> dict[int, Row
         return {s.index: voice[s.index] for s in sentences}
     one = voices.as_row_voice(voice)
     return {s.index: one for s in sentences}
-
-
-def generate_voice(voice: RowVoice, rows: VoiceRows) -> dict:
-    """mlx-audio ``generate``'s voice arguments for `voice` (a clone: its placeholder in `rows`)."""
-    if voice.kind == "clone":
-        assert voice.embedding is not None
-        return {"ref_audio": rows.placeholder(voice.embedding)}
-    if voice.kind == "preset":
-        return {"voice": voice.speaker, "instruct": voice.instruct}
-    return {"instruct": voice.instruct}
 
 
 class MlxEngine:
@@ -201,7 +186,9 @@ class MlxEngine:
         runs to its last row), each row in its sentence's voice; a runaway row (budget used, no
         EOS) is synthesized again with a new seed, up to `runaway_retries` times, after its group.
         BadInput if the model cannot speak one of the voices."""
-        check_internals(self.loaded.model)
+        if not self.loaded.internals_checked:  # once per loaded model, not every synthesis
+            check_internals(self.loaded.model)
+            self.loaded.internals_checked = True
         each = voice_of_each(sentences, voice)
         for v in {id(v): v for v in each.values()}.values():
             voices.check(self.loaded, v)
@@ -234,34 +221,3 @@ class MlxEngine:
                 continue
             aboard.append((rider, voice))
         return aboard
-
-    def sequential(self, sentences: Sequence[Sentence], voice: RowVoice | mx.array) -> Iterator[Chunk]:
-        """Each sentence alone through mlx-audio's generate, in order, streamed, in `voice`."""
-        model = self.loaded.model
-        one = voices.as_row_voice(voice)
-        voices.check(self.loaded, one)
-        rows = VoiceRows(model)
-        with rows.active():
-            for s in sentences:
-                mx.random.seed(s.seed)
-                frames = 0
-                pending: Chunk | None = None
-                for r in model.generate(
-                    text=s.text,
-                    lang_code=s.language,
-                    max_tokens=s.budget,
-                    stream=True,
-                    streaming_interval=STREAM_INTERVAL_S,
-                    split_pattern="",
-                    verbose=False,
-                    **generate_voice(one, rows),
-                ):
-                    if pending is not None:
-                        yield pending
-                    frames += int(r.token_count)
-                    pending = Chunk(s.index, np.array(r.audio, dtype=np.float32), int(r.token_count), False)
-                runaway = frames >= s.budget
-                if pending is None:  # EOS on the first step: an empty sentence
-                    yield Chunk(s.index, np.zeros(0, np.float32), 0, True, runaway)
-                else:
-                    yield Chunk(s.index, pending.pcm, pending.frames, True, runaway)

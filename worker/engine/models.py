@@ -90,6 +90,9 @@ class LoadedModel:
     # there) nor on a Base one (it has no instruction path). A VoiceDesign model always reads its
     # description.
     follows_instruct: bool = False
+    # mlx_compat.check_internals passed on this model (the engine checks once per loaded model:
+    # the installed mlx-audio does not change while the model is loaded).
+    internals_checked: bool = field(default=False, compare=False, repr=False)
 
     @property
     def talker_dtype(self) -> mx.Dtype:
