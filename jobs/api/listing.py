@@ -1,9 +1,11 @@
 """``narrate list``: every job of a queue's three priorities, newest first, in two round trips
 whatever the number of jobs (one pipeline reads the queues and registries, one reads the fields
-of every job it found). A registry entry whose job expired or was deleted is skipped."""
+of every job it found); or a page of them (``list_page``: one more round trip picks the page, and
+only its jobs are read). A registry entry whose job expired or was deleted is skipped."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from narrate.jobs.queue.books import book_state
 from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of, queue_names
 from narrate.jobs.server.records import queue
+from narrate.jobs.voices.clips import CLIP_PREFIX
 from rq.job import Job
 from rq.registry import (
     BaseRegistry,
@@ -39,7 +42,25 @@ _FIELDS = ("status", "created_at", "origin", "description", "meta", CANCEL_FIELD
 
 def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | None = None) -> list[dict]:
     """One dict per job (JSON-able), newest first; `status` keeps only the jobs in that state."""
-    wanted = (status,) if status else STATES
+    return list_page(r, base_queue, output_root, status)[0]
+
+
+def list_page(
+    r: redis.Redis,
+    base_queue: str,
+    output_root: Path,
+    status: str | tuple[str, ...] | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+    clips: bool = True,
+) -> tuple[list[dict], bool]:
+    """`list_jobs`, a page at a time: the newest `limit` jobs (all: None) listed after job `after`
+        (the last of the previous page); and whether more follow. A page reads the records of its own
+        jobs only (one more round trip, for every job's creation time, picks them), so a page of 100
+        costs the same with 10,000 jobs as with 100. A part of a fanned-out book is never a row of its
+        own (its book's row shows it), so a page may hold fewer than `limit` rows. `status`: one state or
+    several. `clips`: also the clip jobs (previews, speech: ids CLIP_PREFIX...)."""
+    wanted = (status,) if isinstance(status, str) else status or STATES
     due_at = {}
     ids: dict[str, None] = {}
     sources, results = _gather(r, base_queue, (*wanted, "deferred"))  # deferred: fanned-out books
@@ -53,12 +74,18 @@ def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | 
                 due_at[job_id] = entry[1]
             else:
                 ids[registry.parse_job_id(entry)] = None
+    if not clips:
+        ids = {i: None for i in ids if not i.startswith(CLIP_PREFIX)}
+    more = False
+    if limit is not None:
+        picked, more = _newest(r, list(ids), limit, after)
+        ids = dict.fromkeys(picked)
     with r.pipeline(transaction=False) as p:
         for job_id in ids:
             p.hmget(Job.key_for(job_id), _FIELDS)
         found = p.execute()
     root = output_root.expanduser().resolve()
-    keep = _ALSO.get(status, (status,)) if status else None
+    keep = {k for state in wanted for k in _ALSO.get(state, (state,))} if status else None
     rows = []
     for job_id, values in zip(ids, found, strict=True):
         fields = dict(zip(_FIELDS, values, strict=True))
@@ -70,7 +97,26 @@ def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | 
     _fold_parts(r, rows)
     rows = [row for row in rows if keep is None or row["status"] in keep]
     rows.sort(key=lambda row: (row["created_at"] or "", row["id"]), reverse=True)
-    return rows
+    return rows, more
+
+
+_PART = re.compile(r"-part\d{3}$")  # a fanned-out book's part (jobs/fanout/split.py Part.job_id)
+
+
+def _newest(r: redis.Redis, ids: list[str], limit: int, after: str | None) -> tuple[list[str], bool]:
+    """The `limit` newest of `ids` (by creation time, then id, as rows are sorted) that come after
+    job `after` in that order; and whether more follow."""
+    ids = [i for i in ids if not _PART.search(i)]
+    with r.pipeline(transaction=False) as p:
+        for job_id in ids:
+            p.hget(Job.key_for(job_id), "created_at")
+        created = p.execute()
+    order = sorted(((c.decode() if c else "", i) for i, c in zip(ids, created, strict=True) if c is not None),
+                   reverse=True)  # fmt: skip
+    if after is not None:
+        mark = next((n for n, (_, i) in enumerate(order) if i == after), None)
+        order = order[mark + 1 :] if mark is not None else []
+    return [i for _, i in order[:limit]], len(order) > limit
 
 
 def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[list, list]:

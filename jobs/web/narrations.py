@@ -64,9 +64,17 @@ async def create(request: Request, web: WebDep) -> JSONResponse:
 
 
 @router.get("/v1/narrations", response_model=NarrationList, responses=documented(401, 403, 422))
-def list_narrations(web: WebDep, status: Annotated[State | None, Query()] = None) -> dict[str, Any]:
-    """Every narration of the server's queues, newest first (`status` keeps one state)."""
-    return {"object": "list", "data": views.listed(web.redis, web.settings, status)}
+def list_narrations(
+    web: WebDep,
+    status: Annotated[State | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Narrations a page (newest first)")] = 100,
+    after: Annotated[str | None, Query(max_length=200, description="The last id of the page before")] = None,
+) -> dict[str, Any]:
+    """The narrations of the server's queues, newest first, a page at a time (`status` keeps one
+    state; `has_more` and `last_id`: pass it as `after` for the next page)."""
+    data, more = views.listed_page(web.redis, web.settings, (status,) if status else None, limit, after)
+    first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+    return {"object": "list", "data": data, "has_more": more, "first_id": first, "last_id": last}
 
 
 @router.get("/v1/narrations/{narration_id}", response_model=Narration, responses=documented(401, 403, 404))

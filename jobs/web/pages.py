@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api import voices as voices_api
@@ -74,19 +74,27 @@ def home() -> RedirectResponse:
 
 
 @router.get("/queue")
-def queue_page(request: Request, web: WebDep) -> Response:
-    return render(request, "queue.html", {"jobs": _queue(web), **_flash(request)})
+def queue_page(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    return render(request, "queue.html", {**_queue(web, after), **_flash(request)})
 
 
 @router.get("/queue/rows")
-def queue_rows(request: Request, web: WebDep) -> Response:
+def queue_rows(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
     """The queue's rows alone: the Queue page polls them (htmx)."""
-    return render(request, "_rows.html", {"jobs": _queue(web)})
+    return render(request, "_rows.html", _queue(web, after))
 
 
-def _queue(web: Web) -> list[dict[str, Any]]:
-    """Every narration: running, waiting (as a worker takes them), scheduled, then ended, newest first."""
-    return _titled(web, views.queue_order(web.redis, web.settings, views.listed(web.redis, web.settings)))
+ENDED_A_PAGE = 50  # ended narrations the Queue page shows at once (then a link to older ones)
+BOOKS_A_PAGE = 48
+
+
+def _queue(web: Web, after: str | None) -> dict[str, Any]:
+    """Every narration that runs, waits (as a worker takes them) or is scheduled, then the ended ones,
+    newest first, a page of them (after narration `after`): the rows and the link to older ones."""
+    active = views.listed_page(web.redis, web.settings, ("in_progress", "queued", "scheduled"))[0]
+    ended, more = views.listed_page(web.redis, web.settings, views.TERMINAL, ENDED_A_PAGE, after)
+    jobs = _titled(web, views.queue_order(web.redis, web.settings, active) + ended)
+    return {"jobs": jobs, "after": after, "older": ended[-1]["id"] if more and ended else None}
 
 
 def _titled(web: Web, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -165,13 +173,15 @@ async def act(request: Request, web: WebDep, job_id: str,
 
 
 @router.get("/books")
-def books_page(request: Request, web: WebDep) -> Response:
-    rows = views.listed(web.redis, web.settings, "completed")
+def books_page(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+    """The finished books, newest first, a page at a time (a link to older ones)."""
+    rows, more = views.listed_page(web.redis, web.settings, ("completed",), BOOKS_A_PAGE, after)
     found = views.finished_narrations(web.redis, web.settings, [row["id"] for row in rows])  # deleted: left out
     titled = _titled(web, [job for job, _ in found])
     books = [{"job": shown, "audio": _audio(shown), "cover": _cover(job, files) is not None}
              for (job, files), shown in zip(found, titled, strict=True)]  # fmt: skip
-    return render(request, "books.html", {"books": books, **_flash(request)})
+    older = rows[-1]["id"] if more and rows else None
+    return render(request, "books.html", {"books": books, "older": older, "after": after, **_flash(request)})
 
 
 def _cover(job: dict[str, Any], files: list[OutputFile]) -> tuple[bytes, str] | None:

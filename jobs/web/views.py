@@ -167,8 +167,18 @@ def chapter_url(job_id: str, number: int) -> str:
 
 def listed(r: redis.Redis, settings: Settings, state: str | None = None) -> list[dict[str, Any]]:
     """Every narration of the server's queues, newest first (`narrate list`), in `state` if given."""
-    rows = listing.list_jobs(r, settings.queue, Path(settings.output_dir), narrate_state(state) if state else None)
-    return [_running(r, _row(row)) for row in rows if not row["id"].startswith(CLIP_PREFIX)]
+    return listed_page(r, settings, (state,) if state else None)[0]
+
+
+def listed_page(
+    r: redis.Redis, settings: Settings, states: tuple[str, ...] | None = None, limit: int | None = None,
+    after: str | None = None,
+) -> tuple[list[dict[str, Any]], bool]:  # fmt: skip
+    """`listed` a page at a time (jobs/api/listing.py list_page): the newest `limit` narrations after
+    narration `after`, in one of `states` (API names) if given; and whether more follow."""
+    wanted = tuple(narrate_state(s) for s in states) if states else None
+    rows, more = listing.list_page(r, settings.queue, Path(settings.output_dir), wanted, limit, after, clips=False)
+    return [_running(r, _row(row)) for row in rows], more
 
 
 def _running(r: redis.Redis, row: dict[str, Any]) -> dict[str, Any]:
