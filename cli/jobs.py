@@ -207,6 +207,9 @@ def status(job_id, as_json, follow) -> None:
     result = st.get("result") or {}
     if "reused" in result:
         click.echo(f"sentences: {result['synthesized']} synthesized, {result['reused']} reused from the cache")
+    proof = result.get("proof") or st.get("proof")
+    if proof:  # --proof: its counts (the result's once finished, else so far)
+        click.echo(f"proof: {proof_line(st['id'], proof, 'proof' in result)}")
     if st.get("output_replaced_by"):
         click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
     if st.get("parts"):
@@ -215,6 +218,14 @@ def status(job_id, as_json, follow) -> None:
         click.echo(f"parts: {done}/{len(st['parts'])} finished{hosts}")
     if st.get("error"):
         click.echo(f"error: {st['error']}")
+
+
+def proof_line(job_id: str, proof: dict, complete: bool) -> str:
+    """The proof pass's counts in one line, and where its sentences are listed."""
+    from narrate.jobs.api.proof import counts_of, summary_line
+
+    counts = counts_of(proof, complete)
+    return summary_line(counts) + (f"; narrate proof {job_id} lists them" if complete and counts["flagged"] else "")
 
 
 @click.command()

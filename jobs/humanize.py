@@ -31,3 +31,15 @@ def clock(seconds: float) -> str:
     """1:02:03 (hours:minutes:seconds)."""
     s = whole_seconds(seconds)
     return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+def moment(seconds: float | None) -> str:
+    """A place in a book, to the tenth of a second: 2:03.4, 1:02:03.4 (hours only when there are any); "-"
+    when unknown."""
+    if seconds is None:
+        return "-"
+    tenths = max(0, math.floor(float(seconds) * 10 + 0.5))
+    h, rest = divmod(tenths, 36000)
+    m, rest = divmod(rest, 600)
+    s, t = divmod(rest, 10)
+    return f"{h}:{m:02d}:{s:02d}.{t}" if h else f"{m}:{s:02d}.{t}"

@@ -37,6 +37,8 @@ def status(r: redis.Redis, job_id: str) -> dict:
         out["host"] = meta.get("hostname") or meta["host"]  # the host running it (its name)
     if state == JobStatus.STARTED and r.hexists(job.key, lifecycle.CANCEL_FIELD):
         out["cancel_requested"] = True  # it stops within a second
+    if meta.get("proof"):
+        out["proof"] = meta["proof"]  # --proof: the recognizer and its counts so far (finished: the result's)
     if state is not None and state.value == "finished":
         result = job.return_value(refresh=True) or {}
         out = finished_status(job, result)

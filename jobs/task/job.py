@@ -212,7 +212,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         segments=book.segments,
         segments_encoded_early=book.encoded_early,
         voices=_per_voice(plan, checkpoints) if spec.cast else None,
-        proof=proofing.summary() if proofing else None,
+        proof=proofing.summary(book.cues, book.chapters) if proofing else None,
     )
 
 

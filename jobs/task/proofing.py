@@ -22,17 +22,22 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 
+from narrate.jobs.audio.subtitles import Cue
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore, int16
 from narrate.jobs.book.plan import Plan
+from narrate.jobs.book.result import ChapterMark
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
 from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.proof import report
 from narrate.jobs.proof.hearing import Recognizer, proof_model, token_limit
+from narrate.jobs.proof.report import Place
 from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
 from narrate.jobs.proof.verdict import Thresholds, judge
+from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
 
 log = logging.getLogger("narrate.jobs")
@@ -150,10 +155,19 @@ class Proofing:
         with self._lock:
             return Counts.of(list(self.records.values()))
 
-    def summary(self) -> dict:
-        """The job result's `proof`: the recognizer, the counts and where the time went."""
+    def summary(self, cues: Sequence[Cue] = (), chapters: Sequence[ChapterMark] = ()) -> dict:
+        """The job result's `proof`: the recognizer, the counts, where the time went, and the flagged sentences
+        (jobs/proof/report.py), placed in the book by the stitched `cues` (their `chapter`: an index into
+        `chapters`)."""
         times = {"heard_s": self.heard_s, "waited_s": self.waited_s, "retakes_s": self.retakes_s}
-        return {"model": self.model, **self.counts().to_json(), **{k: round(v, 3) for k, v in times.items()}}
+        with self._lock:
+            records = dict(self.records)
+        places = {c.index: Place(c.start / SAMPLE_RATE, c.end / SAMPLE_RATE, *_chapter(c.chapter, chapters))
+                  for c in cues}  # fmt: skip
+        spoken = [s.text for s in self.plan.sentences]
+        listed, left_out = report.sentences(records, self.plan.originals, spoken, places)
+        return {"model": self.model, **self.counts().to_json(), **{k: round(v, 3) for k, v in times.items()},
+                "sentences": listed, "sentences_left_out": left_out}  # fmt: skip
 
     def __enter__(self) -> Proofing:
         return self
@@ -275,3 +289,10 @@ class Proofing:
             log.info("job %s: proof: sentence %d kept take %d of %d, still flagged: %s", self.ctx.job.id, index,
                      record.kept + 1, len(record.takes), record.verdict.said())  # fmt: skip
         self._finals.append(index)
+
+
+def _chapter(at: int | None, chapters: Sequence[ChapterMark]) -> tuple[int | None, str | None]:
+    """A cue's chapter as the report says it: its number (1 first) and title; (None, None) before the first."""
+    if at is None or not 0 <= at < len(chapters):
+        return None, None
+    return at + 1, chapters[at].title

@@ -17,13 +17,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrate.jobs.audio import assemble, previews, subtitles
 from narrate.jobs.audio.segments import Heard, Segmenter, cuts_at_chapters
 from narrate.jobs.audio.stream_encode import PieceStreams, streams_for
+from narrate.jobs.audio.subtitles import Cue
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
 from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.result import ChapterMark
@@ -118,6 +119,7 @@ class Stitched:
     segments: int
     encoded_early: int  # segments done before the last sentence was synthesized
     tail_s: float  # the last sentence -> every file in place
+    cues: list[Cue] = field(default_factory=list)  # each sentence's samples in the book, and its chapter
 
 
 class Stitcher:
@@ -228,6 +230,7 @@ class Stitcher:
             segments=len(seg.segments),
             encoded_early=encoder.early,
             tail_s=round(time.monotonic() - t0, 3),
+            cues=cues,
         )
 
     def __exit__(self, *exc: object) -> None:

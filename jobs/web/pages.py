@@ -23,7 +23,7 @@ from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
 from narrate.jobs.voices.clips import PANGRAM
-from narrate.jobs.web import flash, narrations, submitting, views
+from narrate.jobs.web import flash, narrations, proof, submitting, views
 from narrate.jobs.web.auth import SIGNED_IN
 from narrate.jobs.web.errors import ApiError, status_of
 from narrate.jobs.web.login import local_path
@@ -132,8 +132,19 @@ def job_page(request: Request, web: WebDep, job_id: str) -> Response:
     except JobNotFound:  # the words are fixed: the id in the URL is anyone's text
         return render(request, "missing.html", {"message": MISSING}, status=404)
     [job] = _titled(web, [job])
-    context = {"job": job, "audio": _audio(job), "terminal": job["status"] in views.TERMINAL, **_flash(request)}
+    context = {"job": job, "audio": _audio(job), "terminal": job["status"] in views.TERMINAL,
+               "proof": _proof(web, job), **_flash(request)}  # fmt: skip
     return render(request, "job.html", context)
+
+
+def _proof(web: Web, job: dict[str, Any]) -> dict[str, Any] | None:
+    """A completed narration's proof report (jobs/web/proof.py), for its flagged sentences and their players."""
+    if not job.get("proof") or job["status"] != "completed":
+        return None
+    try:
+        return proof.report(web, job["id"])
+    except (NarrateError, ApiError):  # gone meanwhile: the page shows its counts alone
+        return None
 
 
 def _act(request: Request, web: Web, job_id: str, form: dict[str, str], action: str) -> RedirectResponse:

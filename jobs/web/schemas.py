@@ -54,6 +54,9 @@ class Narration(BaseModel):
         None, description="completed, no files here: why (reason other_host | other_root | changed | gone, message)"
     )
     error: str | None = None
+    proof: ProofCounts | None = Field(
+        None, description="with proof: its counts (so far, while it runs); GET .../proof lists the flagged sentences"
+    )
     stopping: bool = Field(False, description="a running narration asked to cancel: it stops within a second")
     duplicate: str | None = Field(
         None, description="on POST: what the identical earlier request was (queued, scheduled, done, resumed...)"
@@ -66,6 +69,57 @@ class Narration(BaseModel):
         "already_canceled, already_stopping; resume: requeued, requeued_gone, book_stitches, book_waits, "
         "kept_canceled)",
     )
+
+
+class ProofCounts(BaseModel):
+    model: str | None = Field(None, description="the recognizer (none yet: not heard yet)")
+    checked: int = Field(0, description="sentences heard")
+    flagged: int = Field(0, description="sentences whose first take was flagged")
+    retaken: int = Field(0, description="sentences synthesized again")
+    still_flagged: int = Field(0, description="sentences whose kept take is still flagged")
+    retakes: int = Field(0, description="takes synthesized again, in all")
+    reasons: dict[str, int] = Field(default_factory=dict, description="each reason's count among the still flagged")
+
+
+class ProofTake(BaseModel):
+    seed: int
+    ok: bool
+    reasons: list[str]
+    said: str = Field(description="its verdict in words: what is wrong with it")
+    wer: float = Field(description="word error rate against the sentence as spoken")
+    transcript: str = Field(description="what the recognizer heard")
+    kept: bool = Field(description="the take in the book")
+
+
+class ProofSentence(BaseModel):
+    index: int = Field(description="the sentence's number in the book, 0 first (the read-along's `sentence-N`)")
+    chapter: int | None = Field(None, description="its chapter's number in the book's chapter list, 1 first")
+    chapter_title: str | None = None
+    start_s: float | None = Field(None, description="where it starts in the book file, in seconds")
+    end_s: float | None = Field(None, description="where it ends (its pause not included)")
+    text: str = Field(description="the sentence as the document writes it")
+    spoken: str = Field(description="the sentence as narrate speaks it (numbers in words, the lexicon)")
+    transcript: str = Field(description="what the kept take was heard as")
+    outcome: Literal["fixed", "still_flagged"]
+    reasons: list[str] = Field(description="what is wrong with the kept take (none once fixed)")
+    flagged_for: list[str] = Field(description="what was wrong with its first take")
+    problem: str = Field(description="what is wrong, in words")
+    kept: int = Field(description="the kept take's place in `takes`, 0 first")
+    takes: list[ProofTake]
+
+
+class ProofReport(ProofCounts):
+    id: str
+    object: Literal["narration.proof"] = "narration.proof"
+    status: Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
+    complete: bool = Field(description="completed, its result read: the sentences are listed (before: counts so far)")
+    fixed: int | None = Field(None, description="flagged sentences whose kept take is ok (once complete)")
+    sentences: list[ProofSentence] | None = Field(
+        description="each sentence whose first take was flagged, in reading order (null: its worker did not list them)"
+    )
+    sentences_left_out: int = Field(0, description="flagged sentences beyond what a result lists (1,000)")
+    audio_url: str | None = Field(None, description="the book file the times are in")
+    duration_s: float | None = None
 
 
 class NarrationList(BaseModel):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
-from narrate.jobs.humanize import clock, duration
+from narrate.jobs.humanize import clock, duration, moment
 from narrate.jobs.xmltext import without_bidi
 
 if TYPE_CHECKING:
@@ -65,6 +65,7 @@ def templates() -> Jinja2Templates:
         _templates = Jinja2Templates(directory=str(TEMPLATES))
         _templates.env.finalize = shown
         _templates.env.filters["clock"] = _seconds
+        _templates.env.filters["moment"] = moment  # a place in the book, to the tenth (the proof's sentences)
         _templates.env.globals["nav"] = NAV
         _templates.env.globals.update(eta=eta, realtime=realtime)
     return _templates

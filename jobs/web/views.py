@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import redis
 from narrate.jobs.api import listing, previews
+from narrate.jobs.api import proof as proofs
 from narrate.jobs.api.jobview import JobView
 from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound, NarrateError
@@ -134,9 +135,18 @@ def _view(r: redis.Redis, settings: Settings, st: dict[str, Any], found: list[Ou
         "outputs": files,
         "files_missing": _missing(r, settings, job_id) if explain and state == "completed" and not found else None,
         "error": st.get("error") if state == "failed" else None,
+        "proof": _proof(result.get("proof") if state == "completed" else st.get("proof"), state == "completed"),
         "stopping": bool(st.get("cancel_requested")),
     }
     return view
+
+
+def _proof(proof: Any, complete: bool) -> dict[str, Any] | None:
+    """With --proof: the recognizer and the counts (the sentences: GET .../proof, the Job page)."""
+    if not isinstance(proof, dict):
+        return None
+    counts = proofs.counts_of(proof, complete)
+    return {k: v for k, v in counts.items() if k != "fixed"}
 
 
 def _missing(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any] | None:

@@ -13,8 +13,8 @@ from helpers.fake import fake_env
 from helpers.ops import one_error_line, submit_json
 from helpers.servers import external_redis_url
 
-COMMANDS = ("submit", "run", "chapters", "cast", "status", "list", "watch", "cancel", "resume", "info", "fetch",
-            "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
+COMMANDS = ("submit", "run", "chapters", "cast", "status", "proof", "list", "watch", "cancel", "resume", "info",
+            "fetch", "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
             "voice")  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 // narrate serve's pages: voice previews (through POST /v1/audio/speech), a job's live progress
-// (server-sent events from /v1/narrations/{id}/events), chapter jumps in a book's player and the
-// read-along (the sentence being played highlighted in the book's text).
+// (server-sent events from /v1/narrations/{id}/events), chapter jumps in a book's player, the
+// read-along (the sentence being played highlighted in the book's text; #sentence-N goes to sentence N)
+// and the proof's players (each flagged sentence's stretch of the book file, from its start to its end).
 // The Content Security Policy allows this file and htmx, nothing inline.
 "use strict";
 
@@ -100,6 +101,12 @@ function follow(main) {
       });
     shown("rtf", rtfText(job));
     shown("eta", etaText(job));
+    if (job.proof) {
+      main.querySelectorAll("[data-proof-count]").forEach((el) => {
+        const n = job.proof[el.dataset.proofCount];
+        if (n != null) el.textContent = n; // the proof pass's counts so far
+      });
+    }
     const list = main.querySelector("ol[data-field-chapters]");
     if (list && Array.isArray(p.chapters)) {
       // Updated in place: a chapter's player, once there, keeps playing through later updates.
@@ -144,6 +151,7 @@ function fromManifest(data) {
   const titles = (data.chapters || []).map((c) => c.title);
   return (data.sentences || []).map((s) => ({
     start: Number(s.start), end: Number(s.end), text: s.text, chapter: s.chapter == null ? null : titles[s.chapter],
+    index: s.index,
   }));
 }
 
@@ -200,6 +208,7 @@ async function readAlong(box) {
     span.className = "sentence";
     span.textContent = s.text;
     span.dataset.index = String(i);
+    span.id = `sentence-${s.index == null ? i : s.index}`; // the book's sentence number (a proof's link goes here)
     span.dataset.start = String(s.start);
     span.dataset.end = String(s.end);
     paragraph.append(span, " ");
@@ -252,8 +261,50 @@ async function readAlong(box) {
     player.currentTime = Number(span.dataset.start);
     player.play().catch(() => {});
   });
+  // #sentence-N (a proof's link, or a link from elsewhere): that sentence in view, the player at its start.
+  const goTo = () => {
+    const span = /^#sentence-\d+$/.test(window.location.hash) && box.querySelector(window.location.hash);
+    if (!span) return;
+    player.currentTime = Number(span.dataset.start);
+    const view = box.getBoundingClientRect();
+    const at = span.getBoundingClientRect();
+    box.scrollTop += at.top - view.top - view.height / 3;
+    box.scrollIntoView({ block: "nearest" });
+  };
+  window.addEventListener("hashchange", goTo);
   box.dataset.ready = "true";
   show(false);
+  goTo();
+}
+
+// A proof's player: an <audio class="excerpt"> of the book file with a media fragment (#t=start,end) plays
+// the sentence alone, from its start each time it is played again, and stops at its end; one player plays
+// at a time (the book's player too).
+function excerpts() {
+  const players = Array.from(document.querySelectorAll("audio"));
+  document.querySelectorAll("audio.excerpt").forEach((clip) => {
+    const start = Number(clip.dataset.start);
+    const end = Number(clip.dataset.end);
+    const watch = () => {
+      if (clip.paused) return;
+      if (clip.currentTime >= end) {
+        clip.pause();
+        clip.currentTime = end;
+        return;
+      }
+      requestAnimationFrame(watch);
+    };
+    clip.addEventListener("play", () => {
+      if (clip.currentTime < start - 0.05 || clip.currentTime >= end - 0.02) clip.currentTime = start;
+      requestAnimationFrame(watch);
+    });
+    clip.addEventListener("timeupdate", () => {
+      if (!clip.paused && clip.currentTime >= end) clip.pause();
+    });
+  });
+  players.forEach((player) =>
+    player.addEventListener("play", () => players.forEach((other) => other !== player && other.pause())),
+  );
 }
 
 document.addEventListener("click", (event) => {
@@ -275,4 +326,5 @@ document.addEventListener("DOMContentLoaded", () => {
   const main = document.querySelector("main[data-events]");
   if (main) follow(main);
   document.querySelectorAll("[data-readalong]").forEach((box) => readAlong(box));
+  excerpts();
 });
