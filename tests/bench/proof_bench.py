@@ -1,0 +1,112 @@
+"""What the proof pass costs: `narrate run` on the first sentences of a real chapter, without and with
+`--proof` (every take heard back by speech recognition and judged), each a whole process with a fresh
+home, interleaved, on the tiny random-weight Qwen3-TTS and Qwen3-ASR checkpoints. `--retakes 0` by
+default, so that both make the same frames and the difference is the hearing alone (random weights
+make every take garbage: every one would be flagged and retaken). Prints the medians and the proof's
+added wall time as a share of the run without it; writes JSON (with the date).
+
+    .venv/bin/python tests/bench/proof_bench.py [--runs 2] [--sentences 40] [--max-frames 16]
+        [--retakes 0] [--model DIR] [--asr DIR] [--json FILE]
+
+Without --model/--asr the tiny checkpoints are built in a temporary folder first."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(TESTS))  # for helpers/, as tests/conftest.py has it for the tests
+
+from helpers.audio import write_voice  # noqa: E402
+from helpers.procs import NARRATE  # noqa: E402
+
+CHAPTER = Path(__file__).resolve().parent / "chapter.txt"
+
+
+def build(kind: str, out: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(out), "--size", "tiny",
+                    "--kind", kind], check=True, capture_output=True)  # fmt: skip
+    return out
+
+
+def one_run(model: Path, voice: Path, doc: Path, frames: int, proof: Path | None, retakes: int) -> dict:
+    home = Path(tempfile.mkdtemp(prefix="npb-", dir="/tmp"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
+    env.update(NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home), NARRATE_RUNAWAY_RETRIES="0",
+               HF_HUB_OFFLINE="1", NARRATE_LOCK_PATH=str(home / "host.lock"))  # fmt: skip
+    args = [*NARRATE, "run", str(doc), "--voice", str(voice), "-o", str(home / "out.wav"), "--model", str(model),
+            "--max-frames", str(frames), "--json", "--here"]  # fmt: skip
+    if proof is not None:
+        args += ["--proof", str(proof), "--retakes", str(retakes)]
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+        took = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(f"narrate run failed: {proc.stderr[-2000:]}")
+        result = json.loads(proc.stdout)["result"]
+        return {"wall_s": round(took, 2), "proof": result.get("proof")}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--sentences", type=int, default=40)
+    parser.add_argument("--max-frames", type=int, default=16)
+    parser.add_argument("--retakes", type=int, default=0)
+    parser.add_argument("--model", type=Path, default=None)
+    parser.add_argument("--asr", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="npbw-", dir="/tmp"))
+    try:
+        model = args.model or build("base", work / "tts")
+        asr = args.asr or build("asr", work / "asr")
+        voice = write_voice(work / "voice.wav")
+        from narrate.jobs.documents.documents import sentences_of
+
+        text = " ".join(sentences_of(" ".join(CHAPTER.read_text().split()), "en")[: args.sentences])
+        doc = work / "chapter.txt"
+        doc.write_text(text)
+        plain, proofed = [], []
+        for _ in range(args.runs):
+            plain.append(one_run(model, voice, doc, args.max_frames, None, args.retakes))
+            proofed.append(one_run(model, voice, doc, args.max_frames, asr, args.retakes))
+        p = statistics.median(r["wall_s"] for r in plain)
+        q = statistics.median(r["wall_s"] for r in proofed)
+        report = {
+            "date": datetime.now(UTC).date().isoformat(),
+            "machine": f"{os.cpu_count()} cores",
+            "sentences": args.sentences,
+            "max_frames": args.max_frames,
+            "retakes": args.retakes,
+            "runs": args.runs,
+            "without_proof_s": [r["wall_s"] for r in plain],
+            "with_proof_s": [r["wall_s"] for r in proofed],
+            "median_without_s": p,
+            "median_with_s": q,
+            "added_share": round((q - p) / p, 3),
+            "proof": {k: v for k, v in (proofed[-1]["proof"] or {}).items() if not isinstance(v, list | dict)},
+        }
+        print(json.dumps(report, indent=2))
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
