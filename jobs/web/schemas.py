@@ -125,6 +125,9 @@ class ProofReport(ProofCounts):
 class NarrationList(BaseModel):
     object: Literal["list"] = "list"
     data: list[Narration]
+    has_more: bool = False
+    first_id: str | None = None
+    last_id: str | None = None
 
 
 class Deleted(BaseModel):
