@@ -210,7 +210,11 @@ def status(job_id, as_json, follow) -> None:
     proof = result.get("proof") or st.get("proof")
     if proof:  # --proof: its counts (the result's once finished, else so far)
         click.echo(f"proof: {proof_line(st['id'], proof, 'proof' in result)}")
-    if st.get("output_replaced_by"):
+    if st.get("redo_of"):
+        click.echo(f"redo of: {st['redo_of']}")
+    if st.get("superseded_by"):
+        click.echo(f"superseded by: {st['superseded_by']} (narrate redo)")
+    elif st.get("output_replaced_by"):
         click.echo(f"note: its output was replaced since by job {st['output_replaced_by']}")
     if st.get("parts"):
         done = sum(p["status"] == "finished" for p in st["parts"])

@@ -18,6 +18,7 @@ from narrate.cli.export import export  # noqa: E402
 from narrate.cli.feed import feed_group  # noqa: E402
 from narrate.cli.jobs import cancel, fetch, info, list_jobs, resume, status, watch  # noqa: E402
 from narrate.cli.proof import proof  # noqa: E402
+from narrate.cli.redo import redo  # noqa: E402
 from narrate.cli.schedule import schedule, scheduler  # noqa: E402
 from narrate.cli.serve import serve  # noqa: E402
 from narrate.cli.services import bench, dashboard, worker  # noqa: E402
@@ -32,7 +33,7 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, cast, status, proof, list_jobs, watch, cancel, resume, info, fetch, export,  # jobs
+    submit, run, chapters, cast, status, proof, redo, list_jobs, watch, cancel, resume, info, fetch, export,  # jobs
     voice_group,  # voices by name
     schedule, scheduler,  # recurring batches
     feed_group,  # podcast feeds

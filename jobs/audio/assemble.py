@@ -98,10 +98,14 @@ class Loudness:
         self.meter.peak = max(before, self.meter.peak)
         self.meter.feed(np.zeros(pause))
 
-    def gains(self, target: float) -> dict[int, float]:
-        """Each sentence's gain: one for the stream, less for a sentence it would push over the
-        true-peak ceiling."""
-        g = gain_for(self.meter.integrated(), target)
+    def gain(self, target: float) -> float:
+        """The stream's gain to `target` (LUFS)."""
+        return gain_for(self.meter.integrated(), target)
+
+    def gains(self, target: float, gain: float | None = None) -> dict[int, float]:
+        """Each sentence's gain: one for the stream (`gain`, or the one to `target`), less for a sentence
+        it would push over the true-peak ceiling."""
+        g = self.gain(target) if gain is None else gain
         ceiling = 10 ** (TRUE_PEAK_CEILING_DB / 20)
         return {i: min(g, ceiling / p) if p > 0 else g for i, p in self.peaks.items()}
 

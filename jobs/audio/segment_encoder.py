@@ -12,11 +12,16 @@ measures and one renders; after the last sentence the segments left are encoded 
 ffmpeg per CPU at once (four at most: memory stays flat). ``close()`` (a stop, a cancel, a
 failure) ends the threads and kills the ffmpeg children; the scratch directory goes with the
 BookWriter. A child of a worker that was killed outright reads the end of its input and exits;
-the next book written on the host removes the dead scratch directory (jobs/outputs/scratch.py)."""
+the next book written on the host removes the dead scratch directory (jobs/outputs/scratch.py).
+
+With `reuse` (jobs/audio/reuse.py) an m4a/m4b segment found in the segment cache is taken from it instead of
+encoded, and each one encoded is kept there; a redo's stitch follows the record of the book it redoes: its units'
+gains are the record's, and only the sentences that changed are measured (their true peaks)."""
 
 from __future__ import annotations
 
 import bisect
+import logging
 import os
 import queue
 import threading
@@ -27,7 +32,8 @@ from pathlib import Path
 from narrate.jobs.audio import adts
 from narrate.jobs.audio.assemble import CheckpointMissing, Loudness, Sentences, render_segment
 from narrate.jobs.audio.layout import Piece
-from narrate.jobs.audio.segments import Segment, Unit
+from narrate.jobs.audio.reuse import Record, Reuse, record_of, segment_key
+from narrate.jobs.audio.segments import Segment, Segmenter, Unit
 from narrate.jobs.audio.stitch import ffmetadata
 from narrate.jobs.audio.stream_encode import PcmEncoder
 from narrate.jobs.book.checkpoints import CheckpointStore
@@ -36,6 +42,7 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import run_ffmpeg
 from narrate.jobs.outputs.outputs import AAC
 
+log = logging.getLogger("narrate.jobs")
 MAX_ENCODERS = 4  # ffmpeg AAC encoders at once after the last sentence (~30 MB each; a unit has ~7 segments)
 ENCODE = [*AAC, "-f", "adts"]  # a segment's samples -> raw AAC (PcmEncoder pipes them in)
 LOST: dict[int, float] = {}  # the gains of a unit that lost a checkpoint before it was measured
@@ -54,9 +61,16 @@ class SegmentEncoder:
     None: each segment is encoded to AAC in the scratch directory `scratch`."""
 
     def __init__(self, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore, scratch: Path, ffmpeg: str,
-                 write: Callable | None = None):  # fmt: skip
+                 write: Callable | None = None, reuse: Reuse | None = None):  # fmt: skip
         self.plan, self.spec, self.checkpoints = plan, spec, checkpoints
         self.scratch, self.ffmpeg, self.write = scratch, ffmpeg, write
+        self.reuse = reuse or Reuse(None)
+        self.follow: Record | None = self.reuse.follow
+        self.sha: dict[int, str] = {}  # each sentence's checkpoint body hash, as walked
+        self.keys: dict[int, str] = {}  # segment index -> its key in the segment cache
+        self.reused = 0  # segments taken from the segment cache
+        self.measured = 0  # sentences measured
+        self._unit_gain: dict[int, float | None] = {}
         self.segments: list[Segment] = []
         self.encoded: dict[int, str] = {}  # segment index -> trimmed AAC file name (in scratch)
         self.missing: list[Segment] = []  # a checkpoint vanished before it was rendered: redo
@@ -89,9 +103,11 @@ class SegmentEncoder:
         if self._measurer is None:
             self._measurer = threading.Thread(target=self._measure_loop, name="narrate-loudness", daemon=True)
             self._measurer.start()
-        if self.spec.loudness is not None:
-            for i in sentences:
-                self._measures.put((i, None))
+        for i in sentences:
+            head = self.checkpoints.header(self.plan.keys[i])
+            self.sha[i] = str(head["sha256"]) if head else ""
+            if self.spec.loudness is not None and (self.follow is None or self.follow.sha[i] != self.sha[i]):
+                self._measures.put((i, None))  # following a record: only what changed (its true peak)
         for u in units:
             self._measures.put((-1, u))  # its gains, after its sentences
             for seg in u.segments:
@@ -131,6 +147,7 @@ class SegmentEncoder:
                 for index, x, pause in stream:
                     loud.feed(index, x, pause)
                 self._gains[u] = loud.gains(self.spec.loudness) if self.spec.loudness is not None else None
+                self._unit_gain[u] = loud.gain(self.spec.loudness) if self.spec.loudness is not None else None
         for seg in todo:
             with self._lock:
                 self._pending += 1
@@ -166,9 +183,7 @@ class SegmentEncoder:
                     if unit.index in lost:
                         self._gains[unit.index] = LOST
                     else:
-                        loud = self._loud.pop(unit.index, None)
-                        target = self.spec.loudness
-                        self._gains[unit.index] = loud.gains(target) if loud and target is not None else None
+                        self._unit_gains(unit, self._loud.pop(unit.index, None))
                     self._ready[unit.index].set()
                     continue
                 u = bisect.bisect_right(self._starts, i) - 1
@@ -177,6 +192,7 @@ class SegmentEncoder:
                 try:
                     for index, x, pause in Sentences(self.plan, self.spec, self.checkpoints, first=i, end=i + 1):
                         self._loud.setdefault(u, Loudness()).feed(index, x, pause)
+                        self.measured += 1
                 except CheckpointMissing:
                     lost.add(u)
                     self._loud.pop(u, None)
@@ -185,6 +201,24 @@ class SegmentEncoder:
                     if self._error is None and not self._stop.is_set():
                         self._error = e
                 return
+
+    def _unit_gains(self, unit: Unit, loud: Loudness | None) -> None:
+        """A unit's gains: measured, or (following a record) the record's, a changed sentence's by its peak."""
+        target, u = self.spec.loudness, unit.index
+        if target is None:
+            self._gains[u] = self._unit_gain[u] = None
+        elif self.follow is not None:
+            g = self.follow.unit_gain[u]
+            assert g is not None  # the record's fingerprint holds the same target
+            kept = {i: self.follow.gains[i] for i in range(unit.first, unit.last + 1)}
+            redone = loud.gains(target, g) if loud else {}
+            both = {i: redone.get(i, kept[i]) for i in kept}
+            self._gains[u] = {i: g if v is None else v for i, v in both.items()}
+            self._unit_gain[u] = g
+        elif loud is not None:
+            self._gains[u], self._unit_gain[u] = loud.gains(target), loud.gain(target)
+        else:
+            self._gains[u] = self._unit_gain[u] = None
 
     def _start(self, n: int) -> None:
         for _ in range(max(0, n)):
@@ -206,7 +240,8 @@ class SegmentEncoder:
                 if gains is LOST or (self.write is not None and self.missing):  # the WAV is written in order
                     self.missing.append(seg)
                 else:
-                    self._one(seg, gains)
+                    if not self._cached(seg, gains):
+                        self._one(seg, gains)
                     with self._lock:
                         self.events.append(("done", seg.index, self.synthesizing))
                         self.early += self.synthesizing
@@ -253,6 +288,44 @@ class SegmentEncoder:
         adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)
         with self._lock:
             self.encoded[seg.index] = name
+        key = self.keys.get(seg.index)
+        if key is not None and self.reuse.cache is not None:
+            try:
+                self.reuse.cache.keep(key, self.scratch / name)
+            except OSError as e:  # the book goes on without it
+                log.warning("could not keep segment %d in the segment cache: %s", seg.index, e)
+
+    def _cached(self, seg: Segment, gains: dict[int, float] | None) -> bool:
+        """An m4a/m4b segment taken from the segment cache (its key noted either way)."""
+        if self.write is not None or self.reuse.cache is None:
+            return False
+        span = range(seg.first, seg.last + 1)
+        pauses = [self.plan.pause_after_ms(i, self.spec) for i in span]
+        last = seg.last == len(self.plan.sentences) - 1
+        shas = [self.sha.get(i, "") for i in span]
+        if not all(shas):
+            return False
+        key = segment_key(seg, shas, [gains[i] if gains is not None else None for i in span], pauses, last, ENCODE)
+        self.keys[seg.index] = key
+        name = f"seg-{seg.index:05d}.aac"
+        if not self.reuse.cache.take(key, self.scratch / name):
+            return False
+        with self._lock:
+            self.encoded[seg.index] = name
+            self.reused += 1
+        return True
+
+    def record(self, segmenter: Segmenter) -> Record:
+        """What the next stitch of this book (a redo's) follows (jobs/audio/reuse.py)."""
+        gains: list[float | None] = [None] * len(self.plan.sentences)
+        for unit in segmenter.units:
+            got = self._gains.get(unit.index)
+            for i in range(unit.first, unit.last + 1):
+                gains[i] = got.get(i) if isinstance(got, dict) and got is not LOST else None
+        unit_gain = [self._unit_gain.get(u.index) for u in segmenter.units]
+        shas = [self.sha.get(i, "") for i in range(len(self.plan.sentences))]
+        keys = [self.keys[s.index] for s in self.segments if s.index in self.keys]
+        return record_of(segmenter, self.reuse.fingerprint, shas, unit_gain, gains, keys)
 
     # --- after drain: the files ---
     def mux(self, piece: Piece, out: Path, title: str | None, ext: str) -> None:

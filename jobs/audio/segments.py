@@ -16,7 +16,12 @@ next one starts with the rest. Then separately encoded segments join without a g
 cut (the piece grows).
 
 Only sample counts are needed to decide (the checkpoints' headers), so the cues, the chapter marks
-and every segment's place in the book are known before any audio is rendered."""
+and every segment's place in the book are known before any audio is rendered.
+
+A redo's stitch (jobs/audio/reuse.py) follows the cuts of the book it redoes (``Cuts``): units and segments
+start at the same sentences, and each segment with the silence it had before its first sentence; where the
+sentences before a cut changed length, the pause at the cut grows by less than an AAC frame, so every segment
+whose own sentences did not change is the same audio as before (and its encoding can be kept)."""
 
 from __future__ import annotations
 
@@ -51,6 +56,15 @@ class Segment:
         return self.start + self.samples
 
 
+@dataclass(frozen=True)
+class Cuts:
+    """The cuts of an earlier stitch of the same sentences: the first sentence of every unit and segment but
+    the book's first, each segment's with its lead."""
+
+    unit_starts: frozenset[int]
+    leads: dict[int, int]
+
+
 @dataclass
 class Unit:
     index: int
@@ -80,6 +94,7 @@ class Segmenter:
     spec: JobSpec
     unit_samples: int = SEGMENT_S * SAMPLE_RATE
     block_samples: int = BLOCK_S * SAMPLE_RATE
+    follow: Cuts | None = None  # a redo's: cut where the stitch it redoes did (see the module's doc)
     next: int = 0  # the first sentence not walked yet
     cues: list[Cue] = field(default_factory=list)
     chapters: list[tuple[int, str]] = field(default_factory=list)  # (start sample, title)
@@ -124,14 +139,19 @@ class Segmenter:
             self._filled += got.samples
             self.next += 1
             pause = self.pause(i)
-            unit_end = i == n - 1 or self._unit_cut_after(i, pause)
+            if self.follow is not None:
+                unit_end = i == n - 1 or i + 1 in self.follow.unit_starts
+                cut = unit_end or i + 1 in self.follow.leads
+            else:
+                unit_end = i == n - 1 or self._unit_cut_after(i, pause)
+                cut = unit_end or (pause >= MIN_CUT_PAUSE and self._filled >= self.block_samples)
             if i == n - 1:
                 self._close(i, 0)
-            elif unit_end or (pause >= MIN_CUT_PAUSE and self._filled >= self.block_samples):
-                head = -self._filled % AAC_FRAME
+            elif cut:
+                head, lead = self._cut(i + 1, pause)
                 seg = self._close(i, head)
                 self._unit_filled += seg.samples
-                self._first, self._lead, self._filled = i + 1, pause - head, pause - head
+                self._first, self._lead, self._filled = i + 1, lead, lead
             else:
                 self._filled += pause
             if unit_end:
@@ -142,6 +162,17 @@ class Segmenter:
                 if i < n - 1:
                     self.units.append(Unit(len(self.units), i + 1))
         return range(walked, self.next), closed
+
+    def _cut(self, first: int, pause: int) -> tuple[int, int]:
+        """(the silence that ends the open segment, the silence that opens the next one, starting at sentence
+        `first`): the pause cut on the open segment's AAC frame boundary; following a redone book's cuts, the
+        next segment's lead is the one it had, and the pause grows by less than a frame if it must."""
+        head = -self._filled % AAC_FRAME
+        lead = self.follow.leads.get(first) if self.follow is not None else None
+        if lead is None or not CUT_SILENCE <= lead <= pause:
+            return head, pause - head
+        before = pause - lead
+        return before + (-(self._filled + before) % AAC_FRAME), lead
 
     def _unit_cut_after(self, i: int, pause: int) -> bool:
         if pause < MIN_CUT_PAUSE:

@@ -69,25 +69,37 @@ def spoken_paragraphs(doc: Document, lexicon: list[list[str]] | None = None) -> 
 
 def make_plan(doc: Document, spec: JobSpec, model_key: str, quant: str) -> Plan:
     """Sentences, seeds, budgets and checkpoint keys all come from the spoken (normalized) text,
-    so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed."""
+    so a changed lexicon entry or rule re-renders exactly the sentences whose spoken text changed.
+    A redo's overrides (``JobSpec.overrides``) change only their sentences: a corrected text (also
+    what subtitles show), lexicon entries of its own, or another job seed for its sentence seed."""
     sentences: list[Sentence] = []
     paragraph_end: set[int] = set()
     refs = spec.voice_refs()
     labels = doc.sentence_voices
+    overrides = spec.sentence_overrides()
+    if overrides and max(overrides) >= len(doc.sentences):
+        raise BadSpec(f"job spec: override of sentence {max(overrides)}, beyond the document's {len(doc.sentences)}")
+    originals = list(doc.sentences)
+    headings = {p for p, _ in doc.chapters}
     for p, para in enumerate(spoken_paragraphs(doc, spec.lexicon)):
         language = tts_name(doc.language_of(p))
         for text in para:
-            label = labels[len(sentences)]
+            i = len(sentences)
+            label, over = labels[i], overrides.get(i, {})
             if label not in refs:
-                raise BadSpec(f"sentence {len(sentences)} is read by {label!r}, a voice the job's cast does not have")
-            seed, budget = sentence_seed(spec.seed_of(label), text), frame_budget(text, spec.max_frames)
-            sentences.append(Sentence(len(sentences), text, seed, budget, language, label))
+                raise BadSpec(f"sentence {i} is read by {label!r}, a voice the job's cast does not have")
+            if "text" in over or "lexicon" in over:  # a redo's corrected text or pronunciation
+                originals[i] = over.get("text", originals[i])
+                lexicon = [*spec.lexicon, *over.get("lexicon", [])]  # its entries win
+                text = Normalizer(doc.language_of(p), lexicon)(originals[i], heading=p in headings)
+            seed = sentence_seed(over.get("seed", spec.seed_of(label)), text)
+            sentences.append(Sentence(i, text, seed, frame_budget(text, spec.max_frames), language, label))
         paragraph_end.add(len(sentences) - 1)
     first_of_paragraph = [0, *accumulate(len(p) for p in doc.paragraphs)]
     chapter_at = {first_of_paragraph[p]: title for p, title in doc.chapters}
     identity = {label: ref.identity for label, ref in refs.items()}  # a sample's sha256, or a speaker and instruction
     keys = [checkpoint_key(_keyed_text(s), identity[s.voice], model_key, quant, s.seed, s.budget) for s in sentences]
-    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, doc.sentences)
+    return Plan(sentences, frozenset(paragraph_end), chapter_at, keys, originals)
 
 
 def _keyed_text(s: Sentence) -> str:

@@ -16,6 +16,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
 MAX_CAST = 64  # voices of one book besides its narrator
 DEFAULT_RETAKES = 2  # the proof pass's takes of a flagged sentence besides its first, unless `--retakes` says
+MAX_OVERRIDES = 10_000  # sentences a redo may change or accept
+MAX_OVERRIDE_TEXT = 4000  # characters of a sentence's corrected text
 LABEL = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}(:[a-z0-9][a-z0-9_-]{0,63})?")  # alice, alice:whisper
 
 
@@ -59,6 +61,10 @@ class JobSpec:
     proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir; None: off (jobs/proof)
     retakes: int = DEFAULT_RETAKES  # `--retakes`: with proof, takes of a flagged sentence besides its first
     readalong: str = ""  # "epub,manifest,w3c": read-along files beside the audio (jobs/readalong)
+    # A redo (`narrate redo`, jobs/api/redo.py): sentence index (0-based, as text) -> {"seed": int, "text": str,
+    # "lexicon": [[word, spoken form], ...]}, each key optional; the plan applies them (jobs/book/plan.py).
+    overrides: dict[str, dict] | None = None
+    accepted: list[int] | None = None  # sentence indices (0-based) whose kept take a person accepted by ear
 
     def voice_refs(self) -> dict[str, VoiceRef]:
         """Every voice of the job by label: the narrator's and the cast's."""
@@ -95,7 +101,14 @@ class JobSpec:
                 del data[name]
         if not data["readalong"]:
             del data["readalong"]  # and before read-along books
+        for name in ("overrides", "accepted"):
+            if not data[name]:
+                del data[name]  # and before redos
         return data
+
+    def sentence_overrides(self) -> dict[int, dict]:
+        """The overrides by sentence index (checked: ``check``)."""
+        return {int(k): v for k, v in (self.overrides or {}).items()}
 
     @classmethod
     def from_json(cls, data: dict) -> JobSpec:
@@ -131,6 +144,27 @@ class JobSpec:
             value = str(getattr(self, name, None))[:80]
             raise BadSpec(f"job spec: {name} {value!r}: {first.get('msg', 'not valid')}") from None
         self._check_cast()
+        self._check_redo()
+
+    def _check_redo(self) -> None:
+        if self.overrides is not None:
+            if not isinstance(self.overrides, dict) or len(self.overrides) > MAX_OVERRIDES:
+                raise BadSpec(f"job spec: overrides is not a table of at most {MAX_OVERRIDES} sentences")
+            for key, value in self.overrides.items():
+                if not isinstance(key, str) or not re.fullmatch(r"0|[1-9][0-9]{0,6}", key):
+                    raise BadSpec(f"job spec: override {key!r:.20} is not a sentence's index")
+                if not isinstance(value, dict) or not value or set(value) - {"seed", "text", "lexicon"}:
+                    raise BadSpec(f"job spec: override {key} is not {{seed, text, lexicon}}")
+                try:
+                    _Override.model_validate(value)
+                except ValidationError as e:
+                    first = e.errors()[0]
+                    name = str(first["loc"][0]) if first.get("loc") else "?"
+                    raise BadSpec(f"job spec: override {key}: {name}: {first.get('msg', 'not valid')}") from None
+        if self.accepted is not None:
+            ok = isinstance(self.accepted, list) and len(self.accepted) <= MAX_OVERRIDES
+            if not ok or not all(type(i) is int and 0 <= i < 10**7 for i in self.accepted):
+                raise BadSpec("job spec: accepted is not a list of sentence indices")
 
     def _check_cast(self) -> None:
         if self.cast is None:
@@ -175,6 +209,17 @@ def _absolute(value: str) -> str:
     if not value.startswith("/") or "\0" in value:
         raise ValueError("is not an absolute path")
     return value
+
+
+class _Override(BaseModel):
+    """A sentence's override in a redo (strict, like _Values)."""
+
+    model_config = ConfigDict(strict=True)
+    seed: Seed | None = None
+    text: Annotated[str, Field(min_length=1, max_length=MAX_OVERRIDE_TEXT)] | None = None
+    lexicon: list[Annotated[list[Annotated[str, Field(max_length=200)]], Field(min_length=2, max_length=2)]] | None = (
+        None
+    )
 
 
 class _Values(BaseModel):

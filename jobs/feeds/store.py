@@ -79,6 +79,22 @@ def items(r: redis.Redis, name: str) -> list[str]:
     return [text(v) for v in r.zrevrange(_items(check_feed_name(name)), 0, -1) if isinstance(v, bytes | str)]
 
 
+def replace(r: redis.Redis, old_id: str, new_id: str) -> list[str]:
+    """A redo's job takes the place of the job it redoes in every feed that has it, at its place (its
+    score); returns those feeds' names."""
+    names = []
+    for key in r.scan_iter(match=f"{PREFIX}feed-items:*", count=200):
+        score = r.zscore(key, old_id)
+        if score is None:
+            continue
+        with r.pipeline() as p:  # one transaction: the feed never has both, or neither
+            p.zadd(key, {new_id: float(score)})
+            p.zrem(key, old_id)
+            p.execute()
+        names.append(text(key).removeprefix(f"{PREFIX}feed-items:"))
+    return sorted(names)
+
+
 def forget(r: redis.Redis, job_id: str) -> None:
     """Take a deleted narration out of every feed."""
     for key in r.scan_iter(match=f"{PREFIX}feed-items:*", count=200):

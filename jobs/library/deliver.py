@@ -22,14 +22,15 @@ class Abs:
     library: str | None  # its id; None: the first book library
 
 
-def deliver(found: Found, library: Path | None, layout: str,
-            abs_server: Abs | None, home: Path) -> tuple[Exported | None, str | None]:  # fmt: skip
+def deliver(found: Found, library: Path | None, layout: str, abs_server: Abs | None, home: Path,
+            replaces: str | None = None) -> tuple[Exported | None, str | None]:  # fmt: skip
     """(the library folder written, what Audiobookshelf was told). Raises NarrateError: an
-    AbsError after the folder is in place says so."""
+    AbsError after the folder is in place says so. `replaces`: the job a redo redoes, whose folder
+    this one replaces (jobs/library/export.py)."""
     if library is None and abs_server is None:
         raise BadInput("no library: give --library DIR (or set NARRATE_LIBRARY), or --abs-url URL")
     if library is not None:
-        done = export_files(library, layout, *found)
+        done = export_files(library, layout, *found, replaces=replaces)
         if abs_server is None:
             return done, None
         try:

@@ -106,8 +106,9 @@ def check_library(library: Path | str) -> Path:
 
 
 def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path], beside: list[Path],
-                 cover: bytes | None) -> Exported:  # fmt: skip
-    """The folder of `info`, with `tracks`, `beside` and `cover`, placed in `library`."""
+                 cover: bytes | None, replaces: str | None = None) -> Exported:  # fmt: skip
+    """The folder of `info`, with `tracks`, `beside` and `cover`, placed in `library`. `replaces`: the job a redo
+    redoes (jobs/api/redo.py); its folder, if it has one there, is replaced by this one in one rename."""
     library = check_library(library)
     _sweep(library)
     job_id = info.job_id
@@ -115,10 +116,15 @@ def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path],
     found = _existing(target, job_id)
     if found is not None:
         return Exported(found, sorted(p.name for p in found.iterdir()), "already exported")
+    prior = _existing(target, replaces) if replaces else None
     tmp = library / f"{HIDDEN}{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.mkdir()
         _write(tmp, info, tracks, beside, cover)
+        if prior is not None:
+            _swap(tmp, prior)  # the old book's folder is at `tmp` now
+            shutil.rmtree(tmp, ignore_errors=True)
+            return Exported(prior, sorted(p.name for p in prior.iterdir()), f"replaced the export of job {replaces}")
         placed, made = _place(tmp, target, job_id)
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -126,6 +132,33 @@ def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path],
     note = "exported" if placed == target else f"exported as {placed.name} ({target.name} holds another book)"
     note = note if made else "already exported"
     return Exported(placed, sorted(p.name for p in placed.iterdir()), note)
+
+
+def _swap(new: Path, old: Path) -> None:
+    """Exchange two folders: in one step where the system can (Linux renameat2 RENAME_EXCHANGE, macOS
+    renamex_np RENAME_SWAP), so a library watcher never sees the book missing; elsewhere the old folder is
+    renamed aside first (hidden, removed by the caller or the next export's sweep)."""
+    import ctypes
+    import sys
+
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        src, dst = os.fsencode(new), os.fsencode(old)
+        if sys.platform.startswith("linux"):
+            at_cwd, exchange = -100, 2  # AT_FDCWD, RENAME_EXCHANGE
+            done = libc.renameat2(at_cwd, src, at_cwd, dst, exchange) == 0
+        elif sys.platform == "darwin":
+            done = libc.renamex_np(src, dst, 2) == 0  # RENAME_SWAP
+        else:
+            done = False
+        if done:
+            _sync_dir(old.parent)
+            return
+    aside = new.with_name(f"{new.name}-old")
+    os.rename(old, aside)
+    os.rename(new, old)
+    os.rename(aside, new)
+    _sync_dir(old.parent)
 
 
 def _existing(target: Path, job_id: str) -> Path | None:

@@ -43,6 +43,7 @@ from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.progress import Progress, save_meta
 from narrate.jobs.task.proofing import Proofing
 from narrate.jobs.task.stitcher import Stitcher
+from narrate.jobs.task.superseding import REDO_OF, take_over
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
@@ -76,6 +77,8 @@ def narrate_job(ctx: JobContext, spec_json: dict, fanout: dict | None = None) ->
     try:
         spec = JobSpec.from_json(spec_json)
         data = _narrate(ctx, spec, fanout is not None).to_json()
+        if redone := (ctx.job.meta or {}).get(REDO_OF):  # a redo: its files are in place, it takes the old job's
+            take_over(ctx.job.connection, ctx.job.id, redone)
     except StopRequested:
         raise
     except Exception as e:
@@ -97,7 +100,8 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
         found = info_of(r, ctx.settings.output_dir, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
         server = Abs(spec.abs_url, ctx.settings.abs_token, ctx.settings.abs_library) if spec.abs_url else None
         library = Path(spec.library) if spec.library else None
-        done, told = deliver(found, library, spec.library_layout, server, ctx.settings.home)
+        done, told = deliver(found, library, spec.library_layout, server, ctx.settings.home,
+                             replaces=(ctx.job.meta or {}).get(REDO_OF))  # fmt: skip
         return {"folder": str(done.folder) if done else None, "note": done.note if done else None,
                 "audiobookshelf": told}  # fmt: skip
     except (NarrateError, OSError) as e:

@@ -54,6 +54,7 @@ class Proofing:
     def __init__(self, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore, model: str):
         self.ctx, self.plan, self.checkpoints, self.model = ctx, plan, checkpoints, model
         self.retakes = spec.retakes
+        self.accepted = frozenset(spec.accepted or ())  # takes a person accepted by ear (`narrate redo --accept`)
         self.thresholds = Thresholds.from_settings(ctx.settings)
         self.records: dict[int, Record] = {}  # every sentence heard: its takes so far
         self.norms = Norms()
@@ -84,6 +85,8 @@ class Proofing:
         are kept: they are not heard again)."""
         out = []
         for i in checkpointed:
+            if i in self.accepted:  # neither heard nor counted: its take is the one kept
+                continue
             header = self.checkpoints.header(self.plan.keys[i]) or {}
             record = final_record(header.get("proof"), self.model)
             if record is None:
@@ -106,8 +109,13 @@ class Proofing:
             self._put(s.index, None)
 
     def heard(self, index: int) -> None:
-        """A sentence's checkpoint was saved (the job thread): queue its take, hand on what became final."""
-        self._put(index, None)
+        """A sentence's checkpoint was saved (the job thread): queue its take, hand on what became final (an
+        accepted sentence's take is final as it is)."""
+        if index in self.accepted:
+            with self._lock:
+                self._finals.append(index)
+        else:
+            self._put(index, None)
         self.deliver()
 
     def deliver(self) -> None:

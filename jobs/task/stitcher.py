@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrate.jobs.audio import assemble, previews, subtitles
+from narrate.jobs.audio.reuse import Reuse
 from narrate.jobs.audio.segments import Heard, Segmenter, cuts_at_chapters
 from narrate.jobs.audio.stream_encode import PieceStreams, streams_for
 from narrate.jobs.audio.subtitles import Cue
+from narrate.jobs.book import cache
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
 from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.result import ChapterMark
@@ -39,6 +41,7 @@ from narrate.jobs.readalong import writer as readalong
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from narrate.jobs.task.superseding import REDO_OF
 from redis import RedisError
 from rq.job import Job
 
@@ -73,7 +76,7 @@ class EncodePath:
         return not (self.segmented or self.streamed)
 
     def open(self, book: BookWriter, ffmpeg: str, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore,
-             segmenter: Segmenter) -> Encoders:  # fmt: skip
+             segmenter: Segmenter, reuse: Reuse | None = None) -> Encoders:  # fmt: skip
         """The background encoders of `book` (its scratch directory), wired to it: rendered audio goes
         to the streamed files, to the WAV, or (segmented) nowhere but the AAC segments; ``book.mux``
         builds its files from them."""
@@ -85,7 +88,7 @@ class EncodePath:
                                    assemble.max_part_samples(spec))  # fmt: skip
         try:
             write = streams.write if streams else None if self.segmented else book.write_pcm
-            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write)
+            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write, reuse)
         except BaseException:
             if streams is not None:
                 streams.close()
@@ -129,7 +132,9 @@ class Stitcher:
         self.root, self.final = root, final
         self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
         self.path = EncodePath.choose(final, plan, spec)
-        self.segmenter = Segmenter(plan, spec)
+        cap = cache.cap_bytes(ctx.settings.cache_max_gb)  # a redo follows the stitch it redoes (jobs/audio/reuse.py)
+        self.reuse = Reuse.open(ctx.settings.home, cap, plan, spec, (ctx.job.meta or {}).get(REDO_OF))
+        self.segmenter = Segmenter(plan, spec, follow=self.reuse.follow.cuts if self.reuse.follow else None)
         self.book: BookWriter | None = None
         self.encoders: Encoders | None = None
         self.previews: previews.ChapterPreviews | None = None
@@ -146,7 +151,8 @@ class Stitcher:
                                workdir=self.ctx.settings.home / "stitch", wav=self.path.wav)  # fmt: skip
         self.book.__enter__()
         try:
-            self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter)
+            self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter,
+                                           self.reuse)  # fmt: skip
             if self.path.segmented:  # each chapter playable once encoded, while the rest is synthesized
                 self.previews = self._previews()
                 self.encoders.encoder.on_encoded = self.previews.update
@@ -219,6 +225,7 @@ class Stitcher:
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))
         self._drop_previews()  # the book's own files replace them
+        self._keep_record()
         heard = seg.heard
         return Stitched(
             samples=book.samples,
@@ -232,6 +239,20 @@ class Stitcher:
             tail_s=round(time.monotonic() - t0, 3),
             cues=cues,
         )
+
+    def _keep_record(self) -> None:
+        """What a redo of this book follows (jobs/audio/reuse.py); the book is in place: a failure is only logged."""
+        assert self.encoder is not None
+        if self.reuse.cache is None:
+            return
+        try:
+            self.reuse.cache.save(self.ctx.job.id, self.encoder.record(self.segmenter))
+        except (OSError, ValueError) as e:
+            log.warning("job %s: the record of its stitch was not kept: %s", self.ctx.job.id, e)
+        if self.reuse.follow is not None:
+            enc = self.encoder
+            log.info("job %s: stitched following the book it redoes: %d of %d segments kept, %d sentences measured",
+                     self.ctx.job.id, enc.reused, len(self.segmenter.segments), enc.measured)  # fmt: skip
 
     def __exit__(self, *exc: object) -> None:
         try:

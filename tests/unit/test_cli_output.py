@@ -13,7 +13,7 @@ from helpers.fake import fake_env
 from helpers.ops import one_error_line, submit_json
 from helpers.servers import external_redis_url
 
-COMMANDS = ("submit", "run", "chapters", "cast", "status", "proof", "list", "watch", "cancel", "resume", "info",
+COMMANDS = ("submit", "run", "chapters", "cast", "status", "proof", "redo", "list", "watch", "cancel", "resume", "info",
             "fetch", "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
             "voice")  # fmt: skip
 
