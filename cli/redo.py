@@ -17,6 +17,7 @@ from narrate.jobs.queue.queues import PRIORITIES
 from narrate.jobs.server.connection import Connection
 
 MAX_RANGE = 100_000  # sentences one range may name
+SHOWN = 10  # sentences the redo's line shows with their text
 
 
 def numbers(given: tuple[str, ...], what: str = "sentence") -> tuple[int, ...]:
@@ -76,7 +77,8 @@ def redo(job_id, sentences, seed, text, lexicon, accept, flagged, priority, wait
 def _report(done: redoing.Redone, root: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"id": done.job.id, "redo_of": done.of, "sentences": done.sentences,
-                               "accepted": done.accepted, "duplicate": done.duplicate, "note": done.note}))  # fmt: skip
+                               "accepted": done.accepted, "texts": done.texts, "duplicate": done.duplicate,
+                               "note": done.note}))  # fmt: skip
         return
     if done.note:
         click.echo(f"note: {done.note}", err=True)
@@ -86,4 +88,10 @@ def _report(done: redoing.Redone, root: Path, as_json: bool) -> None:
     what = [f"sentences {redoing.ranges(done.sentences)} rendered again" if done.sentences else "",
             f"takes {redoing.ranges(done.accepted)} accepted" if done.accepted else ""]  # fmt: skip
     click.echo(f"redo of {done.of}: {'; '.join(filter(None, what))}", err=True)
+    shown = sorted(done.texts)
+    for number in shown[:SHOWN]:  # what each number is, so a number counted otherwise is seen at once
+        text = done.texts[number]
+        click.echo(f"  {number}: {text[:70]}{'...' if len(text) > 70 else ''}", err=True)
+    if len(shown) > SHOWN:
+        click.echo(f"  and {len(shown) - SHOWN} more", err=True)
     click.echo(done.job.id)

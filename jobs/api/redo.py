@@ -11,7 +11,7 @@ Nothing is enqueued unless every check passes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import redis
@@ -55,6 +55,7 @@ class Redone:
     of: str  # the job it redoes
     sentences: list[int]  # rendered again (1 first)
     accepted: list[int]  # accepted by this redo (1 first)
+    texts: dict[int, str] = field(default_factory=dict)  # each of them as the document (or a redo) writes it
     note: str | None = None  # e.g. "replaces book.m4b written by job X"
     duplicate: str | None = None  # "queued", "done" or "resumed": the same redo was asked before
 
@@ -180,7 +181,9 @@ def _base_queue(origin: str) -> str:
 
 def _enqueue(settings: Settings, r: redis.Redis, old: Job, spec: JobSpec, new_id: str, queue_name: str,
              doc: Document, redone: list[int], accepted: list[int]) -> Redone:  # fmt: skip
-    done = Redone(old, old.id, redone, accepted)
+    over = spec.sentence_overrides()
+    texts = {k: over.get(k - 1, {}).get("text", doc.sentences[k - 1]) for k in (*redone, *accepted)}
+    done = Redone(old, old.id, redone, accepted, texts)
     earlier = find(r, new_id)
     if earlier is not None and earlier.get_status(refresh=False) == JobStatus.FINISHED:
         return _again(r, replace(done, job=earlier), queue_name)  # the same redo was asked and done before

@@ -211,8 +211,19 @@ class Reuse:
         cache = SegmentCache(Path(home) / "segments", cap_bytes) if cap_bytes > 0 else None
         mark = fingerprint(plan, spec)
         follow = cache.record(redo_of) if cache is not None and redo_of else None
-        if follow is not None and (follow.fingerprint != mark or len(follow.sha) != len(plan.sentences)):
+        if follow is not None and not _fits(follow, mark, len(plan.sentences), spec.loudness is not None):
             follow = None
         if redo_of and follow is None:
             log.info("no record of job %s's stitch on this host: the whole book is stitched again", redo_of)
         return cls(cache, follow, mark)
+
+
+def _fits(record: Record, mark: str, n: int, loud: bool) -> bool:
+    """The record is of a stitch of these sentences and pauses, whole (a damaged one is not followed)."""
+    cuts = record.cuts
+    units = len(cuts.unit_starts) + 1
+    if record.fingerprint != mark or len(record.sha) != n or len(record.gains) != n or len(record.unit_gain) != units:
+        return False
+    if not all(0 < i < n for i in (*cuts.unit_starts, *cuts.leads)) or not cuts.unit_starts <= set(cuts.leads):
+        return False
+    return not loud or all(g is not None for g in (*record.unit_gain, *record.gains))
