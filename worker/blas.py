@@ -26,7 +26,8 @@ loaded: str | None = None  # the library put ahead of MLX's, if any
 
 def choice() -> str:
     """NARRATE_BLAS, checked (BadInput if it is none of the choices)."""
-    return env_value("blas")
+    value: str = env_value("blas")
+    return value
 
 
 def use_system_openblas() -> str | None:

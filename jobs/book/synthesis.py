@@ -53,12 +53,28 @@ class VoiceEmbedding:
 
 
 class Engine(Protocol):
-    """One loaded model, ready to synthesize sentences in one voice."""
+    """One loaded model, ready to synthesize sentences in one voice. What it says of itself is read
+    only (an engine may answer from its loaded model: properties)."""
 
-    model_key: str  # identity of the weights (content hash): keys checkpoints and embeddings
-    source: str  # what was loaded: a hub id or a local path
-    quant: str  # bf16 | 4bit | 6bit | 8bit
-    rides: bool  # its synthesis takes riders (other jobs' sentences) into its batches
+    @property
+    def model_key(self) -> str:
+        """Identity of the weights (content hash): keys checkpoints and embeddings."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """What was loaded: a hub id or a local path."""
+        ...
+
+    @property
+    def quant(self) -> str:
+        """bf16 | 4bit | 6bit | 8bit."""
+        ...
+
+    @property
+    def rides(self) -> bool:
+        """Its synthesis takes riders (other jobs' sentences) into its batches."""
+        ...
 
     def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
         """The voice ready to inject (`r`: the Redis client that holds voice samples): a clone's

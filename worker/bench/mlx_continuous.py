@@ -16,6 +16,7 @@ request's audio is decoded when it ends (first audio: the first sentence to end,
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import mlx.core as mx
 from mlx_audio.tts.continuous import TTSBatchEvent, TTSBatchItem, TTSBatchOptions
@@ -28,7 +29,9 @@ BUDGET = "max_tokens"  # a request's frame budget, in TTSBatchItem.extra
 class BudgetedSession(Qwen3TTSBatchSession):
     """The session, each request stopped at its own frame budget (``item.extra["max_tokens"]``)."""
 
-    def __init__(self, model, options: TTSBatchOptions):
+    _active: list[Any]  # the session's running requests (mlx-audio's own)
+
+    def __init__(self, model: Any, options: TTSBatchOptions):
         super().__init__(model, options)
         self.budgets: dict[int, int] = {}
 
@@ -47,13 +50,15 @@ class BudgetedSession(Qwen3TTSBatchSession):
         return [self._decode_state(s) for s in done]
 
     def _advance_active(self) -> list[TTSBatchEvent]:
-        return super()._advance_active() + self._at_budget()
+        events: list[TTSBatchEvent] = super()._advance_active()
+        return events + self._at_budget()
 
     def _admit_pending(self) -> list[TTSBatchEvent]:
-        return super()._admit_pending() + self._at_budget()
+        events: list[TTSBatchEvent] = super()._admit_pending()
+        return events + self._at_budget()
 
 
-def options_for(model, size: int, items: list[Item]) -> TTSBatchOptions:
+def options_for(model: Any, size: int, items: list[Item]) -> TTSBatchOptions:
     """The session's options: the checkpoint's sampling (generation_config.json, as the server resolves
     it), `size` slots, the longest budget as its cap, no streaming."""
     sampling = model._resolve_generation_options(None, None, None, None, None)
@@ -67,7 +72,7 @@ def options_for(model, size: int, items: list[Item]) -> TTSBatchOptions:
     )
 
 
-def mlx_continuous(model, items: list[Item], size: int, speaker: str) -> Iterator[int]:
+def mlx_continuous(model: Any, items: list[Item], size: int, speaker: str) -> Iterator[int]:
     """Every item through one BudgetedSession of `size` slots in `speaker`'s voice; yields each
     request's frames when its audio is decoded."""
     session = BudgetedSession(model, options_for(model, size, items))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from narrate.jobs.errors import NarrateError
 
@@ -58,7 +59,7 @@ def format_table(report: dict) -> str:
     return "\n".join(lines)
 
 
-def pyplot():
+def pyplot() -> Any:
     """matplotlib's pyplot drawing into files, or a NarrateError saying how to install it."""
     try:
         import matplotlib

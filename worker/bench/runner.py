@@ -59,6 +59,7 @@ import time
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
@@ -180,19 +181,21 @@ class Bench:
         """mlx-audio's continuous-batching session of `size` slots, the preset speaker on the CustomVoice model."""
         assert self.preset is not None
         items = items or self.items
-        yield from mlx_continuous(self.preset.model, items, size, preset_voice(self.preset).speaker)
+        speaker = preset_voice(self.preset).speaker
+        assert speaker is not None  # a preset names its speaker
+        yield from mlx_continuous(self.preset.model, items, size, speaker)
         self.steps = [(sum(it.budget for it in items), 0)]  # a request leaves at its budget: no idle rows
 
 
 @contextlib.contextmanager
-def counting_mlx_audio_runs(model) -> Iterator[None]:
+def counting_mlx_audio_runs(model: Any) -> Iterator[None]:
     """While active, mlx-audio's own speaker-encoder runs (its ``generate`` and ``batch_generate`` call
     the model's ``extract_speaker_embedding`` once per sentence or row) are added to
     SpeakerEncoderRuns. narrate's engine shadows that method with the cached voice (no run), and
     narrate's own run (``speaker_embedding``, the class method) is counted where it happens."""
     inner = model.extract_speaker_embedding
 
-    def counted(*args, **kwargs):
+    def counted(*args: Any, **kwargs: Any) -> Any:
         SpeakerEncoderRuns.add()
         return inner(*args, **kwargs)
 
@@ -264,7 +267,7 @@ def run_bench(
         "talker": {"hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers},
         "device": str(mx.default_device()),
         "platform": platform.platform(),
-        "mlx": mx.__version__,
+        "mlx": mx.__version__,  # type: ignore[attr-defined]  # not in mlx's type stubs
         "blas": blas.loaded or "mlx's own",  # float32 products: the system OpenBLAS where loaded (worker/blas.py)
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "workload": workload_name,
@@ -321,7 +324,7 @@ def _variants(bench: Bench, batch_sizes: tuple[int, ...], families: tuple[str, .
     for n in batch_sizes if "mlx-batch" in families else ():
         out.append((f"mlx-batch-{n}", n, lambda items=None, n=n: bench.mlx_batch(n, items)))
     many = len(bench.voice_paths)
-    twins = [("", {})]  # (name suffix, narrate's keyword arguments)
+    twins: list[tuple[str, dict[str, Any]]] = [("", {})]  # (name suffix, narrate's keyword arguments)
     twins += [("-preset", {"preset": True})] if bench.preset is not None else []
     twins += [(voices_suffix(many), {"voices": many})] if many > 1 else []
     for n in batch_sizes:

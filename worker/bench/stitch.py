@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.signal
@@ -44,6 +45,9 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.settings import SAMPLE_RATE
+
+if TYPE_CHECKING:
+    from narrate.jobs.audio.stitch import BookWriter
 
 PER_CHAPTER = 200
 
@@ -58,7 +62,7 @@ def speechlike(rng: np.random.Generator, seconds: float) -> np.ndarray:
     noise = scipy.signal.lfilter([0.3], [1, -0.7], rng.standard_normal(n))
     rate = rng.uniform(4, 6)
     syllables = np.clip(np.sin(np.pi * rate * t), 0, None) ** 0.7
-    x = np.tanh(2.5 * (0.5 * buzz + noise) / np.abs(0.5 * buzz + noise).max()) * syllables  # speech's crest factor
+    x: np.ndarray = np.tanh(2.5 * (0.5 * buzz + noise) / np.abs(0.5 * buzz + noise).max()) * syllables  # crest factor
     return (x * rng.uniform(0.15, 0.45)).astype(np.float32)
 
 
@@ -161,7 +165,11 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
                 if rate:
                     time.sleep(max(0.0, t0 + audio / SAMPLE_RATE / rate - time.monotonic()))
                 arrived += 1
-                walked, closed = seg.advance(lambda i, n=arrived: _heard(store, plan.keys[i]) if i < n else None)
+
+                def heard(i: int, n: int = arrived) -> Heard | None:
+                    return _heard(store, plan.keys[i]) if i < n else None
+
+                walked, closed = seg.advance(heard)
                 encoder.walked(walked, closed, seg.units)
             t_last = time.monotonic()
             encoder.drain()
@@ -186,7 +194,7 @@ def old(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path
     return {"tail_s": time.monotonic() - t0, "samples": book.samples}
 
 
-def _finish(book, spec: JobSpec, cues: list, out: Path) -> None:
+def _finish(book: BookWriter, spec: JobSpec, cues: list, out: Path) -> None:
     book.split, book.max_part_samples = spec.split, assemble.max_part_samples(spec)
     book.tags = assemble.tags_for(spec, "Bench", assemble.BookMeta(author="Bench"), None)
     spans = book.chapter_spans()
@@ -206,7 +214,8 @@ def measured(run: Callable[[], dict]) -> dict:
 
 
 def _total_cpu(got: dict) -> float:
-    return got["cpu_python_s"] + got["cpu_ffmpeg_s"]
+    total: float = got["cpu_python_s"] + got["cpu_ffmpeg_s"]
+    return total
 
 
 def main() -> None:

@@ -37,9 +37,15 @@ import json
 import sys
 import time
 import types
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import Any
 
 FRAMES_PER_SECOND = 12.5
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5
+# A variant: (its sentences as (text, frame budget), the list its steps' (rows computed, past a budget)
+# go to) -> the frames of each call, within the budgets.
+Run = Callable[[list[tuple[str, int]], list[tuple[int, int]]], Iterator[int]]
 
 
 def _stub_torchaudio() -> None:
@@ -75,7 +81,7 @@ class PeakMemory:
     peak since the process started). Never a sampling thread: one polling for the GIL slows torch's
     Python-driven generate loop several times over (measured here: 8 against 1.8 frames/s)."""
 
-    def __init__(self, torch, device: str):
+    def __init__(self, torch: Any, device: str):
         self.torch, self.cuda = torch, device == "cuda"
         self.peak = 0
         self.of = "CUDA allocator" if self.cuda else "process RSS"
@@ -99,7 +105,7 @@ class PeakMemory:
             self.of = "process RSS, peak since start"
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.cuda:
             self.peak = self.torch.cuda.max_memory_allocated()
             return
@@ -149,20 +155,20 @@ class Peer:
         )
         return [round(len(w) / SAMPLES_PER_FRAME) for w in wavs]
 
-    def plain(self, items: list[tuple[str, int]], steps: list[tuple[int, int]]):
+    def plain(self, items: list[tuple[str, int]], steps: list[tuple[int, int]]) -> Iterator[int]:
         for i, (text, budget) in enumerate(items):
             (made,) = self.call([text], [budget], i)
             steps.append((made, max(0, made - budget)))
             yield min(made, budget)
 
-    def batch(self, size: int, items: list[tuple[str, int]], steps: list[tuple[int, int]]):
+    def batch(self, size: int, items: list[tuple[str, int]], steps: list[tuple[int, int]]) -> Iterator[int]:
         for start in range(0, len(items), size):
             group = items[start : start + size]
             made = self.call([t for t, _ in group], [b for _, b in group], start)
             steps.append((sum(made), sum(max(0, m - b) for m, (_, b) in zip(made, group, strict=True))))
             yield sum(min(m, b) for m, (_, b) in zip(made, group, strict=True))
 
-    def measure(self, run) -> dict:
+    def measure(self, run: Callable[[list[tuple[int, int]]], Iterable[int]]) -> dict:
         steps: list[tuple[int, int]] = []
         with PeakMemory(self.torch, self.device) as memory:
             t0 = time.perf_counter()
@@ -195,8 +201,8 @@ def run(request: dict) -> dict:
     peer = Peer(request)
     items = [(t, int(b)) for t, b in request["items"]]
     sizes = [int(n) for n in request["batch_sizes"]]
-    variants = [("torch-plain", 1, lambda its, steps: peer.plain(its, steps))]
-    variants += [(f"torch-batch-{n}", n, lambda its, steps, n=n: peer.batch(n, its, steps)) for n in sizes]
+    variants: list[tuple[str, int, Run]] = [("torch-plain", 1, peer.plain)]
+    variants += [(f"torch-batch-{n}", n, partial(peer.batch, n)) for n in sizes]
     warm = int(request["warmup_frames"])
     for _, rows, fn in variants:  # warm-up, as the bench's other variants
         for _ in fn([(t, warm) for t, _ in items[:rows]], []):
@@ -210,7 +216,7 @@ def run(request: dict) -> dict:
         "variants": {},
     }
     for name, _, fn in variants:
-        out["variants"][name] = res = peer.measure(lambda steps, fn=fn: fn(items, steps))
+        out["variants"][name] = res = peer.measure(partial(fn, items))
         print(f"  {name:<22} {res['frames_per_s']:8.2f} frames/s  {res['x_realtime']:7.3f}x realtime", flush=True)
     return out
 

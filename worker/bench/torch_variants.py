@@ -84,4 +84,5 @@ def run_torch(
     if proc.returncode != 0 or not out.exists():
         last = (errors.read_text().strip().splitlines() or ["no output"])[-1]
         return {"skipped": f"the torch peer failed (exit {proc.returncode}): {last}"}
-    return json.loads(out.read_text())
+    result: dict = json.loads(out.read_text())
+    return result

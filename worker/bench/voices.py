@@ -36,9 +36,10 @@ def synthetic_voice(k: int = 0, seconds: float = 4.0) -> np.ndarray:
     t = np.arange(int(SAMPLE_RATE * seconds)) / SAMPLE_RATE
     pitch = f0 + vibrato_depth * np.sin(2 * np.pi * vibrato_hz * t)
     phase = 2 * np.pi * np.cumsum(pitch) / SAMPLE_RATE
-    sig = sum(np.sin(h * phase) / h**tilt for h in range(1, 20))
+    sig: np.ndarray = sum(np.sin(h * phase) / h**tilt for h in range(1, 20))
     sig *= 0.5 + 0.5 * np.sin(2 * np.pi * syllables_hz * t) ** 2
-    return (0.3 * sig / np.abs(sig).max()).astype(np.float32)
+    out: np.ndarray = (0.3 * sig / np.abs(sig).max()).astype(np.float32)
+    return out
 
 
 def write_wav(path: Path, samples: np.ndarray) -> Path:

@@ -12,6 +12,7 @@ row has is cut off) between steps.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import mlx.core as mx
 
@@ -20,7 +21,7 @@ import mlx.core as mx
 class Rows:
     """The running rows' tensors, in row order (n rows)."""
 
-    cache: list  # per talker layer: mlx-audio's KVCache with (n, heads, length, dim) keys and values
+    cache: list[Any]  # per talker layer: mlx-audio's KVCache with (n, heads, length, dim) keys and values
     kv_lens: list[int]  # positions of each row in the caches (its prefill and frames so far)
     embeds: mx.array  # (n, 1, hidden): each row's next talker input
     trailing: mx.array  # (n, T, hidden): text still to be fed (right-padded with the pad embedding)
@@ -48,11 +49,11 @@ class Rows:
         self.kv_lens = [k + 1 for k in self.kv_lens]
 
 
-def _state(c) -> tuple[mx.array, mx.array]:
+def _state(c: Any) -> tuple[mx.array, mx.array]:
     return c.keys[..., : c.offset, :], c.values[..., : c.offset, :]
 
 
-def _set(c, keys: mx.array, values: mx.array) -> None:
+def _set(c: Any, keys: mx.array, values: mx.array) -> None:
     c.keys, c.values, c.offset = keys, values, keys.shape[2]
 
 

@@ -123,12 +123,12 @@ class Settled(nn.Module):
         self.stage = stage
 
     def step(self, x: mx.array) -> mx.array:
-        y = self.stage.step(x)
+        y: mx.array = self.stage.step(x)
         mx.eval(y)
         return y
 
     def __call__(self, x: mx.array) -> mx.array:
-        y = self.stage(x)
+        y: mx.array = self.stage(x)
         mx.eval(y)
         return y
 

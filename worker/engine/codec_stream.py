@@ -33,7 +33,7 @@ TRANSFORMER_STATE = "_transformer_cache"
 
 def stateful_modules(decoder: Any) -> list[tuple[Any, str]]:
     """(module, attribute) for every piece of streaming state on the decoder."""
-    found = []
+    found: list[tuple[Any, str]] = []
     for _, m in decoder.named_modules():
         if hasattr(m, "reset_state"):
             found.extend((m, a) for a in STATE_ATTRS if a in m or a in m.__dict__)

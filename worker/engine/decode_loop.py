@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Any
 
 import mlx.core as mx
 import numpy as np
@@ -75,7 +76,7 @@ def suppressed_tokens(vocab: int, eos: int) -> mx.array:
 class DecodeLoop:
     """A batch that rows join (`add`) and leave; `step` advances every running row one frame."""
 
-    def __init__(self, model, size: int, continuous: bool = True, threaded_codec: bool = True):
+    def __init__(self, model: Any, size: int, continuous: bool = True, threaded_codec: bool = True):
         self.model = model
         self.voices = VoiceRows(model)  # the rows' voices as mlx-audio's prefill builder takes them
         self.size = size  # the most rows at once (the code predictor's compiled buckets)
@@ -112,6 +113,7 @@ class DecodeLoop:
         logits, hidden = [], []
         if self.rows:
             s = self.state
+            assert s is not None  # rows in the batch have their state
             lg, hd = self.model.talker(s.embeds, cache=s.cache, attention_mask=s.attention_mask())
             s.advanced()
             logits.append(lg[:, -1, :])
@@ -166,6 +168,7 @@ class DecodeLoop:
     def _advance(self, logits: mx.array, hidden: mx.array) -> None:
         """Sample this frame's 16 codes for every row, prepare the next inputs, retire rows."""
         s, rows, model, config = self.state, self.rows, self.model, self.config
+        assert s is not None  # _prefill joined the rows of this step, if none were running
         n, vocab = len(rows), config.vocab_size
         seeds = mx.array([r.seed & UINT32 for r in rows], dtype=mx.uint32)
         steps = mx.array([r.frames for r in rows], dtype=mx.uint32)
@@ -210,6 +213,7 @@ class DecodeLoop:
         if not (row.done or len(row.fresh) >= due):
             return
         if row.fresh:
+            assert row.codec is not None  # given at the row's prefill, before its first frame
             future = self.codec.submit(row.codec, row.fresh)
         else:
             future = Future()
@@ -224,6 +228,7 @@ class DecodeLoop:
         if len(going) == len(self.rows) or (going and not self.continuous):
             return
         if going:
+            assert self.state is not None  # the batch has rows
             self.state = keep(self.state, going)
             self.rows = [self.rows[i] for i in going]
         else:

@@ -274,8 +274,8 @@ def _unkept_codec_state(decoder: Any) -> list[str]:
 
 
 def _attribute_problems(model: Any) -> list[str]:
-    speech_tokenizer = getattr(model, "speech_tokenizer", None)
-    predictor = getattr(getattr(model, "talker", None), "code_predictor", None)
+    speech_tokenizer: Any = getattr(model, "speech_tokenizer", None)  # mlx-audio's modules: untyped
+    predictor: Any = getattr(getattr(model, "talker", None), "code_predictor", None)
     try:
         caches = list(model.talker.code_predictor.make_cache())
         talker_caches = list(model.talker.make_cache())
@@ -374,7 +374,14 @@ class VoiceRows:
         """While active, the model builds a cloned row from its own cached embedding."""
         inner = self.model._prepare_generation_inputs
 
-        def per_row(text, language="auto", speaker=None, ref_audio=None, ref_text=None, instruct=None):
+        def per_row(
+            text: str,
+            language: str = "auto",
+            speaker: str | None = None,
+            ref_audio: Any = None,
+            ref_text: str | None = None,
+            instruct: str | None = None,
+        ) -> Any:
             if isinstance(speaker, str) and speaker.startswith(CLONE_SPEAKER):
                 ref_audio, speaker = self._clones[int(speaker.removeprefix(CLONE_SPEAKER))][0], None
             return inner(

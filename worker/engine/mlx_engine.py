@@ -77,7 +77,7 @@ def auto_batch_size(max_frames: int, talker_config: Any) -> int:
 def batches(sentences: Sequence[Sentence], size: int) -> list[list[Sentence]]:
     """Batches of similar length and one language (the model is told it once a batch),
     reordered only within reading-order windows."""
-    out = []
+    out: list[list[Sentence]] = []
     window = size * WINDOW_BATCHES
     for start in range(0, len(sentences), window):
         group = sorted(sentences[start : start + window], key=lambda s: (s.language, len(s.text), s.index))

@@ -20,6 +20,7 @@ import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Protocol
 
 log = logging.getLogger("narrate.worker")
 
@@ -51,11 +52,12 @@ class HashMemo:
 
     def __init__(self, path: Path | None = None):
         self.path = path
-        self._entries: dict[str, dict] = self._read() if path is not None else {}
+        self._entries: dict[str, dict] = self._read(path) if path is not None else {}
 
-    def _read(self) -> dict[str, dict]:
+    @staticmethod
+    def _read(path: Path) -> dict[str, dict]:
         try:
-            data = json.loads(self.path.read_text())
+            data = json.loads(path.read_text())
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -121,8 +123,18 @@ def hub_revision(repo_id: str, hub_cache: Path | None = None) -> str | None:
     return Path(found).parent.name  # .../snapshots/<commit>/config.json
 
 
-def model_key(resolved, memo: HashMemo | None = None, hub_cache: Path | None = None) -> str:
-    """The key of a resolved model (narrate.worker.engine.models.Resolved)."""
+class ResolvedModel(Protocol):
+    """What the key reads of a resolved model (models.Resolved; models.py imports this module)."""
+
+    @property
+    def source(self) -> str: ...  # a hub id or an absolute local path
+
+    @property
+    def local(self) -> bool: ...
+
+
+def model_key(resolved: ResolvedModel, memo: HashMemo | None = None, hub_cache: Path | None = None) -> str:
+    """The key of a resolved model."""
     if resolved.local:
         return local_key(Path(resolved.source), memo)
     revision = hub_revision(resolved.source, hub_cache)

@@ -19,6 +19,7 @@ import io
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,7 +97,8 @@ class LoadedModel:
 
     @property
     def talker_dtype(self) -> mx.Dtype:
-        return self.model.talker.get_input_embeddings().weight.dtype
+        dtype: mx.Dtype = self.model.talker.get_input_embeddings().weight.dtype
+        return dtype
 
 
 def quantize(model: nn.Module, bits: int) -> int:
@@ -123,7 +125,7 @@ def quantize(model: nn.Module, bits: int) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_loader():
+def _quiet_loader() -> Iterator[None]:
     """mlx-audio prints loader chatter and transformers warns about the config class: hide both."""
     from transformers.utils import logging as hf_logging
 
@@ -142,7 +144,7 @@ class ModelUnavailable(BadInput):
 
 
 @contextlib.contextmanager
-def _hub_errors(resolved: Resolved):
+def _hub_errors(resolved: Resolved) -> Iterator[None]:
     """huggingface_hub's errors as one line saying which download failed and what to do."""
     from huggingface_hub import constants
     from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError

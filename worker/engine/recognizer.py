@@ -23,10 +23,10 @@ import logging
 import queue
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import mlx.core as mx
 import numpy as np
@@ -170,6 +170,9 @@ class MlxRecognizer:
         return str(getattr(result, "text", result) or "").strip()
 
 
+T = TypeVar("T")
+
+
 class RecognizerThread:
     """The process's one recognizer thread (a daemon with its own MLX stream, started on first use, never
     ended: see the module's docstring); ``run`` calls a function there and waits for its result."""
@@ -178,14 +181,14 @@ class RecognizerThread:
     _queue: queue.SimpleQueue | None = None
 
     @classmethod
-    def run(cls, fn: Callable[..., Any], *args: Any) -> Any:
+    def run(cls, fn: Callable[..., T], *args: Any) -> T:
         with cls._lock:
             if cls._queue is None:
                 cls._queue = queue.SimpleQueue()
                 threading.Thread(target=cls._serve, args=(cls._queue, mx.default_device()), name="narrate-proof",
                                  daemon=True).start()  # fmt: skip
             work: queue.SimpleQueue = cls._queue
-        done: Future = Future()
+        done: Future[T] = Future()
         work.put((fn, args, done))
         return done.result()
 
@@ -201,7 +204,7 @@ class RecognizerThread:
 
 
 @contextlib.contextmanager
-def _quiet():
+def _quiet() -> Iterator[None]:
     """mlx-audio's models print progress and transformers warns: hide both."""
     from transformers.utils import logging as hf_logging
 
@@ -215,7 +218,7 @@ def _quiet():
 
 
 @contextlib.contextmanager
-def _hub_errors(source: str, local: bool):
+def _hub_errors(source: str, local: bool) -> Iterator[None]:
     """huggingface_hub's errors as one line naming the recognizer and what to do."""
     from huggingface_hub import constants
     from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError

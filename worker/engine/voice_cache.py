@@ -11,6 +11,7 @@ every prefill narrate builds itself relies on this one.
 from __future__ import annotations
 
 import threading
+from typing import Any, cast
 
 import mlx.core as mx
 import numpy as np
@@ -18,6 +19,7 @@ import redis
 from narrate.jobs.audio.voices import voice_samples
 from narrate.jobs.server import store
 from narrate.worker.engine.models import LoadedModel
+from redis.typing import EncodableT, FieldT
 
 EMBEDDING_KEEP_S = 90 * 24 * 3600  # an embedding unused this long expires (a few KB each; recomputed on demand)
 
@@ -26,7 +28,7 @@ def cast_to_talker(embedding: mx.array, loaded: LoadedModel) -> mx.array:
     return embedding.astype(loaded.talker_dtype)
 
 
-def encode(embedding: mx.array) -> dict[str, bytes | str]:
+def encode(embedding: mx.array) -> dict[FieldT, EncodableT]:
     dtype = str(embedding.dtype).removeprefix("mlx.core.")
     if embedding.dtype == mx.bfloat16:  # numpy has no bfloat16: store the bits
         data = np.array(mx.view(embedding, mx.uint16)).tobytes()
@@ -59,7 +61,7 @@ class SpeakerEncoderRuns:
 
 def speaker_embedding(loaded: LoadedModel, samples: mx.array) -> mx.array:
     """Run the speaker encoder on a voice's 24 kHz samples: its embedding in the talker's dtype."""
-    model = loaded.model
+    model: Any = loaded.model  # mlx-audio's Qwen3-TTS Model (untyped)
     # The class method: the instance attribute may be narrate's injection of another voice.
     emb = cast_to_talker(type(model).extract_speaker_embedding(model, samples), loaded)
     mx.eval(emb)
@@ -70,7 +72,7 @@ def speaker_embedding(loaded: LoadedModel, samples: mx.array) -> mx.array:
 def voice_embedding(r: redis.Redis, loaded: LoadedModel, voice_sha: str) -> tuple[mx.array, bool]:
     """(embedding in the talker's dtype, cache hit?)"""
     key = store.embedding_key(voice_sha, loaded.key)
-    fields = r.hgetall(key)
+    fields = cast("dict[bytes, bytes]", r.hgetall(key))  # narrate's clients return bytes (decode_responses off)
     if fields:
         emb = decode(fields)
         if emb.dtype == loaded.talker_dtype:

@@ -16,9 +16,12 @@ from __future__ import annotations
 import logging
 import signal
 import time
+from types import FrameType
+from typing import Any
 
 from narrate.jobs.queue import claims
 from redis import RedisError
+from redis.client import Pipeline
 from redis.exceptions import ConnectionError as ServerUnreachable
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
@@ -31,21 +34,24 @@ IDLE_RETRY_MAX_S = 8.0  # an idle worker looks again this often while the server
 
 
 class ClaimingWorker(SimpleWorker):
-    def __init__(self, *args, host_id: str, **kwargs):
+    def __init__(self, *args: Any, host_id: str, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.host_id = host_id
         self._claiming = False  # from looking for a job until it is registered as started
 
-    def request_stop(self, signum, frame):
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
         if not self._claiming:
-            return super().request_stop(signum, frame)
+            super().request_stop(signum, frame)
+            return
         # rq would raise StopRequested here and drop a job just taken off its queue: only note it.
         self._stop_requested = True
         self.handle_warm_shutdown_request()
         signal.signal(signal.SIGINT, self.request_force_stop)
         signal.signal(signal.SIGTERM, self.request_force_stop)
 
-    def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None):
+    def dequeue_job_and_maintain_ttl(
+        self, timeout: int | None, max_idle_time: int | None = None
+    ) -> tuple[Job, Queue] | None:
         """The next job (claimed for this host, its host recorded in it), or None: the queues are
         empty in burst mode (timeout None), idle for max_idle_time, or a stop was asked for."""
         self._claiming = True
@@ -112,12 +118,12 @@ class ClaimingWorker(SimpleWorker):
         claims.give_back(self.connection, queue.key, self.host_id, job_id)
         log.info("job %s put back at the front of its queue: the worker is stopping", job_id)
 
-    def set_state(self, state, pipeline=None):
+    def set_state(self, state: str, pipeline: Pipeline | None = None) -> None:
         super().set_state(state, pipeline=pipeline)
         if state == WorkerStatus.BUSY:
             self._claiming = False  # from here rq's own stop handling keeps the job (a warm stop)
 
-    def execute_job(self, job: Job, queue: Queue):
+    def execute_job(self, job: Job, queue: Queue) -> None:
         if self._stop_requested and self._claiming:  # stopped between the claim and here
             self._claiming = False
             self._give_back(queue, job.id)

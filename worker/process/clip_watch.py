@@ -25,6 +25,7 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.errors import BadInput
@@ -136,7 +137,8 @@ class ClipWatch:
     def _waiting(self) -> list[bytes]:
         """The clip jobs waiting on the high queue (``_seen``: since when this watch has seen each)."""
         now = time.monotonic()
-        ids = [i for i in self.r.lrange(self.high.key, 0, 63) if i.startswith(CLIP_PREFIX.encode())]
+        waiting = cast("list[bytes]", self.r.lrange(self.high.key, 0, 63))  # narrate's clients return bytes
+        ids = [i for i in waiting if i.startswith(CLIP_PREFIX.encode())]
         self._seen = {i: self._seen.get(i, now) for i in ids}
         return ids
 

@@ -46,7 +46,7 @@ from narrate.jobs.task.context import ProgressListener
 from narrate.worker.process.host import Holder, alive, lock_holder, lock_path
 from rq.job import Job, JobStatus
 from rq.serializers import JSONSerializer
-from rq.worker import Worker
+from rq.worker import BaseWorker, Worker
 
 ENDED = ("finished", "failed", "canceled", "stopped")
 POLL_S = 0.25  # how often the job's progress is read
@@ -108,7 +108,7 @@ def _base_queue(names: list[str]) -> str | None:
     return next((n for n in names if queue_names(n) == list(names)), None)
 
 
-def _beat_within(w: Worker, limit: float) -> bool:
+def _beat_within(w: BaseWorker, limit: float) -> bool:
     beat = w.last_heartbeat
     if beat is None:
         return False
@@ -223,7 +223,7 @@ def _say_place(r: redis.Redis, job_id: str, worker: Target, said: tuple | None, 
                 return said
             ahead += int(pos)  # type: ignore[arg-type]  # redis-py's LPOS reply
             break
-        ahead += int(r.llen(key))  # type: ignore[arg-type]
+        ahead += int(r.llen(key))
     running = worker.current_job if worker.current_job != job_id else None
     now = (running, ahead)
     if now == said or (running is None and ahead == 0):

@@ -167,5 +167,6 @@ def _clean_up(r: Redis, q: Queue, job_id: str | None) -> None:
                   q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip
     r.delete(*[reg.key for reg in registries])
     if unfinished:  # queued ones went with the queue; a started one is deleted here
+        assert job_id is not None  # unfinished: there is a job
         with contextlib.suppress(JobNotFound):
             api.fetch(r, job_id).delete()

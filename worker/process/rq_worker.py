@@ -16,6 +16,8 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
+from types import FrameType
+from typing import Any
 
 from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.errors import NarrateError
@@ -32,12 +34,18 @@ from narrate.worker import blas
 from narrate.worker.process import clip_watch
 from narrate.worker.process.claiming import ClaimingWorker
 from redis import Redis, RedisError
+from redis.typing import EncodableT, FieldT
 from rq import Queue
 from rq.job import Job
+from rq.registry import StartedJobRegistry
 from rq.serializers import JSONSerializer
 
 log = logging.getLogger("narrate.worker")
-FUNCTIONS = {JOB_FUNCTION: task.narrate_job, PART_FUNCTION: parts.part_job, CLIP_FUNCTION: clip_job}
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    JOB_FUNCTION: task.narrate_job,
+    PART_FUNCTION: parts.part_job,
+    CLIP_FUNCTION: clip_job,
+}
 
 
 class RefusedJob(Exception):
@@ -50,7 +58,7 @@ class NarrateJob(Job):
     context: JobContext | None = None
 
     @property
-    def func(self):
+    def func(self) -> Callable[..., Any]:
         fn = FUNCTIONS.get(self.func_name or "")
         if fn is None:
             raise RefusedJob(f"refusing to run {self.func_name!r}: not a narrate job function")
@@ -60,20 +68,20 @@ class NarrateJob(Job):
             raise RefusedJob("a narrate job needs its worker's context")
         return functools.partial(fn, self.context)
 
-    def perform(self):
+    def perform(self) -> Any:
         self.func  # noqa: B018 - refuse before rq touches callbacks or runs anything
         return super().perform()
 
     @property
-    def success_callback(self):
+    def success_callback(self) -> None:
         return None
 
     @property
-    def failure_callback(self):
+    def failure_callback(self) -> None:
         return None
 
     @property
-    def stopped_callback(self):
+    def stopped_callback(self) -> None:
         return None
 
 
@@ -85,8 +93,8 @@ class NarrateWorker(ClaimingWorker):
 
     job_class = NarrateJob
 
-    def __init__(self, *args, settings: Settings, make_context: ContextFactory,
-                 beat: Callable[[str], None] = lambda _state: None, **kwargs):  # fmt: skip
+    def __init__(self, *args: Any, settings: Settings, make_context: ContextFactory,
+                 beat: Callable[[str], None] = lambda _state: None, **kwargs: Any):  # fmt: skip
         super().__init__(*args, **kwargs)  # host_id: ClaimingWorker's; in the worker's hash, fan-out counts hosts
         self.settings = settings
         self.make_context = make_context
@@ -96,13 +104,16 @@ class NarrateWorker(ClaimingWorker):
         self.context: JobContext | None = None  # of the job running now
         self.log_failures = True  # False (`narrate run`): the caller prints the job's error from its status
 
-    def register_birth(self, *args, **kwargs):
+    def register_birth(self, *args: Any, **kwargs: Any) -> None:
         super().register_birth(*args, **kwargs)
-        fields = {"narrate_model": self.settings.model, "narrate_blas": blas.in_use(),  # `narrate info`
-                  HOST_FIELD: self.host_id}  # fan-out  # fmt: skip
+        fields: dict[FieldT, EncodableT] = {
+            "narrate_model": self.settings.model,  # `narrate info`
+            "narrate_blas": blas.in_use(),
+            HOST_FIELD: self.host_id,  # fan-out
+        }
         self.connection.hset(self.key, mapping=fields)
 
-    def handle_payload(self, message):
+    def handle_payload(self, message: dict[str, Any]) -> Any:
         """rq's worker commands: stop-job cancels the running job (see the module docstring)."""
         payload = parse_command(message)
         if payload.get("command") != "stop-job":
@@ -119,7 +130,7 @@ class NarrateWorker(ClaimingWorker):
         log.info("job %s will stop within a second (stop-job command)", job_id)
         return None
 
-    def request_stop(self, signum, frame):
+    def request_stop(self, signum: int, frame: FrameType | None) -> None:
         # A stop of the whole process group reaches this process twice (directly, and passed on by the
         # supervisor): the second signal can come while this handler holds the stop event's lock,
         # and setting it again there deadlocked the worker. The first signal does everything.
@@ -132,7 +143,7 @@ class NarrateWorker(ClaimingWorker):
             ctx.stop.set()  # its own flag (worker.process.clip_watch sets it too)
         super().request_stop(signum, frame)
 
-    def execute_job(self, job: Job, queue: Queue):
+    def execute_job(self, job: Job, queue: Queue) -> None:
         ctx = self.make_context(job)
         ctx.stop = threading.Event()  # the job's own: set by a stop of the worker, or to yield to clip jobs
         job.context = ctx  # type: ignore[attr-defined]
@@ -172,7 +183,7 @@ class NarrateWorker(ClaimingWorker):
             except Exception as e:  # noqa: BLE001 - Redis down: the next beat tries again
                 log.warning("heartbeat failed: %s", e)
 
-    def handle_exception(self, job: Job, *exc_info):
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
         if _stopped_early(job) or _canceled(job):  # a normal warm stop or a cancel: one line, no traceback
             log.info("job %s stopped after its batch in flight: %s", job.id, exc_info[1])
             return
@@ -183,12 +194,14 @@ class NarrateWorker(ClaimingWorker):
             return
         super().handle_exception(job, *exc_info)
 
-    def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int):
+    def handle_execution_ended(self, job: Job, queue: Queue, heartbeat_ttl: int) -> None:
         if _canceled(job) == "taken":  # its record is another worker's: no end time or beat of ours in it
-            return None
-        return super().handle_execution_ended(job, queue, heartbeat_ttl)
+            return
+        super().handle_execution_ended(job, queue, heartbeat_ttl)
 
-    def handle_job_failure(self, job: Job, queue: Queue, started_job_registry=None, exc_string=""):
+    def handle_job_failure(
+        self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry | None = None, exc_string: str = ""
+    ) -> None:
         reason = _canceled(job)
         if reason == "taken":  # another worker has it now: only this worker's execution ends
             with self.connection.pipeline() as pipeline:
@@ -208,7 +221,8 @@ class NarrateWorker(ClaimingWorker):
             log.info("job %s %s", job.id, reason)
             return None
         if not _stopped_early(job):
-            return super().handle_job_failure(job, queue, started_job_registry, exc_string)
+            super().handle_job_failure(job, queue, started_job_registry, exc_string)
+            return
         with self.connection.pipeline() as pipeline:  # a warm stop: front of the queue, attempt given back
             self.cleanup_execution(job, pipeline=pipeline)
             requeue_front(self.connection, job, "warm_stop", pipeline=pipeline)

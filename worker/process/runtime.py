@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from narrate.jobs.book.synthesis import Engine
 from narrate.jobs.proof.hearing import Recognizer
@@ -14,6 +15,9 @@ from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import JobContext, ProgressListener
 from narrate.worker.process.host import host_id
 from rq.job import Job
+
+if TYPE_CHECKING:  # mlx: imported when the first model is loaded
+    from narrate.worker.engine.models import ModelCache
 
 
 class WorkerRuntime:
@@ -23,7 +27,7 @@ class WorkerRuntime:
         self.host_id = host_id(settings.home)
         self.progress_file = progress_file  # touched on progress; the supervisor watches it
         self.on_progress = on_progress
-        self._models = None
+        self._models: ModelCache | None = None
         self._recognizer: tuple[str, Recognizer] | None = None  # the last recognizer loaded, by the model asked
 
     def engine_for(self, model: str | None, quant: str | None) -> Engine:

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import FrameType
 
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.fanout import fetch
@@ -127,7 +128,7 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     if sched is not None:
         fetcher = fetch.start_thread(settings, host_id(settings.home), sched[1])
 
-    def forward(signum, _frame):
+    def forward(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopped_at
         first = stopped_at is None
         if first:

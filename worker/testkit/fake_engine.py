@@ -79,7 +79,7 @@ class FakeEngine:
     def _faults(text: str) -> None:
         def hit(name: str) -> bool:
             needle = os.environ.get(name)
-            return bool(needle) and needle in text
+            return bool(needle and needle in text)
 
         if hit("NARRATE_FAKE_FAIL_ON"):
             raise RuntimeError("fake engine failure (NARRATE_FAKE_FAIL_ON)")

@@ -22,12 +22,11 @@ import shutil
 from pathlib import Path
 
 import mlx.core as mx
-from mlx.utils import tree_flatten
 from mlx_audio.stt.models.qwen3_asr.config import ModelConfig
 from mlx_audio.stt.models.qwen3_asr.qwen3_asr import Model
 from narrate.worker.testkit.random_checkpoint.configs import QWEN_SPECIAL_TOKENS, SPECIAL_HEADROOM, TINY_TEXT_VOCAB
 from narrate.worker.testkit.random_checkpoint.tokenizer import write_tokenizer
-from narrate.worker.testkit.random_checkpoint.weights import random_param
+from narrate.worker.testkit.random_checkpoint.weights import parameter_shapes, random_param
 
 MEL_BINS = 128  # Qwen3-ASR's feature extractor (Whisper's, 128 mel bins)
 SUPPORT_LANGUAGES = ["Chinese", "English", "Cantonese", "Arabic", "German", "French", "Spanish", "Portuguese",
@@ -90,7 +89,7 @@ def write_asr_checkpoint(out: Path, seed: int = 0, dtype: str = "bfloat16", toke
         write_tokenizer(out, special_base)
     config = asr_config(special_base)
     model = Model(ModelConfig.from_dict(config))  # parameters stay lazy
-    shapes = {k: v.shape for k, v in tree_flatten(model.parameters())}
+    shapes = parameter_shapes(model)
     del model
     kind = getattr(mx, dtype)
     mlx_params = {}

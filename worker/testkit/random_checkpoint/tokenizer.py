@@ -96,7 +96,7 @@ def write_tokenizer(out_dir: Path, special_base: int) -> tuple[int, int | None]:
             pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
         ]
     )
-    tok.decoder = decoders.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()  # no options: the ByteLevel decoder ignores any keyword given to it
     trainer = trainers.BpeTrainer(
         vocab_size=bpe_vocab,
         min_frequency=2,

@@ -12,6 +12,7 @@ import json
 import re
 import zlib
 from pathlib import Path
+from typing import Any
 
 import mlx.core as mx
 from mlx.utils import tree_flatten
@@ -46,6 +47,13 @@ def _constant(name: str) -> float | None:
     if leaf == "gamma":  # ConvNeXt layer scale
         return 0.1
     return None
+
+
+def parameter_shapes(module: Any) -> dict[str, tuple[int, ...]]:
+    """Each parameter's dotted name and shape (a lazy module's parameters are not computed)."""
+    flat = tree_flatten(module.parameters())
+    assert isinstance(flat, list)  # without a destination: (name, array) pairs
+    return {k: tuple(v.shape) for k, v in flat}
 
 
 def random_param(name: str, shape: tuple[int, ...], dtype: mx.Dtype, seed: int) -> mx.array:
@@ -146,7 +154,7 @@ def speech_tokenizer_to_torch(name: str, v: mx.array) -> list[tuple[str, mx.arra
 
 def _write_model(out: Path, config: dict, dtype: mx.Dtype, seed: int) -> None:
     model = Model(ModelConfig.from_dict(config))  # parameters stay lazy
-    shapes = {k: v.shape for k, v in tree_flatten(model.parameters())}
+    shapes = parameter_shapes(model)
     del model
     mlx_params = {name: random_param(name, shape, dtype, seed) for name, shape in shapes.items()}
     torch_params = {name: _conv_to_torch(v) for name, v in mlx_params.items()}
@@ -158,7 +166,7 @@ def _write_model(out: Path, config: dict, dtype: mx.Dtype, seed: int) -> None:
 
 
 def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
-    def dataclass_config(cls, values: dict):
+    def dataclass_config(cls: type[Any], values: dict[str, Any]) -> Any:
         return cls(**filter_dict_for_dataclass(cls, values))
 
     tokenizer = Qwen3TTSSpeechTokenizer(
@@ -167,9 +175,9 @@ def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
             decoder_config=dataclass_config(Qwen3TTSTokenizerDecoderConfig, st_config["decoder_config"]),
         )
     )
-    shapes = {k: v.shape for k, v in tree_flatten(tokenizer.parameters())}
+    shapes = parameter_shapes(tokenizer)
     del tokenizer
-    torch_params = {}
+    torch_params: dict[str, mx.array] = {}
     for name, shape in shapes.items():
         torch_params.update(speech_tokenizer_to_torch(name, random_param(name, shape, mx.float32, seed)))
     back = Qwen3TTSSpeechTokenizer.sanitize(dict(torch_params))
