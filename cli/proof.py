@@ -16,7 +16,7 @@ from narrate.jobs.errors import printable
 from narrate.jobs.humanize import moment
 from narrate.jobs.server.connection import Connection
 
-CSV_COLUMNS = ("index", "chapter", "chapter_title", "start_s", "end_s", "outcome", "reasons", "problem", "text",
+CSV_COLUMNS = ("sentence", "index", "chapter", "chapter_title", "start_s", "end_s", "outcome", "reasons", "problem", "text",
                "spoken", "transcript", "takes", "kept_take", "seeds", "take_verdicts")  # fmt: skip
 
 
@@ -55,7 +55,7 @@ def text_lines(rep: dict[str, Any]) -> list[str]:
     if not sentences:
         lines.append("no sentence was flagged")
     for s in sentences:
-        where = [f"sentence {s['index']}"]
+        where = [f"sentence {s['index'] + 1}"]  # counted from 1, as narrate redo and the subtitles count
         if s.get("chapter") is not None:
             where.append(f"chapter {s['chapter']} ({printable(s.get('chapter_title') or '')})")
         if s.get("start_s") is not None:
@@ -84,7 +84,7 @@ def write_csv(rep: dict[str, Any]) -> None:
     out.writerow(CSV_COLUMNS)
     for s in rep["sentences"] or []:
         takes = s["takes"]
-        out.writerow([s["index"], s.get("chapter") or "", s.get("chapter_title") or "", s.get("start_s"),
+        out.writerow([s["index"] + 1, s["index"], s.get("chapter") or "", s.get("chapter_title") or "", s.get("start_s"),
                       s.get("end_s"), s["outcome"], " ".join(s["reasons"]), s["problem"], s["text"], s["spoken"],
                       s["transcript"], len(takes), s["kept"] + 1, " ".join(str(t["seed"]) for t in takes),
                       " | ".join(t["said"] for t in takes)])  # fmt: skip

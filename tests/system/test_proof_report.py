@@ -107,10 +107,10 @@ def test_narrate_proof_lists_them_as_text_json_and_csv(served, proofed, plain):
                         "1 still flagged (dropped 1) by mlx-community/parakeet-tdt-0.6b-v2")  # fmt: skip
     block = lines[lines.index("") + 1 :]
     still = api["sentences"][0]
-    assert block[0].startswith(f"still flagged: sentence {STILL}, chapter 1 (The Harbor), at 0:0")
+    assert block[0].startswith(f"still flagged: sentence {STILL + 1}, chapter 1 (The Harbor), at 0:0")
     assert block[1:4] == ["  text:   The gulls were loud.", "  heard:  The were loud.", "  wrong:  dropped 'gulls'"]
     assert block[4] == f"  take 1: seed {still['takes'][0]['seed']}, dropped 'gulls'  (kept)"
-    assert any(line.startswith(f"fixed: sentence {FIXED}, chapter 2 (The Storm)") for line in lines)
+    assert any(line.startswith(f"fixed: sentence {FIXED + 1}, chapter 2 (The Storm)") for line in lines)
 
     as_json = narrate(served.env, "proof", job_id, "--json")
     assert as_json.returncode == 0, as_json.stderr

@@ -91,12 +91,12 @@ def test_narrate_proof_as_text_and_csv(capsys):
     listed, _ = report.sentences(records(), written, [SENTENCE] * 5, {1: Place(61.0, 62.5, 1, "One")})
     lines = text_lines(rep_of(listed))
     assert lines[0].startswith("narrate-x: finished; proof: 4 checked, 2 flagged")
-    assert lines[2] == "fixed: sentence 1, chapter 1 (One), at 1:01.0-1:02.5"
+    assert lines[2] == "fixed: sentence 2, chapter 1 (One), at 1:01.0-1:02.5"
     assert lines[3] == "  text:   Line\\none\\x1b[31m."  # one printable line, whatever the document holds
     assert lines[4] == f"  spoken: {SENTENCE}"  # said otherwise than written
     assert lines[6:9] == ["  wrong:  fixed by take 2 of 2; take 1: dropped 'brown'",
                           "  take 1: seed 1, dropped 'brown'", "  take 2: seed 2, ok (wer 0.00)  (kept)"]  # fmt: skip
-    assert lines[10] == "still flagged: sentence 3"
+    assert lines[10] == "still flagged: sentence 4"  # counted from 1, as narrate redo takes it
     assert text_lines(rep_of([], complete=False))[1] == "the flagged sentences are listed once the job has finished"
     assert text_lines(rep_of([]))[1] == "no sentence was flagged"
 
@@ -106,4 +106,5 @@ def test_narrate_proof_as_text_and_csv(capsys):
     row = dict(zip(CSV_COLUMNS, rows[1], strict=True))
     assert row["text"] == "Line\none\x1b[31m." and row["start_s"] == "61.0" and row["seeds"] == "1 2"
     assert row["take_verdicts"] == "dropped 'brown' | ok (wer 0.00)" and row["kept_take"] == "2"
+    assert (row["sentence"], row["index"]) == ("2", "1")
     assert rows[2][CSV_COLUMNS.index("chapter")] == "" and rows[2][CSV_COLUMNS.index("start_s")] == ""
