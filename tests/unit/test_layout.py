@@ -262,3 +262,18 @@ def test_chapter_files_are_named_with_the_books_own_numbers():
     tracks = [p.track for p in pieces("b.mp3", "B", 20, spans, "chapters", None, [1, 3])]
     assert tracks == [(1, 2), (2, 2)]  # the tracks of the files themselves
     assert [p.name for p in pieces("b.mp3", "B", 20, spans, "chapters", None, [4])][1] == "b - 02 - The Calm.mp3"
+
+
+def test_every_package_is_in_the_distribution():
+    """A folder of modules under cli/, jobs/ or worker/ that pyproject.toml does not list would be
+    missing from a wheel (the editable install of the tests finds it anyway)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    top = {"cli": "narrate.cli", "jobs": "narrate.jobs", "worker": "narrate.worker"}
+    found = {
+        ".".join([top[init.relative_to(ROOT).parts[0]], *init.relative_to(ROOT).parts[1:-1]])
+        for folder in top
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert found <= listed, sorted(found - listed)
