@@ -277,3 +277,10 @@ def test_every_package_is_in_the_distribution():
         for init in (ROOT / folder).rglob("__init__.py")
     }
     assert found <= listed, sorted(found - listed)
+
+
+def test_no_two_test_modules_share_a_name():
+    """pytest imports tests/unit and tests/system as one namespace (no __init__.py): two test files of
+    one name are an import error for the second ("import file mismatch")."""
+    names = [p.name for folder in ("unit", "system", "bench") for p in (ROOT / "tests" / folder).glob("test_*.py")]
+    assert len(names) == len(set(names)), sorted({n for n in names if names.count(n) > 1})
