@@ -125,8 +125,9 @@ def quantize(model: nn.Module, bits: int) -> int:
 
 
 @contextlib.contextmanager
-def _quiet_loader() -> Iterator[None]:
-    """mlx-audio prints loader chatter and transformers warns about the config class: hide both."""
+def quiet() -> Iterator[None]:
+    """mlx-audio prints loader chatter (and its models progress) and transformers warns about the config
+    class: hide both (the TTS loader here, the recognizer's loader and transcriptions)."""
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
@@ -173,7 +174,7 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
     if resolved.local and not (Path(resolved.source) / "config.json").exists():
         raise BadInput(f"model directory {resolved.source} has no config.json: not a checkpoint")
     log.info("loading %s (%s)", resolved.source, resolved.quant)
-    with _quiet_loader(), _hub_errors(resolved):
+    with quiet(), _hub_errors(resolved):
         model = load_model(resolved.source)
     kind = getattr(model.config, "tts_model_type", None)
     if kind not in KINDS or (kind == "base") != (model.speaker_encoder is not None):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import io
 import logging
 import queue
 import re
@@ -32,6 +31,7 @@ import mlx.core as mx
 import numpy as np
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import SAMPLE_RATE
+from narrate.worker.engine.models import quiet
 
 log = logging.getLogger("narrate.worker")
 # The Qwen3-ASR internals the batched path relies on (checked at load: a release that changes them fails there).
@@ -101,7 +101,7 @@ class MlxRecognizer:
         if not local and not HUB_ID.fullmatch(source):
             raise RecognizerUnavailable(f"recognizer {source!r} is neither a local directory nor a Hugging Face id")
         log.info("loading the recognizer %s", source)
-        with _quiet(), _hub_errors(source, local):
+        with quiet(), _hub_errors(source, local):
             try:
                 model = load(str(path.resolve()) if local else source)
             except ValueError as e:  # mlx-audio: a model type it has no STT model for
@@ -143,7 +143,7 @@ class MlxRecognizer:
             for lang in dict.fromkeys(languages[i] for i in group):
                 rows = [i for i in group if languages[i] == lang]
                 name = None if lang in ("", "auto") else lang.capitalize()
-                with _quiet():
+                with quiet():
                     texts, *_ = self.model._generate_chunks_batched(
                         [(audio[i], 0.0) for i in rows], max_tokens=sum(limits[i] for i in rows),
                         sampler=make_sampler(0.0), logits_processors=None, language=name, system_prompt=None,
@@ -165,7 +165,7 @@ class MlxRecognizer:
             kwargs["max_tokens"] = limit
         if "verbose" in params:
             kwargs["verbose"] = None if self.family == "whisper" else False
-        with _quiet():
+        with quiet():
             result = self.model.generate(mx.array(audio) if self.family == "parakeet" else audio, **kwargs)
         return str(getattr(result, "text", result) or "").strip()
 
@@ -201,20 +201,6 @@ class RecognizerThread:
                 done.set_result(fn(*args))
             except BaseException as e:  # noqa: BLE001 - handed to the caller
                 done.set_exception(e)
-
-
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """mlx-audio's models print progress and transformers warns: hide both."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            yield
-    finally:
-        hf_logging.set_verbosity(level)
 
 
 @contextlib.contextmanager
