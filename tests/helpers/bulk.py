@@ -1,6 +1,7 @@
 """Many jobs in Redis at once, as narrate leaves them (real rq records, JSON serializer, narrate's
-meta): finished ones with their results, output records and index of files; queued ones. For the
-tests and benchmarks of scale (tests/system/test_job_view_scale.py, tests/bench/scale_bench.py)."""
+meta): finished ones with their results, output records and index of files; queued ones. And the
+round trips a read of them takes, counted. For the tests and benchmarks of scale (test_list.py,
+test_list_pages.py, test_job_view_scale.py, tests/bench/scale_bench.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from rq.job import Job, JobStatus
 from rq.registry import FinishedJobRegistry
 from rq.results import Result
 from rq.serializers import JSONSerializer
+
+from helpers.servers import external_redis_url
 
 
 def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
@@ -62,3 +65,23 @@ def enqueue_many(r: redis.Redis, n: int, name: str = "narrate", offset: int = 0)
         q.enqueue_many(data, pipeline=p)
         p.execute()
     return [f"bulk-{offset + i:05d}" for i in range(n)]
+
+
+class Counting(redis.Connection):
+    """A connection that counts its round trips (one per command, one per pipeline)."""
+
+    sent = 0
+
+    def send_packed_command(self, command, check_health=True):
+        Counting.sent += 1
+        return super().send_packed_command(command, check_health)
+
+
+def counted(fn):
+    """(the round trips `fn(r)` takes on a fresh connection to the tests' Redis, what it returned)."""
+    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
+    r.ping()  # the connection's handshake is not the read's
+    before = Counting.sent
+    got = fn(r)
+    r.close()
+    return Counting.sent - before, got

@@ -8,33 +8,13 @@ first read."""
 from __future__ import annotations
 
 import redis
-from helpers.bulk import finish_many
-from helpers.servers import external_redis_url
+from helpers.bulk import counted, finish_many
 from narrate.jobs.api.jobview import JobView
 from narrate.jobs.outputs import ownership
 from narrate.jobs.settings import Settings
 from narrate.jobs.web import views
 
 MANY = 10_000
-
-
-class Counting(redis.Connection):
-    """A connection that counts its round trips (one per command, one per pipeline)."""
-
-    sent = 0
-
-    def send_packed_command(self, command, check_health=True):
-        Counting.sent += 1
-        return super().send_packed_command(command, check_health)
-
-
-def counted(fn) -> tuple[int, object]:
-    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
-    r.ping()
-    before = Counting.sent
-    got = fn(r)
-    r.close()
-    return Counting.sent - before, got
 
 
 def reads(settings: Settings):

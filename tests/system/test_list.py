@@ -6,62 +6,21 @@ from __future__ import annotations
 import json
 import time
 
-import redis
 from helpers.books import write_docs
+from helpers.bulk import counted, enqueue_many
 from helpers.fake import fake_env
 from helpers.ops import submit_json
 from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
-from helpers.servers import external_redis_url
 from narrate.jobs.api.listing import list_jobs
-from narrate.jobs.api.submit import JOB_FUNCTION
-from narrate.jobs.server.records import queue
-from rq import Queue
 
 MANY = 10_000
 
 
-def enqueue_many(r, n: int, name: str = "narrate") -> list[str]:
-    """N real rq jobs as narrate makes them (JSON serializer, narrate meta), in one pipeline."""
-    q = queue(r, name)
-    data = [
-        Queue.prepare_data(
-            JOB_FUNCTION,
-            ({"document": "0" * 64, "voice": "0" * 64, "output": f"bulk/{i}.mp3"},),
-            job_id=f"bulk-{i:05d}",
-            description=f"narrate bulk {i}",
-            meta={
-                "progress": {"done": 0, "total": 100, "audio_seconds": 0.0},
-                "document": f"{i}.txt",
-                "output": f"bulk/{i}.mp3",
-            },  # fmt: skip
-        )
-        for i in range(n)
-    ]
-    with r.pipeline() as p:
-        q.enqueue_many(data, pipeline=p)
-        p.execute()
-    return [f"bulk-{i:05d}" for i in range(n)]
-
-
-class Counting(redis.Connection):
-    """A connection that counts its round trips (one per command, one per pipeline)."""
-
-    sent = 0
-
-    def send_packed_command(self, command, check_health=True):
-        Counting.sent += 1
-        return super().send_packed_command(command, check_health)
-
-
 def round_trips(n: int, home) -> int:
     """The round trips of one listing of the narrate queues holding `n` jobs (in this process)."""
-    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
-    r.ping()  # the connection's handshake is not the listing's
-    before = Counting.sent
-    rows = list_jobs(r, "narrate", home / "out")
+    trips, rows = counted(lambda r: list_jobs(r, "narrate", home / "out"))
     assert len(rows) == n
-    r.close()
-    return Counting.sent - before
+    return trips
 
 
 def test_list_of_ten_thousand_jobs_is_two_round_trips(env, home, external_redis):

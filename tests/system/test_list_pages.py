@@ -8,29 +8,11 @@ from __future__ import annotations
 
 import re
 
-import redis
 import requests
-from helpers.bulk import enqueue_many, finish_many
+from helpers.bulk import counted, enqueue_many, finish_many
 from helpers.servers import external_redis_url, free_port
 from helpers.web import remove_home, serve_env, start_serve, stop, wait_serving
 from narrate.jobs.api.listing import list_jobs, list_page
-
-
-class Counting(redis.Connection):
-    sent = 0
-
-    def send_packed_command(self, command, check_health=True):
-        Counting.sent += 1
-        return super().send_packed_command(command, check_health)
-
-
-def trips(fn) -> int:
-    r = redis.Redis(connection_pool=redis.ConnectionPool.from_url(external_redis_url(), connection_class=Counting))
-    r.ping()
-    before = Counting.sent
-    fn(r)
-    r.close()
-    return Counting.sent - before
 
 
 def test_pages_follow_one_another_newest_first_and_cost_the_same_at_any_size(home, external_redis):
@@ -50,9 +32,9 @@ def test_pages_follow_one_another_newest_first_and_cost_the_same_at_any_size(hom
     finished = list_page(external_redis, "narrate", home / "out", ("finished",), limit=10)[0]
     assert len(finished) == 10 and {row["status"] for row in finished} == {"finished"}
     assert list_page(external_redis, "narrate", home / "out", limit=10, after="no-such-job") == ([], False)
-    small = trips(lambda r: list_page(r, "narrate", home / "out", limit=20))
+    small = counted(lambda r: list_page(r, "narrate", home / "out", limit=20))[0]
     finish_many(external_redis, 3000, offset=120)
-    assert trips(lambda r: list_page(r, "narrate", home / "out", limit=20)) == small <= 4
+    assert counted(lambda r: list_page(r, "narrate", home / "out", limit=20))[0] == small <= 4
 
 
 def test_the_api_and_the_pages_show_a_page_at_a_time(checkpoint, external_redis):
