@@ -7,7 +7,9 @@ sentence cache. It writes the same output paths (the old job's files are narrate
 and once its files are in place it takes over the old job's feed episodes, replaces its library export and marks
 the old job superseded (jobs/task/superseding.py). Sentence numbers are people's: 1 first, as the SubRip
 subtitles number their cues (the timing manifest's and the proof report's `index` is the number less one).
-Nothing is enqueued unless every check passes."""
+Nothing is enqueued unless every check passes. Each error names the option it is about (`param`: sentences, accept,
+text, seed, lexicon, flagged) in the words of the front end that asked (`Words`: the command line's flags, the HTTP
+API's fields, the Job page's controls); a job that cannot be redone is a Conflict (NotFinished, NotRedoable)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,31 @@ NOT_YET = {"realtime_factor": None, "eta_seconds": None}
 
 
 @dataclass(frozen=True)
+class Words:
+    """How a front end names a redo's options in its messages."""
+
+    accept: str = "--accept"
+    flagged: str = "--flagged"
+    text: str = "--text"
+    seed: str = "--seed"
+    proof: str = "--proof"
+
+
+CLI = Words()
+API = Words(accept="accept", flagged="flagged", text="text", seed="seed", proof="proof")
+
+
+class NotRedoable(Conflict):
+    """The job cannot be redone (facts: `job_id`; `why`: not_a_book, superseded, replaced (its output written since
+    by job `by`: redo that one), expired (its document or voice sample is no longer stored), unreadable)."""
+
+    code = "not_redoable"
+
+    def __init__(self, message: str, job_id: str, why: str, by: str | None = None) -> None:
+        super().__init__(message, facts={"job_id": job_id, "why": why, "by": by})
+
+
+@dataclass(frozen=True)
 class Change:
     """What a redo asks: sentence numbers as people count them (1 first)."""
 
@@ -60,21 +87,24 @@ class Redone:
     duplicate: str | None = None  # "queued", "done" or "resumed": the same redo was asked before
 
 
-def redo(settings: Settings, r: redis.Redis, job_id: str, change: Change, priority: str = "high") -> Redone:
-    """Check everything, then enqueue the redo (acknowledged once on the server's disk)."""
+def redo(settings: Settings, r: redis.Redis, job_id: str, change: Change, priority: str = "high",
+         words: Words = CLI) -> Redone:  # fmt: skip
+    """Check everything, then enqueue the redo (acknowledged once on the server's disk). `words`: how the caller
+    names the options, for its messages."""
     old, spec, doc = _finished_book(r, job_id)
     result = old.return_value(refresh=True) or {}
     n = len(doc.sentences)
-    redone = _chosen(change, spec, result, n, job_id)
-    accepted = _numbers(change.accept, n, job_id, "--accept")
+    redone = _chosen(change, spec, result, n, job_id, words)
+    accepted = _numbers(change.accept, n, job_id, words.accept, "accept")
     if not redone and not accepted:
-        raise BadInput("name the sentences to render again (numbers as the subtitles count them, 1 first), "
-                       "or --flagged, or --accept N to keep a take as it is")  # fmt: skip
+        raise BadInput("name the sentences to render again (numbers as the subtitles count them, 1 first), or "
+                       f"{words.flagged}, or {words.accept} N to keep a take as it is", param="sentences")  # fmt: skip
     if both := sorted(set(redone) & set(accepted)):
-        raise BadInput(f"sentence {both[0]} cannot be rendered again and accepted at once")
-    new_spec = _changed(spec, doc, change, redone, accepted)
+        raise BadInput(f"sentence {both[0]} cannot be rendered again and accepted at once", param="accept")
+    new_spec = _changed(spec, doc, change, redone, accepted, words)
     if new_spec == spec:
-        raise BadInput(f"nothing would change: job {job_id} already reads those sentences so and accepts those takes")
+        raise BadInput(f"nothing would change: job {job_id} already reads those sentences so and accepts those takes",
+                       param="sentences")  # fmt: skip
     base = _base_queue(old.origin)
     new_id = job_id_for(new_spec, base)
     with durable_writes(r):
@@ -86,65 +116,72 @@ def _finished_book(r: redis.Redis, job_id: str) -> tuple[Job, JobSpec, Document]
     if old is None:
         raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)")
     if old.func_name != JOB_FUNCTION:
-        raise BadInput(f"job {job_id} is not a book's narration (a part of one, or a clip): redo the book's job")
+        raise NotRedoable(f"job {job_id} is not a book's narration (a part of one, or a clip): redo the book's job",
+                          job_id, "not_a_book")  # fmt: skip
     refused = not_finished(r, job_id, "redo")
     if refused is not None:
         raise refused
     meta = old.get_meta(refresh=False) or {}
     if meta.get(SUPERSEDED_BY):
-        raise Conflict(f"job {job_id} was redone as job {meta[SUPERSEDED_BY]}: redo that one")
+        raise NotRedoable(f"job {job_id} was redone as job {meta[SUPERSEDED_BY]}: redo that one", job_id, "superseded",
+                          meta[SUPERSEDED_BY])  # fmt: skip
     try:
         spec = JobSpec.from_json(old.args[0])
     except (BadSpec, IndexError, TypeError) as e:
-        raise BadInput(f"job {job_id}'s spec cannot be read: {e}") from None
+        raise NotRedoable(f"job {job_id}'s spec cannot be read: {e}", job_id, "unreadable") from None
     result = old.return_value(refresh=True) or {}
     later = ownership.replaced_by(r, result.get("output_relative") or spec.output, job_id)
     if later:
-        raise Conflict(f"job {job_id}'s output was replaced since by job {later}: redo that one")
+        raise NotRedoable(f"job {job_id}'s output was replaced since by job {later}: redo that one", job_id, "replaced",
+                          later)  # fmt: skip
     try:
         doc = store.get_document(r, spec.document)
     except LookupError:
-        raise BadInput(f"job {job_id}'s document is no longer stored (it is kept NARRATE_KEEP_DAYS days after its "
-                       "job): submit the book again") from None  # fmt: skip
+        raise NotRedoable(f"job {job_id}'s document is no longer stored (it is kept NARRATE_KEEP_DAYS days after its "
+                          "job): submit the book again", job_id, "expired") from None  # fmt: skip
     for ref in spec.voice_refs().values():
         if ref.sample and not r.exists(store.voice_key(ref.sample)):
-            raise BadInput(f"job {job_id}'s voice sample is no longer stored: submit the book again")
+            raise NotRedoable(f"job {job_id}'s voice sample is no longer stored: submit the book again", job_id,
+                              "expired")  # fmt: skip
     return old, spec, doc
 
 
-def _numbers(given: tuple[int, ...], n: int, job_id: str, what: str = "sentence") -> list[int]:
+def _numbers(given: tuple[int, ...], n: int, job_id: str, what: str = "sentence",
+             param: str = "sentences") -> list[int]:  # fmt: skip
     for number in given:
         if not 1 <= number <= n:
-            raise BadInput(f"{what} {number} is not in job {job_id}'s book: its sentences are 1-{n}")
+            raise BadInput(f"{what} {number} is not in job {job_id}'s book: its sentences are 1-{n}", param=param)
     if len(set(given)) > MAX_OVERRIDES:
-        raise BadInput(f"at most {MAX_OVERRIDES} sentences a redo")
+        raise BadInput(f"at most {MAX_OVERRIDES} sentences a redo", param=param)
     return sorted(set(given))
 
 
-def _chosen(change: Change, spec: JobSpec, result: dict, n: int, job_id: str) -> list[int]:
+def _chosen(change: Change, spec: JobSpec, result: dict, n: int, job_id: str, words: Words) -> list[int]:
     """The sentences to render again (1 first): those named, and with --flagged those the proof pass left
     flagged and nobody accepted."""
     chosen = set(_numbers(change.sentences, n, job_id))
     if change.flagged:
         proof = result.get("proof") or {}
         if not proof:
-            raise BadInput(f"job {job_id} was not proofed (--proof): --flagged has no flags to go by")
+            raise BadInput(f"job {job_id} was not proofed ({words.proof}): {words.flagged} has no flags to go by",
+                           param="flagged")  # fmt: skip
         taken = set(spec.accepted or ())
         chosen |= {int(e["index"]) + 1 for e in proof.get("sentences") or []
                    if e.get("outcome") == "still_flagged" and int(e["index"]) not in taken}  # fmt: skip
         if not chosen and not change.accept:
-            raise BadInput(f"job {job_id} has no sentence left flagged: nothing to render again")
+            raise BadInput(f"job {job_id} has no sentence left flagged: nothing to render again", param="flagged")
     if change.text is not None:
         if len(chosen) != 1 or change.flagged:
-            raise BadInput(f"--text corrects one sentence; {count(len(chosen), 'sentence')} named")
+            raise BadInput(f"{words.text} corrects one sentence; {count(len(chosen), 'sentence')} named", param="text")
         if not change.text.strip() or len(change.text) > MAX_OVERRIDE_TEXT:
-            raise BadInput(f"--text is empty or longer than {MAX_OVERRIDE_TEXT} characters")
+            raise BadInput(f"{words.text} is empty or longer than {MAX_OVERRIDE_TEXT} characters", param="text")
     if change.seed is not None and not 0 <= change.seed <= MAX_SEED:
-        raise BadInput(f"--seed {change.seed} is out of range 0-{MAX_SEED}")
+        raise BadInput(f"{words.seed} {change.seed} is out of range 0-{MAX_SEED}", param="seed")
     return sorted(chosen)
 
 
-def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], accepted: list[int]) -> JobSpec:
+def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], accepted: list[int],
+             words: Words) -> JobSpec:  # fmt: skip
     """The old spec with the redo's overrides and accepted takes (0-based indices in the spec)."""
     overrides = {k: dict(v) for k, v in (spec.overrides or {}).items()}
     for number in redone:
@@ -156,19 +193,20 @@ def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], ac
             entry["lexicon"] = [[w, s] for w, s in dict([*entry.get("lexicon", []), *change.lexicon]).items()]
         if change.seed is not None:
             if entry.get("seed", spec.seed_of(doc.sentence_voices[i])) == change.seed and len(redone) == 1:
-                raise BadInput(f"sentence {number} is already read with seed {change.seed}: give another")
+                raise BadInput(f"sentence {number} is already read with seed {change.seed}: give another",
+                               param="seed")  # fmt: skip
             entry["seed"] = change.seed
         elif change.text is None and not change.lexicon:  # another take: the next seed
             entry["seed"] = (entry.get("seed", spec.seed_of(doc.sentence_voices[i])) + 1) % (MAX_SEED + 1)
     keep = set(spec.accepted or ()) - {number - 1 for number in redone}  # a take rendered again is heard again
     taken = sorted(keep | {number - 1 for number in accepted})
     if len(overrides) > MAX_OVERRIDES or len(taken) > MAX_OVERRIDES:
-        raise BadInput(f"a book's redos may change or accept at most {MAX_OVERRIDES} sentences")
+        raise BadInput(f"a book's redos may change or accept at most {MAX_OVERRIDES} sentences", param="sentences")
     new = replace(spec, overrides=overrides or None, accepted=taken or None)
     try:
         new.check()
     except BadSpec as e:
-        raise BadInput(str(e).removeprefix("job spec: ")) from None
+        raise BadInput(str(e).removeprefix("job spec: "), param="lexicon" if change.lexicon else "text") from None
     return new
 
 
@@ -235,7 +273,8 @@ def _again(r: redis.Redis, done: Redone, queue_name: str) -> Redone:
         result = job.return_value(refresh=True) or {}
         if not ownership.replaced_by(r, result.get("output_relative", ""), job.id):
             return replace(done, duplicate="done")
-        raise Conflict(f"that redo ran as job {job.id}, whose output was replaced since: redo the newest job")
+        raise NotRedoable(f"that redo ran as job {job.id}, whose output was replaced since: redo the newest job",
+                          done.of, "replaced", job.id)  # fmt: skip
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         return replace(done, job=requeue_front(r, job, "resume", into=queue_name), duplicate="resumed")
     return replace(done, duplicate="queued")

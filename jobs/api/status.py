@@ -72,7 +72,7 @@ def _base(job: Job, state: JobStatus | None, meta: dict) -> dict:
         "enqueued_at": job.enqueued_at.isoformat() if job.enqueued_at else None,
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "ended_at": job.ended_at.isoformat() if job.ended_at else None,
-        **{k: meta[k] for k in ("redo_of", "superseded_by") if meta.get(k)},  # `narrate redo` (jobs/api/redo.py)
+        **{k: meta[k] for k in ("redo_of", "superseded_by", "redo") if meta.get(k)},  # `narrate redo`: jobs/api/redo.py
     }
 
 

@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import redis
 from narrate.jobs.api.status import status
-from narrate.jobs.errors import BadInput
+from narrate.jobs.errors import Conflict
 
 
-def not_finished(r: redis.Redis, job_id: str, doing: str) -> BadInput | None:
+class NotFinished(Conflict):
+    """A command that needs a finished job was given one that is not (facts: `job_id`, `state` as `narrate status`
+    says it, `doing`: the command's verb). A Conflict: the HTTP API's 409."""
+
+    code = "not_finished"
+
+    def __init__(self, message: str, job_id: str, state: str, doing: str) -> None:
+        super().__init__(message, facts={"job_id": job_id, "state": state, "doing": doing})
+
+
+def not_finished(r: redis.Redis, job_id: str, doing: str) -> NotFinished | None:
     """None when job `job_id` has finished; else the error to raise, e.g. "cannot export job X: it failed:
     <reason>; `narrate resume X` retries it". `doing`: the command's verb ("export", "fetch")."""
     shown = status(r, job_id)
@@ -37,4 +47,4 @@ def not_finished(r: redis.Redis, job_id: str, doing: str) -> BadInput | None:
         said = f"it is waiting for its parts to finish; {watch} follows it, then {doing} it once it has finished"
     else:
         said = f"it has not finished (its state: {state}); `narrate status {job_id}` says more"
-    return BadInput(f"cannot {doing} job {job_id}: {said}")
+    return NotFinished(f"cannot {doing} job {job_id}: {said}", job_id, state, doing)

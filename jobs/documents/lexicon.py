@@ -7,6 +7,7 @@ longest entry first, before the built-in normalization (jobs.documents.normalize
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 
 from narrate.jobs.errors import BadInput
@@ -26,7 +27,7 @@ def read_lexicon(path: Path) -> Lexicon:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise BadInput(f"{label} is not UTF-8 text (save it as UTF-8)") from None
+        raise BadInput(f"{label} is not UTF-8 text (save it as UTF-8)", param="lexicon") from None
     return parse_lexicon(text, label)
 
 
@@ -41,13 +42,29 @@ def parse_lexicon(text: str, label: str = "lexicon") -> Lexicon:
         elif "=" in line:
             word, _, spoken = line.partition("=")
         else:
-            raise BadInput(f"{label} line {number}: expected 'word = spoken form' (or word<TAB>spoken form)")
-        word, spoken = " ".join(word.split()), " ".join(spoken.split())
-        if not word or not spoken:
-            raise BadInput(f"{label} line {number}: both the word and its spoken form are needed")
-        if len(word) > MAX_ENTRY_CHARS or len(spoken) > MAX_ENTRY_CHARS:
-            raise BadInput(f"{label} line {number}: an entry may have at most {MAX_ENTRY_CHARS} characters a side")
-        if not re.search(r"\w", word):
-            raise BadInput(f"{label} line {number}: the word {word!r} has no letters or digits")
+            raise BadInput(f"{label} line {number}: expected 'word = spoken form' (or word<TAB>spoken form)",
+                           param="lexicon")  # fmt: skip
+        word, spoken = _entry(word, spoken, f"{label} line {number}")
         entries[word] = spoken  # a later line wins
     return [[w, s] for w, s in entries.items()]
+
+
+def lexicon_of(pairs: Mapping[str, str], label: str = "lexicon") -> Lexicon:
+    """A lexicon given as {word: spoken form} (the HTTP API's), checked as a file's lines are."""
+    entries: dict[str, str] = {}
+    for word, spoken in pairs.items():
+        word, spoken = _entry(word, spoken, f"{label} entry {word[:40]!r}")
+        entries[word] = spoken
+    return [[w, s] for w, s in entries.items()]
+
+
+def _entry(word: str, spoken: str, where: str) -> tuple[str, str]:
+    """One entry, its spaces folded; BadInput (param `lexicon`) says what is wrong with it, at `where`."""
+    word, spoken = " ".join(word.split()), " ".join(spoken.split())
+    if not word or not spoken:
+        raise BadInput(f"{where}: both the word and its spoken form are needed", param="lexicon")
+    if len(word) > MAX_ENTRY_CHARS or len(spoken) > MAX_ENTRY_CHARS:
+        raise BadInput(f"{where}: an entry may have at most {MAX_ENTRY_CHARS} characters a side", param="lexicon")
+    if not re.search(r"\w", word):
+        raise BadInput(f"{where}: the word {word!r} has no letters or digits", param="lexicon")
+    return word, spoken

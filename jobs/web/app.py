@@ -59,7 +59,7 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
-    from narrate.jobs.web import feeds, login, narrations, pages, proof, speech_api, voice_pages, voices
+    from narrate.jobs.web import feeds, login, narrations, pages, proof, redo, speech_api, voice_pages, voices
     from narrate.jobs.web.templating import PAGE_POLICY, STATIC
     from starlette.staticfiles import StaticFiles
 
@@ -87,8 +87,9 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     app.state.web = web
     app.state.limits = limits = Limits(web.settings.serve_submits_per_min, web.settings.serve_client_streams)
     errors.install(app)
-    routers = (narrations.router, proof.router, speech_api.router, voices.router, feeds.router, login.router,
-               pages.router, voice_pages.router)  # fmt: skip
+    # redo.pages before pages.router: its POST /jobs/{id}/redo is not one of the Job page's other buttons
+    routers = (narrations.router, proof.router, redo.router, speech_api.router, voices.router, feeds.router,
+               login.router, redo.pages, pages.router, voice_pages.router)  # fmt: skip
     for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -10,6 +10,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import redis
+from narrate.jobs.api.unfinished import NotFinished
 from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound, ServerUnavailable
 from narrate.jobs.queue.cancel import JobEnded
 from narrate.jobs.server.durability import NotDurable
@@ -98,6 +99,8 @@ def message_of(e: BaseException) -> str:
         if e.facts["state"] == "failed":
             return f"narration {job_id} failed; there is nothing to cancel (POST .../resume runs it again)"
         return f"narration {job_id} is completed; there is nothing to cancel"
+    if isinstance(e, NotFinished):
+        return not_finished(e)
     if isinstance(e, NarrateError):
         return str(e)
     return "the server failed; see its log (narrate serve) for the reason"
@@ -109,6 +112,15 @@ def in_use(e: VoiceInUse, then: str) -> str:
 
     name, users = e.facts["name"], e.facts["users"]
     return f"voice {name!r} is still named by {users_shown(users)}; they keep their copy of the sample, so {then}"
+
+
+def not_finished(e: NotFinished) -> str:
+    """A narration that has not completed, in the web's words (the command line's names its commands)."""
+    from narrate.jobs.web.views import api_state
+
+    job_id, state, doing = e.facts["job_id"], api_state(e.facts["state"]), e.facts["doing"]
+    then = "resume it; " if state in ("failed", "cancelled") else ""
+    return f"narration {job_id} is {state.replace('_', ' ')}: {then}{doing} it once it has completed"
 
 
 def api_error(e: BaseException, message: str | None = None) -> ApiError:

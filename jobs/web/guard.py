@@ -28,8 +28,8 @@ submissions.
   once its first NARRATE_SERVE_STALL_S are past, or that takes longer than NARRATE_SERVE_BODY_S in
   all, is 408 (a slow client holds nothing for long; what it uploaded is removed,
   jobs/web/uploads.py).
-- Submissions: the routes that make work (SUBMIT_ROUTES) take NARRATE_SERVE_SUBMITS_PER_MIN
-  requests a minute from one address; 429 with Retry-After past it.
+- Submissions: the routes that make work (SUBMIT_ROUTES, and a narration's redo: REDO_PATH) take
+  NARRATE_SERVE_SUBMITS_PER_MIN requests a minute from one address; 429 with Retry-After past it.
 - Every response forbids framing and sniffing and carries a Content Security Policy.
 """
 
@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
@@ -62,6 +63,7 @@ JSON_BODY_CAP = 8 << 20  # a JSON request: the speech body, 4,096 characters and
 SMALL_BODY_CAP = 64 << 10  # every other route: a login, a button's form, a small JSON body
 UPLOAD_ROUTES = frozenset({"/v1/narrations", "/v1/audio/voices", "/new", "/new/inspect", "/voices/add"})  # POST
 SUBMIT_ROUTES = UPLOAD_ROUTES | {"/v1/audio/speech", "/voices/design"}  # POST: each one makes work
+REDO_PATH = re.compile(r"/(?:v1/narrations|jobs)/[^/]+/redo")  # POST: a redo (jobs/web/redo.py) makes work too
 HEADERS = {
     b"x-frame-options": b"DENY",
     b"x-content-type-options": b"nosniff",
@@ -151,7 +153,7 @@ class Guard:
                 refused = await asyncio.to_thread(self.check, method, headers, path, client)
             else:
                 refused = self.check(method, headers, path, client)
-            if refused is None and method == "POST" and path in SUBMIT_ROUTES:
+            if refused is None and method == "POST" and (path in SUBMIT_ROUTES or REDO_PATH.fullmatch(path)):
                 self.limits.submits.take(client, "too many submissions from this address")
         except ApiError as e:
             refused = e.status, e.message, e.headers

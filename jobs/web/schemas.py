@@ -61,6 +61,9 @@ class Narration(BaseModel):
     duplicate: str | None = Field(
         None, description="on POST: what the identical earlier request was (queued, scheduled, done, resumed...)"
     )
+    redo_of: str | None = Field(None, description="a redo (POST .../redo): the narration it renders again")
+    redo: RedoDone | None = Field(None, description="a redo: the sentences it renders again and the takes it accepts")
+    superseded_by: str | None = Field(None, description="redone: the narration whose files replaced this one's")
     note: str | None = None
     action: str | None = Field(None, description="on cancel and resume: what was done, in words")
     outcome: str | None = Field(
@@ -69,6 +72,11 @@ class Narration(BaseModel):
         "already_canceled, already_stopping; resume: requeued, requeued_gone, book_stitches, book_waits, "
         "kept_canceled)",
     )
+
+
+class RedoDone(BaseModel):
+    sentences: list[int] = Field(description="rendered again, numbered as the subtitles count them (1 first)")
+    accepted: list[int] = Field(description="takes accepted as they are (1 first)")
 
 
 class ProofCounts(BaseModel):
@@ -135,6 +143,37 @@ class Deleted(BaseModel):
     object: Literal["narration.deleted"] = "narration.deleted"
     deleted: bool
     files: list[str]
+
+
+class RedoRequest(BaseModel):
+    """`POST /v1/narrations/{id}/redo`: `narrate redo`'s arguments. Sentences are numbered as the subtitles and the
+    proof report's `sentence` count them, 1 first (the report's `index` + 1)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sentences: list[int] = Field(default_factory=list, description="sentences to render again (1 first)")
+    flagged: bool = Field(False, description="also every sentence the proof pass left flagged and nobody accepted")
+    seed: int | None = Field(None, description="render them with this seed (default: each one's next seed)")
+    text: str | None = Field(None, description="one sentence's corrected text (the subtitles show it too)")
+    lexicon: dict[str, str] | None = Field(
+        None, description="lexicon entries for these sentences only: {word: spoken form}"
+    )
+    accept: list[int] = Field(default_factory=list, description="takes to keep as they are: not flagged again")
+    priority: Literal["high", "normal", "low"] = "high"
+
+
+class Redo(BaseModel):
+    id: str = Field(description="the redo's narration: it replaces this one's files once it has completed")
+    object: Literal["narration.redo"] = "narration.redo"
+    redo_of: str
+    sentences: list[int] = Field(description="rendered again (1 first)")
+    accepted: list[int] = Field(description="takes accepted (1 first)")
+    texts: dict[str, str] = Field(description="each of them (by its number) as the document, or a redo, writes it")
+    duplicate: str | None = Field(
+        None, description="the same redo was asked before: queued (waiting or running), done, or resumed"
+    )
+    note: str | None = None
+    narration: Narration = Field(description="the redo's narration, as GET /v1/narrations/{id} shows it")
 
 
 class SpeechRequest(BaseModel):

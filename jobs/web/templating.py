@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
+from narrate.jobs.api.redo import ranges
 from narrate.jobs.humanize import clock, duration, moment
 from narrate.jobs.xmltext import without_bidi
 
@@ -66,6 +67,7 @@ def templates() -> Jinja2Templates:
         _templates.env.finalize = shown
         _templates.env.filters["clock"] = _seconds
         _templates.env.filters["moment"] = moment  # a place in the book, to the tenth (the proof's sentences)
+        _templates.env.filters["ranges"] = ranges  # sentence numbers in short: 1, 3-5, 9 (a redo's)
         _templates.env.globals["nav"] = NAV
         _templates.env.globals.update(eta=eta, realtime=realtime)
     return _templates

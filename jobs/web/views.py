@@ -137,8 +137,18 @@ def _view(r: redis.Redis, settings: Settings, st: dict[str, Any], found: list[Ou
         "error": st.get("error") if state == "failed" else None,
         "proof": _proof(result.get("proof") if state == "completed" else st.get("proof"), state == "completed"),
         "stopping": bool(st.get("cancel_requested")),
+        "redo_of": st.get("redo_of"),
+        "redo": _redo(st.get("redo")),
+        "superseded_by": st.get("superseded_by"),
     }
     return view
+
+
+def _redo(redo: Any) -> dict[str, list[int]] | None:
+    """A redo's sentences rendered again and takes accepted (1 first), as its job's meta has them."""
+    if not isinstance(redo, dict):
+        return None
+    return {k: [int(n) for n in redo.get(k) or [] if isinstance(n, int)] for k in ("sentences", "accepted")}
 
 
 def _proof(proof: Any, complete: bool) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """`narrate serve`'s limits, in this process (jobs/web/guard.py, jobs/web/limits.py): the body cap
 each route gets (only the upload routes a large one), the Bearer scheme in any case, loopback
 decided by address not by prefix, wrong keys counted per address (then 429 whatever key comes),
-submissions a minute per address, event streams held at once, and bodies timed as a whole."""
+submissions a minute per address (a redo is one), event streams held at once, and bodies timed as a whole."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from narrate.jobs.web.guard import (
     is_loopback,
     served_hosts,
 )
-from narrate.jobs.web.limits import Slots, Window
+from narrate.jobs.web.limits import Limits, Slots, Window
 
 KEY = "k" * 32
 HOST = {"host": "127.0.0.1:8000"}
@@ -43,6 +43,8 @@ def guard(key: str | None = KEY, rules: BodyRules | None = None) -> Guard:
         ("POST", "/logout", MULTIPART, SMALL_BODY_CAP),
         ("POST", "/jobs/narrate-1/cancel", MULTIPART, SMALL_BODY_CAP),
         ("POST", "/v1/narrations/narrate-1/cancel", MULTIPART, SMALL_BODY_CAP),
+        ("POST", "/v1/narrations/narrate-1/redo", {"content-type": "application/json"}, SMALL_BODY_CAP),
+        ("POST", "/jobs/narrate-1/redo", MULTIPART, SMALL_BODY_CAP),
         ("DELETE", "/v1/narrations/narrate-1", MULTIPART, SMALL_BODY_CAP),
         ("POST", "/voices/design", MULTIPART, SMALL_BODY_CAP),
         ("POST", "/feeds/x.xml", MULTIPART, SMALL_BODY_CAP),
@@ -90,6 +92,40 @@ def test_wrong_keys_from_one_address_are_refused_for_a_while_whatever_key_comes_
     assert refused.value.status == 429 and int(refused.value.headers["Retry-After"]) >= 1
     assert g.check("GET", right, "/v1/narrations", "10.0.0.8") is None  # another address is not held back
     assert g.check("GET", HOST, "/v1/narrations", "10.0.0.7")[0] == 401  # sending no key is no guess
+
+
+def _status(g: Guard, method: str, path: str, client: str) -> int:
+    """The status the guard answers (200: it let the request through to the app)."""
+    sent: list[dict] = []
+
+    async def run() -> None:
+        async def receive() -> dict:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": method, "path": path, "headers": [(b"host", b"127.0.0.1:8000")],
+                 "client": (client, 5000)}  # fmt: skip
+        await g(scope, receive, send)
+
+    asyncio.run(run())
+    return int(sent[0]["status"])
+
+
+def test_a_redo_is_counted_as_a_submission():
+    async def ok(scope, receive, send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    g = Guard(ok, served_hosts("127.0.0.1", 8000), None, BodyRules(), 400 << 20, limits=Limits(3, 4))
+    paths = ("/v1/narrations/narrate-1/redo", "/jobs/narrate-1/redo", "/v1/narrations", "/v1/narrations/narrate-1/redo")
+    said = [_status(g, "POST", path, "10.5.0.1") for path in paths]
+    assert said == [200, 200, 200, 429]
+    assert _status(g, "POST", "/jobs/narrate-1/redo", "10.5.0.1") == 429
+    assert _status(g, "POST", "/v1/narrations/narrate-1/cancel", "10.5.0.1") == 200  # not a submission
+    assert _status(g, "GET", "/v1/narrations/narrate-1/redo", "10.5.0.1") == 200  # only a POST makes work
+    assert _status(g, "POST", "/v1/narrations/narrate-1/redo", "10.5.0.2") == 200  # another address
 
 
 def test_a_window_counts_per_key_and_lets_go_after_it():
