@@ -117,6 +117,10 @@ class Settings:
         "NARRATE_PROOF_MODEL", None, reads=WORKER, shown="by language",
         doc="Recognizer for `--proof` with no model: an mlx-audio STT model, hub id or local dir (see docs/proof.md).",
     )  # fmt: skip
+    align_model: str = setting(
+        "NARRATE_ALIGN_MODEL", "mlx-community/Qwen3-ForcedAligner-0.6B-8bit", reads=WORKER,
+        doc="Forced aligner for `--word-timings` with no model: hub id or local dir (see docs/readalong.md).",
+    )  # fmt: skip
     proof_max_wer: float = setting(
         "NARRATE_PROOF_MAX_WER", 0.25, reads=WORKER, parse=_seconds(0.0, "word error rate"), shown="`0.25`",
         doc="Proof: a take whose word error rate (against the sentence as spoken) is above this is flagged.",

@@ -80,6 +80,15 @@ def asr_checkpoint(session_dir, checkpoint) -> Path:
 
 
 @pytest.fixture(scope="session")
+def aligner_checkpoint(session_dir, checkpoint) -> Path:
+    """A tiny random-weight Qwen3-ForcedAligner checkpoint, the tiny TTS checkpoint's tokenizer: the word timings'
+    aligner (its timings are meaningless)."""
+    from narrate.worker.testkit.random_checkpoint.aligner import write_aligner_checkpoint
+
+    return write_aligner_checkpoint(session_dir / "tiny-aligner", tokenizer_from=checkpoint)
+
+
+@pytest.fixture(scope="session")
 def voice_wav(session_dir) -> Path:
     return write_voice(session_dir / "voice.wav")
 

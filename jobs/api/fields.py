@@ -120,6 +120,13 @@ class RequestFields(BaseModel):
         "manifest (a Readium audiobook manifest), w3c (a W3C Audiobooks manifest and its table of contents).",
         metavar="epub,manifest,w3c", form_description="epub, manifest, w3c (comma-separated)",
     )  # fmt: skip
+    word_timings: str | None = opt(
+        "Find when each word is spoken (a forced aligner hears each sentence): a word-level WebVTT beside the audio "
+        "(BOOK.words.vtt) and, with an EPUB, overlays word by word (docs/readalong.md): alone or auto, the "
+        "worker's NARRATE_ALIGN_MODEL; or an aligner's Hugging Face id or local dir. Off by default.",
+        metavar="[MODEL]", flag_value="auto",
+        form_description="auto, or a forced aligner's Hugging Face id: word timings for the read-along (default: off)",
+    )  # fmt: skip
     title: str | None = opt("Title tag (default: the document's, or its file name).")
     series: str | None = opt(
         "Series and position (default: an EPUB's own): tags and a library export's folder.", metavar='"NAME #N"',

@@ -27,6 +27,7 @@ from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.proof.hearing import check_proof
+from narrate.jobs.readalong.aligning import check_aligner
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Options:
     abs_url: str | None = None  # `--abs-url`: the Audiobookshelf server told about the export
     proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir (jobs/proof); None: off
     retakes: int | None = None  # `--retakes`: takes of a flagged sentence besides its first (None: 2)
+    word_timings: str | None = None  # `--word-timings`: "auto", an aligner's hub id or absolute dir; None: off
     # The job's numbers (None: the submitting host's NARRATE_SEED, NARRATE_MAX_FRAMES, NARRATE_*_PAUSE_MS):
     seed: int | None = None
     max_frames: int | None = None
@@ -87,6 +89,8 @@ class Options:
             abs_url = check_url(f.abs_url) if f.abs_url else None
         with about("proof"):
             proof = check_proof(f.proof)
+        with about("word_timings"):
+            word_timings = check_aligner(f.word_timings)
         return cls(
             model=model,
             quant=f.quant,
@@ -102,6 +106,7 @@ class Options:
             abs_url=abs_url,
             proof=proof,
             retakes=f.retakes,
+            word_timings=word_timings,
             **f.knobs(),
         )
 
@@ -123,7 +128,7 @@ class Options:
             del data["book"]["readalong"]  # and before read-along books
         if not data["reading"]["keep_source"]:
             del data["reading"]["keep_source"]
-        for name in ("feed", "library", "abs_url", "proof", "retakes", *KNOBS):
+        for name in ("feed", "library", "abs_url", "proof", "retakes", "word_timings", *KNOBS):
             if data[name] is None or (name in KNOBS and not knobs):
                 del data[name]
         return data
@@ -150,6 +155,7 @@ class Options:
             abs_url=data.get("abs_url"),
             proof=data.get("proof"),
             retakes=data.get("retakes"),
+            word_timings=data.get("word_timings"),
             **{k: data.get(k) for k in KNOBS},
         )
 

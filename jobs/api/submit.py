@@ -100,6 +100,7 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         abs_url=req.options.abs_url,
         proof=proof,
         retakes=retakes,
+        word_timings=req.options.word_timings,
         **req.book.spec_fields(),
     )
     final = settings.output_dir.expanduser().resolve() / spec.output

@@ -3,7 +3,8 @@ the hash of everything that determines it (text, voice, model, quantization, see
 a retried, requeued or resubmitted job redoes only what is missing. The body's checksum is kept
 in the header: a damaged checkpoint counts as missing and is redone, never stitched in. With the proof
 pass (jobs/proof) the header also keeps the verdicts of the sentence's takes, so a resumed job does not
-hear a sentence again. Checkpoints
+hear a sentence again; with word timings (jobs/readalong/aligning.py) its words' times, so it does not align it
+again. Checkpoints
 outlive their job as a size-capped cache (jobs.book.cache): every hit sets the file's modification time,
 the cache's "last used"."""
 
@@ -36,6 +37,7 @@ class Checkpoint:
     runaway: bool
     takes: int  # syntheses of this sentence: 2 when a runaway was synthesized again
     proof: dict | None = None  # the proof pass's record of its takes (jobs/proof/takes.py), once it was heard
+    words: dict | None = None  # its words' times (jobs/readalong/aligning.py record), once they were aligned
 
 
 def checkpoint_key(text: str, voice: str, model: str, quant: str, seed: int, budget: int) -> str:
@@ -122,7 +124,8 @@ class CheckpointStore:
 
         pcm = np.frombuffer(body, dtype="<i2")
         self.touch(key)
-        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]), meta.get("proof"))
+        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]), meta.get("proof"),
+                          meta.get("words"))  # fmt: skip
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""
@@ -135,13 +138,24 @@ class CheckpointStore:
     def record_proof(self, key: str, proof: dict, take: Checkpoint | None = None) -> bool:
         """Keep the proof pass's record in the checkpoint's header, with `take` (its int16 samples, frames,
         runaway, takes) as its audio instead of the one it has, if given. False: the checkpoint is gone
-        (without `take`)."""
+        (without `take`). Word timings it kept stay (they name the take they are of)."""
+        words = (self.header(key) or {}).get("words")
         if take is None:
             take = self.load(key)
             if take is None:
                 return False
         fields = {"frames": take.frames, "runaway": take.runaway, "takes": take.takes, "proof": proof}
-        self._write(key, take.pcm, fields)
+        self._write(key, take.pcm, {**fields, **({"words": words} if words else {})})
+        return True
+
+    def record_words(self, key: str, words: dict, sha256: str) -> bool:
+        """Keep a sentence's word timings (jobs/readalong/aligning.py ``record``) in its checkpoint's header, the
+        rest as it is. False: the checkpoint is gone, or it holds another take than the one aligned (`sha256`)."""
+        cp = self.load(key)
+        if cp is None or hashlib.sha256(cp.pcm.tobytes()).hexdigest() != sha256:
+            return False
+        fields = {"frames": cp.frames, "runaway": cp.runaway, "takes": cp.takes, "words": words}
+        self._write(key, cp.pcm, {**fields, **({"proof": cp.proof} if cp.proof is not None else {})})
         return True
 
     def _write(self, key: str, ints: np.ndarray, fields: dict) -> None:

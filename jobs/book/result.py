@@ -45,6 +45,7 @@ class JobResult:
     segments_encoded_early: int = 0  # of them, done while sentences were still being synthesized
     voices: dict[str, dict] | None = None  # a cast: label -> {"sentences", "seconds"} (None: one voice)
     proof: dict | None = None  # --proof: the recognizer, sentences checked, flagged, retaken, still_flagged, ...
+    word_timings: dict | None = None  # --word-timings: the aligner, sentences read along word by word and not
 
     def to_json(self) -> dict:
         return asdict(self)

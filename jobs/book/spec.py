@@ -61,6 +61,7 @@ class JobSpec:
     proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir; None: off (jobs/proof)
     retakes: int = DEFAULT_RETAKES  # `--retakes`: with proof, takes of a flagged sentence besides its first
     readalong: str = ""  # "epub,manifest,w3c": read-along files beside the audio (jobs/readalong)
+    word_timings: str | None = None  # `--word-timings`: "auto", an aligner's hub id or absolute dir; None: off
     # A redo (`narrate redo`, jobs/api/redo.py): sentence index (0-based, as text) -> {"seed": int, "text": str,
     # "lexicon": [[word, spoken form], ...]}, each key optional; the plan applies them (jobs/book/plan.py).
     overrides: dict[str, dict] | None = None
@@ -101,7 +102,7 @@ class JobSpec:
                 del data[name]
         if not data["readalong"]:
             del data["readalong"]  # and before read-along books
-        for name in ("overrides", "accepted"):
+        for name in ("overrides", "accepted", "word_timings"):
             if not data[name]:
                 del data[name]  # and before redos
         return data
@@ -243,6 +244,7 @@ class _Values(BaseModel):
     abs_url: Annotated[str, Field(max_length=2047, pattern=r"^https?://")] | None
     proof: Annotated[str, Field(min_length=1, max_length=4095), AfterValidator(_recognizer)] | None
     retakes: Retakes
+    word_timings: Annotated[str, Field(min_length=1, max_length=4095), AfterValidator(_recognizer)] | None
 
 
 def job_timeout(budgets: list[int], runaway_retries: int = 1, retakes: int = 0) -> int:

@@ -63,15 +63,23 @@ def check_proof(value: str | None) -> str | None:
     value = value.strip()
     if value.lower() in AUTO:
         return "auto"
+    return check_model_ref(value, "recognizer", "--proof")
+
+
+def check_model_ref(value: str, what: str, option: str) -> str:
+    """A model an option names (`what`: "recognizer", "aligner"): a hub id (org/name) unchanged, or a local model
+    directory as an absolute path. Raises BadInput for anything else (a missing path, a directory without
+    config.json, a word that names nothing)."""
+    value = value.strip()
     path = Path(value).expanduser()
     if path.is_dir():
         if not (path / "config.json").is_file():
-            raise BadInput(f"recognizer {value} has no config.json: it is not a model directory")
+            raise BadInput(f"{what} {value} has no config.json: it is not a model directory")
         return os.path.abspath(path)
     if HUB_ID.fullmatch(value) and not value.startswith((".", "~", "/")):
         return value
-    raise BadInput(f"recognizer {value!r} is neither a local model directory nor a Hugging Face id (org/name); "
-                   "give auto, an id or a directory (after the document: --proof takes the word after it)")  # fmt: skip
+    raise BadInput(f"{what} {value!r} is neither a local model directory nor a Hugging Face id (org/name); give "
+                   f"auto, an id or a directory (after the document: {option} takes the word after it)")  # fmt: skip
 
 
 def token_limit(text: str) -> int:

@@ -1,6 +1,7 @@
 """EPUB 3 Media Overlays (https://www.w3.org/TR/epub/#sec-media-overlays): one SMIL document a page,
 a `par` for each sentence marked in it (its span and its clip of the book's audio), or, where the
-sentence has word timings, a `seq` of the sentence holding a `par` for each word marked."""
+sentence has word timings, a `seq` of the sentence holding a `par` for each word marked (and heard for a
+millisecond at least)."""
 
 from __future__ import annotations
 
@@ -44,13 +45,14 @@ def overlay(page: Page, path: str, audio: str, clips: dict[int, Clip],
         ident = page.marked[index]
         word_ids = page.words.get(index) or []
         said = list((words or {}).get(index) or [])
-        if said and any(word_ids):
+        kept = [(w, wid) for w, wid in zip(said, word_ids, strict=False) if wid]
+        spans = word_clips(clip, [w for w, _ in kept]) if kept else []
+        heard = [(wid, a, b) for (_, wid), (a, b) in zip(kept, spans, strict=True) if clock(a) != clock(b)]
+        if heard:  # a word whose clip is shorter than a millisecond has no par (its neighbours' clips meet)
             seq = etree.SubElement(body, f"{{{SMIL}}}seq")
             seq.set("id", f"seq-{ident}")
             seq.set(f"{{{OPS}}}textref", f"{text_url}#{ident}")
-            kept = [(w, wid) for w, wid in zip(said, word_ids, strict=False) if wid]
-            spans = word_clips(clip, [w for w, _ in kept])
-            for (_, wid), (a, b) in zip(kept, spans, strict=True):
+            for wid, a, b in heard:
                 _par(seq, f"par-{wid}", f"{text_url}#{wid}", audio_url, a, b)
         else:
             _par(body, f"par-{ident}", f"{text_url}#{ident}", audio_url, clip.start, clip.end)

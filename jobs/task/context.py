@@ -1,5 +1,6 @@
 """What the worker hands a running job: the job itself, its settings, how to get an engine (and a
-recognizer, for the proof pass), the stop flag, the liveness beat and an optional progress listener.
+recognizer, for the proof pass; a forced aligner, for word timings), the stop flag, the liveness beat
+and an optional progress listener.
 The job function reads nothing else of the worker, so jobs/ never imports narrate.worker and no state
 is process-wide.
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from narrate.jobs.book.synthesis import Engine
 from narrate.jobs.proof.hearing import Recognizer
 from narrate.jobs.queue.lifecycle import cancel_reason
+from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.riders import RiderDesk
 from rq.job import Job
@@ -45,6 +47,7 @@ class JobContext:
     canceled: str | None = None  # set by the job when it ended here: "canceled", "deleted" or "taken"
     riders: RiderDesk = field(default_factory=RiderDesk)  # other jobs' sentences its synthesis takes along
     recognizer_for: Callable[[str], Recognizer] | None = None  # model -> a loaded recognizer (the proof pass)
+    aligner_for: Callable[[str], Aligner] | None = None  # model -> a loaded forced aligner (--word-timings)
 
     def check_stop(self, done: int, total: int) -> None:
         """Between batches: end the job here if it was canceled or deleted (for good), or if the

@@ -44,6 +44,7 @@ from narrate.jobs.task.progress import Progress, save_meta
 from narrate.jobs.task.proofing import Proofing
 from narrate.jobs.task.stitcher import Stitcher
 from narrate.jobs.task.superseding import REDO_OF, take_over
+from narrate.jobs.task.wording import Wording
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
@@ -138,6 +139,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     todo = [s for s in plan.sentences if s.index not in cached]
     proofing = Proofing.open(ctx, spec, plan, checkpoints) if spec.proof else None  # --proof (jobs/task/proofing.py)
     to_hear = proofing.to_hear(cached) if proofing else []  # checkpointed, not heard to the end yet
+    wording = Wording.open(ctx, spec, plan, checkpoints) if spec.word_timings else None  # jobs/task/wording.py
     chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
                         audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=chapters,
@@ -166,10 +168,17 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         return cp
 
     hearing = proofing or contextlib.nullcontext()
-    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo + to_hear) as stitcher, hearing:
-        saved = stitcher.saved
+    aligning = wording or contextlib.nullcontext()
+    words = wording.collect if wording else None
+    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo + to_hear, words) as stitcher, hearing, aligning:
+        final_take: Callable[[int], None] = stitcher.saved
+        saved = final_take
+        if wording:  # a sentence's words are aligned once its take is final
+            wording.start(i for i in cached if i not in {s.index for s in to_hear})
+            final_take = _both(stitcher.saved, wording.saved)
+            saved = final_take
         if proofing:  # a sentence is stitched once its proof is final
-            proofing.start(stitcher.saved, to_hear, bool(todo))
+            proofing.start(final_take, to_hear, bool(todo))
             saved = proofing.heard
         if todo:
             first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, saved)
@@ -217,7 +226,16 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         segments_encoded_early=book.encoded_early,
         voices=_per_voice(plan, checkpoints) if spec.cast else None,
         proof=proofing.summary(book.cues, book.chapters) if proofing else None,
+        word_timings=wording.summary(book.words) if wording else None,
     )
+
+
+def _both(first: Callable[[int], None], second: Callable[[int], None]) -> Callable[[int], None]:
+    def told(index: int) -> None:
+        first(index)
+        second(index)
+
+    return told
 
 
 def _per_voice(plan: Plan, checkpoints: CheckpointStore) -> dict[str, dict]:

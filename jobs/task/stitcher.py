@@ -7,7 +7,8 @@ output file, which encodes during synthesis too (jobs/audio/stream_encode.py). A
 ``finish`` walks what is left (a checkpoint that vanished meanwhile is synthesized again through
 `again`), encodes the remaining segments in parallel, then muxes the book's files from the
 segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once
-(.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags and chapters and puts every file in place
+(.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags, chapters and the read-along files (with
+word timings: the word-level WebVTT, and the EPUB's overlays word by word) and puts every file in place
 (jobs/audio/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
 stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
 written to the output directory before ``finish`` places the files."""
@@ -37,7 +38,9 @@ from narrate.jobs.documents.selection import spans
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import OutputRoot
+from narrate.jobs.readalong import words as word_subtitles
 from narrate.jobs.readalong import writer as readalong
+from narrate.jobs.readalong.timing import Word
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
@@ -123,12 +126,17 @@ class Stitched:
     encoded_early: int  # segments done before the last sentence was synthesized
     tail_s: float  # the last sentence -> every file in place
     cues: list[Cue] = field(default_factory=list)  # each sentence's samples in the book, and its chapter
+    words: dict[int, list[Word]] = field(default_factory=dict)  # --word-timings: each sentence's words, if any
+
+
+WordsOf = Callable[[], dict[int, list[Word]]]  # every sentence's words, once every take is final (jobs/task/wording.py)
 
 
 class Stitcher:
     def __init__(self, ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore,
-                 root: OutputRoot, final: Path, todo: list[Sentence]):  # fmt: skip
+                 root: OutputRoot, final: Path, todo: list[Sentence], words: WordsOf | None = None):  # fmt: skip
         self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
+        self.words_of = words
         self.root, self.final = root, final
         self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
         self.path = EncodePath.choose(final, plan, spec)
@@ -219,8 +227,12 @@ class Stitcher:
         for fmt in filter(None, self.spec.subtitles.split(",")):
             text = subtitles.render(fmt, cues, SAMPLE_RATE, self.final.name, book.samples, spans)
             book.add_text(f"{self.final.stem}.{fmt}", text)
+        words = self.words_of() if self.words_of is not None else {}
+        if self.words_of is not None:  # --word-timings: karaoke-style WebVTT (jobs/readalong/words.py)
+            book.add_text(f"{self.final.stem}.words.vtt", word_subtitles.word_vtt(cues, SAMPLE_RATE, words))
         if self.spec.readalong:  # an EPUB with media overlays, an audiobook manifest (jobs/readalong)
-            readalong.add(book, self.spec.readalong, ctx.job.id, self.doc, plan, cues, spans, SAMPLE_RATE, book.ffmpeg)
+            readalong.add(book, self.spec.readalong, ctx.job.id, self.doc, plan, cues, spans, SAMPLE_RATE, book.ffmpeg,
+                          words)  # fmt: skip
         n = len(plan.sentences)
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))
@@ -238,6 +250,7 @@ class Stitcher:
             encoded_early=encoder.early,
             tail_s=round(time.monotonic() - t0, 3),
             cues=cues,
+            words=words,
         )
 
     def _keep_record(self) -> None:

@@ -161,3 +161,22 @@ def w3c_validator() -> Any:
     resources += [(W3C_BASE + p.name, json.loads(p.read_text())) for p in sorted(W3C_FIXTURES.glob("*.json"))]
     schema = json.loads((W3C_FIXTURES / "publication.schema.json").read_text())
     return jsonschema_rs.validator_for(schema, registry=jsonschema_rs.Registry(resources), validate_formats=True)
+
+
+def word_sequences(epub_path: Path) -> dict[str, list[tuple[str, float, float]]]:
+    """Every sentence read along word by word (a `seq` of the SMIL documents): its span's id -> each word's par as
+    (the word's span id, clipBegin, clipEnd), in order."""
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    with zipfile.ZipFile(epub_path) as z:
+        for name in z.namelist():
+            if name.endswith(".smil"):
+                root = etree.fromstring(z.read(name))
+                for seq in root.iter(f"{SMIL}seq"):
+                    sentence = seq.get("{http://www.idpf.org/2007/ops}textref").split("#", 1)[1]
+                    pars = []
+                    for par in seq.iter(f"{SMIL}par"):
+                        audio = par.find(f"{SMIL}audio")
+                        word = par.find(f"{SMIL}text").get("src").split("#", 1)[1]
+                        pars.append((word, clock(audio.get("clipBegin")), clock(audio.get("clipEnd"))))
+                    out[sentence] = pars
+    return out

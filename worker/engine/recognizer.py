@@ -25,7 +25,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import mlx.core as mx
 import numpy as np
@@ -46,7 +46,8 @@ HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
 
 class RecognizerUnavailable(BadInput):
-    """The recognizer cannot be loaded (no network and not in the hub cache, no such model, not an STT model)."""
+    """The recognizer (or the aligner) cannot be loaded (no network and not in the hub cache, no such model, not an
+    STT model)."""
 
 
 def family(model: Any) -> str:
@@ -65,6 +66,20 @@ def check_internals(model: Any) -> None:
         missing = wanted - set(inspect.signature(fn).parameters)
         if missing:
             raise RuntimeError(f"mlx-audio's Qwen3-ASR {name} lacks {sorted(missing)}: the proof pass needs them")
+
+
+class Role(NamedTuple):
+    """What a model loaded by ``load_stt`` is for, as its errors say it."""
+
+    name: str  # "recognizer"
+    kind: str  # "a speech recognizer": what mlx-audio must know it as
+    whose: str  # "the proof pass's recognizer"
+    local: str  # how to name a local one instead: "--proof DIR, or NARRATE_PROOF_MODEL on the worker"
+    option: str  # the option that names it: "--proof"
+
+
+ROLE = Role("recognizer", "a speech recognizer", "the proof pass's recognizer",
+            "--proof DIR, or NARRATE_PROOF_MODEL on the worker", "--proof")  # fmt: skip
 
 
 class MlxRecognizer:
@@ -92,21 +107,8 @@ class MlxRecognizer:
 
     @classmethod
     def _load(cls, source: str) -> MlxRecognizer:
-        from mlx_audio.stt.utils import load
-
-        path = Path(source).expanduser()
-        local = path.is_dir()
-        if local and not (path / "config.json").exists():
-            raise RecognizerUnavailable(f"recognizer directory {source} has no config.json: not a checkpoint")
-        if not local and not HUB_ID.fullmatch(source):
-            raise RecognizerUnavailable(f"recognizer {source!r} is neither a local directory nor a Hugging Face id")
-        log.info("loading the recognizer %s", source)
-        with quiet(), _hub_errors(source, local):
-            try:
-                model = load(str(path.resolve()) if local else source)
-            except ValueError as e:  # mlx-audio: a model type it has no STT model for
-                raise RecognizerUnavailable(f"{source} is not a speech recognizer mlx-audio knows: {e}") from None
-        return cls(str(path.resolve()) if local else source, model)
+        resolved, model = load_stt(source, ROLE)
+        return cls(resolved, model)
 
     def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
         """What is heard in each take (24 kHz floats), on the recognizer's thread."""
@@ -203,9 +205,29 @@ class RecognizerThread:
                 done.set_exception(e)
 
 
+def load_stt(source: str, role: Role) -> tuple[str, Any]:
+    """(what was loaded: a hub id or an absolute directory, the model) of `source` through mlx-audio's STT loader,
+    on the calling thread (the recognizer's: ``RecognizerThread``); RecognizerUnavailable says why it cannot be."""
+    from mlx_audio.stt.utils import load
+
+    path = Path(source).expanduser()
+    local = path.is_dir()
+    if local and not (path / "config.json").exists():
+        raise RecognizerUnavailable(f"{role.name} directory {source} has no config.json: not a checkpoint")
+    if not local and not HUB_ID.fullmatch(source):
+        raise RecognizerUnavailable(f"{role.name} {source!r} is neither a local directory nor a Hugging Face id")
+    log.info("loading the %s %s", role.name, source)
+    with quiet(), _hub_errors(source, local, role):
+        try:
+            model = load(str(path.resolve()) if local else source)
+        except ValueError as e:  # mlx-audio: a model type it has no STT model for
+            raise RecognizerUnavailable(f"{source} is not {role.kind} mlx-audio knows: {e}") from None
+    return (str(path.resolve()) if local else source), model
+
+
 @contextlib.contextmanager
-def _hub_errors(source: str, local: bool) -> Iterator[None]:
-    """huggingface_hub's errors as one line naming the recognizer and what to do."""
+def _hub_errors(source: str, local: bool, role: Role) -> Iterator[None]:
+    """huggingface_hub's errors as one line naming the model and what to do."""
     from huggingface_hub import constants
     from huggingface_hub.errors import LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
@@ -214,11 +236,10 @@ def _hub_errors(source: str, local: bool) -> Iterator[None]:
     except (LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError) as e:
         if local:
             raise
-        what = f"cannot download the proof pass's recognizer {source} from the Hugging Face hub ({constants.ENDPOINT})"
+        what = f"cannot download {role.whose} {source} from the Hugging Face hub ({constants.ENDPOINT})"
         if isinstance(e, LocalEntryNotFoundError):
             why = f"it is not in the hub cache ({constants.HF_HUB_CACHE}) and the hub cannot be reached"
-            do = "name a local recognizer (--proof DIR, or NARRATE_PROOF_MODEL on the worker), or run it again once "
-            do += "the network is back"
+            do = f"name a local {role.name} ({role.local}), or run it again once the network is back"
         else:
-            why, do = "no such model, or it is private or gated", "check the name given to --proof"
+            why, do = "no such model, or it is private or gated", f"check the name given to {role.option}"
         raise RecognizerUnavailable(f"{what}: {why}; {do}") from e

@@ -1,6 +1,6 @@
 """What a worker process keeps between jobs: its settings, the warm models (and the proof pass's
-recognizer), this host's identity and the liveness file its supervisor watches. It builds each job's
-JobContext."""
+recognizer, and the word timings' aligner), this host's identity and the liveness file its supervisor
+watches. It builds each job's JobContext."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from narrate.jobs.book.synthesis import Engine
 from narrate.jobs.proof.hearing import Recognizer
+from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import JobContext, ProgressListener
 from narrate.worker.process.host import host_id
@@ -29,6 +30,7 @@ class WorkerRuntime:
         self.on_progress = on_progress
         self._models: ModelCache | None = None
         self._recognizer: tuple[str, Recognizer] | None = None  # the last recognizer loaded, by the model asked
+        self._aligner: tuple[str, Aligner] | None = None  # the last aligner loaded, likewise
 
     def engine_for(self, model: str | None, quant: str | None) -> Engine:
         s = self.settings
@@ -63,6 +65,22 @@ class WorkerRuntime:
         self._recognizer = (model, recognizer)
         return recognizer
 
+    def aligner_for(self, model: str) -> Aligner:
+        """The word timings' aligner of `model` (a hub id or a local dir); the last one loaded stays warm."""
+        if self._aligner is not None and self._aligner[0] == model:
+            return self._aligner[1]
+        self._aligner = None
+        if self.settings.engine == "fake":
+            from narrate.worker.testkit.fake_aligner import FakeAligner
+
+            aligner: Aligner = FakeAligner(model)
+        else:
+            from narrate.worker.engine.aligner import MlxAligner
+
+            aligner = MlxAligner.load(model)
+        self._aligner = (model, aligner)
+        return aligner
+
     def beat(self, state: str = "busy") -> None:
         """Record liveness for the supervisor's hang watchdog ("busy": a job is making progress)."""
         if self.progress_file is not None:
@@ -77,6 +95,7 @@ class WorkerRuntime:
             host_id=self.host_id,
             engine_for=self.engine_for,
             recognizer_for=self.recognizer_for,
+            aligner_for=self.aligner_for,
             beat=self.beat,
             on_progress=self.on_progress,
         )

@@ -21,7 +21,7 @@ encoder's.
     python -m narrate.worker.testkit.random_checkpoint OUT --size tiny --kind custom-voice
 
 ``asr.py`` writes a tiny random-weight Qwen3-ASR checkpoint, the proof pass's recognizer in the tests (``--kind
-asr``).
+asr``); ``aligner.py`` a tiny random-weight Qwen3-ForcedAligner, the word timings' aligner (``--kind aligner``).
 """
 
 from narrate.worker.testkit.random_checkpoint.configs import KINDS, SIZES

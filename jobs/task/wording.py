@@ -1,0 +1,235 @@
+"""Word timings of a job (``--word-timings``, docs/readalong.md): each sentence's words aligned with its take by a
+forced aligner (jobs/readalong/aligning.py; the worker's is mlx-audio's Qwen3-ForcedAligner) beside synthesis,
+kept in the sentence's checkpoint header, and handed to the read-along files (the EPUB's word-level overlays, the
+word-level WebVTT) when the book is stitched.
+
+Threads: the job thread tells ``saved`` each sentence whose take is final (after its proof, with ``--proof``) and
+goes on; the words thread aligns what has queued up (up to BATCH takes; the worker's aligner runs on the MLX thread
+it shares with the proof pass's recognizer, not on the decode loop) and writes each sentence's words, with the
+sha256 of the take they are of, into its checkpoint header. A sentence whose header has its words for this aligner
+and this take (an earlier attempt, another job reading the same sentence) is not aligned again.
+
+``collect``, right before the read-along files are written, waits for what is queued, aligns what is still missing
+(a take synthesized again while stitching) and returns every sentence's words. A sentence the aligner gave nothing
+usable for (no words, times outside the take, every word at one instant: ``aligning.check_words``) is read along
+sentence by sentence, and the log says which; only an aligner that cannot be loaded fails the job."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterable
+from types import TracebackType
+
+from narrate.jobs.book.checkpoints import CheckpointStore
+from narrate.jobs.book.plan import Plan
+from narrate.jobs.book.spec import JobSpec
+from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.readalong.aligning import Aligner, align_model, check_words, from_record, record
+from narrate.jobs.readalong.timing import Word
+from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.task.context import JobContext
+
+log = logging.getLogger("narrate.jobs")
+BATCH = 8  # takes aligned in one call at most
+WAIT_POLL_S = 1.0  # while the job thread waits for the words thread: a beat and a cancel check this often
+SHOWN = 10  # sentences named in the log line of those read along sentence by sentence
+
+
+class WordTimingsFailed(RuntimeError):
+    """The words thread failed for another reason than a sentence it could not align: the job fails with it."""
+
+
+class Wording:
+    def __init__(self, ctx: JobContext, plan: Plan, checkpoints: CheckpointStore, model: str):
+        self.ctx, self.plan, self.checkpoints, self.model = ctx, plan, checkpoints, model
+        self._queue: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._pending = 0  # sentences queued and not aligned yet
+        self._lock = threading.Condition()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._aligner: Aligner | None = None
+        self._closing = False
+        self._results: dict[int, tuple[str, list[Word], str | None]] = {}  # this attempt's: (take sha256, words, why)
+        self.aligned = 0  # sentences this attempt aligned
+        self.aligned_s = 0.0  # seconds the words thread spent loading the aligner and aligning
+
+    @classmethod
+    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> Wording:
+        assert spec.word_timings is not None
+        if ctx.aligner_for is None:
+            raise BadInput("this worker cannot find word timings (it has no forced aligner)")
+        return cls(ctx, plan, checkpoints, align_model(spec.word_timings, ctx.settings.align_model))
+
+    def start(self, final: Iterable[int]) -> None:
+        """Queue the sentences checkpointed before this attempt whose takes are final (`final`) and whose words are
+        not in their checkpoints yet: they are aligned while the rest is synthesized."""
+        for i in final:
+            if self._kept(i) is None:
+                self._put(i)
+
+    def saved(self, index: int) -> None:
+        """A sentence's take is final (the job thread): queue it; raise the words thread's error."""
+        self._put(index)
+        self._raise()
+
+    def collect(self) -> dict[int, list[Word]]:
+        """Every sentence's words (the job thread, once every take is final and checkpointed): what is queued is
+        aligned first, then what is still missing (twice at most: a take that changes again meanwhile is read
+        along sentence by sentence). A sentence without usable words is left out."""
+        self._wait()
+        found: dict[int, list[Word] | None] = {i: self._kept(i) for i in range(len(self.plan.sentences))}
+        for _ in range(2):
+            missing = [i for i, got in found.items() if got is None]
+            if not missing:
+                break
+            for i in missing:
+                self._put(i)
+            self._wait()
+            found.update({i: self._kept(i) for i in missing})
+        self._say(found)
+        return {i: words for i, words in found.items() if words}
+
+    def summary(self, words: dict[int, list[Word]]) -> dict:
+        """The job result's `word_timings`: the aligner, the sentences read along word by word and those not."""
+        level = [i for i in range(len(self.plan.sentences)) if i not in words]
+        return {"model": self.model, "sentences": len(words), "sentence_level": len(level),
+                "sentence_level_indices": level[:100], "aligned": self.aligned,
+                "aligned_s": round(self.aligned_s, 3)}  # fmt: skip
+
+    def __enter__(self) -> Wording:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if self._thread is not None:
+            self._closing = True  # what is still queued is left: a later attempt aligns it
+            self._queue.put(None)
+            self._thread.join(timeout=60)
+
+    # The job thread's side.
+
+    def _kept(self, index: int) -> list[Word] | None:
+        """The words of the sentence's take as it is checkpointed now ([] where the aligner gave none usable): from
+        its header, else from this attempt's results; None when it has not been aligned."""
+        header = self.checkpoints.header(self.plan.keys[index])
+        if header is None:
+            return None
+        sha = str(header["sha256"])
+        got = from_record(header.get("words"), self.model, sha)
+        if got is not None:
+            return got
+        with self._lock:
+            done = self._results.get(index)
+        return done[1] if done is not None and done[0] == sha else None
+
+    def _why(self, index: int) -> str:
+        header = self.checkpoints.header(self.plan.keys[index]) or {}
+        kept = header.get("words")
+        if isinstance(kept, dict) and kept.get("model") == self.model and kept.get("why"):
+            return str(kept["why"])
+        with self._lock:
+            done = self._results.get(index)
+        return (done[2] if done is not None else None) or "not aligned"
+
+    def _say(self, found: dict[int, list[Word] | None]) -> None:
+        level = sorted(i for i, words in found.items() if not words)
+        if not level:
+            return
+        named = ", ".join(f"{i + 1} ({self._why(i)})" for i in level[:SHOWN])
+        more = f", and {len(level) - SHOWN} more" if len(level) > SHOWN else ""
+        log.warning("job %s: word timings: %d of %d sentences are read along sentence by sentence (the aligner "
+                    "%s gave no usable words): sentence %s%s", self.ctx.job.id, len(level), len(found), self.model,
+                    named, more)  # fmt: skip
+
+    def _put(self, index: int) -> None:
+        with self._lock:
+            self._pending += 1
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="narrate-word-timings", daemon=True)
+                self._thread.start()
+        self._queue.put(index)
+
+    def _raise(self) -> None:
+        with self._lock:
+            error = self._error
+        if isinstance(error, NarrateError):  # an aligner that cannot be had: said as it is, not retried
+            raise error
+        if error is not None:
+            raise WordTimingsFailed(f"word timings failed: {type(error).__name__}: {error}") from error
+
+    def _wait(self) -> None:
+        """Until every sentence queued is aligned (beats for the hang watchdog, cancel checks)."""
+        n = len(self.plan.sentences)
+        while True:
+            with self._lock:
+                if self._pending == 0 or self._error is not None:
+                    break
+                self._lock.wait(WAIT_POLL_S)
+            self.ctx.beat()
+            self.ctx.check_canceled(n, n)
+        self._raise()
+
+    # The words thread's side.
+
+    def _serve(self) -> None:
+        while True:
+            first = self._queue.get()
+            if first is None or self._closing:
+                return
+            batch = [first]
+            while len(batch) < BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                batch.append(more)
+            try:
+                t0 = time.monotonic()
+                self._align(batch)
+                self.aligned_s += time.monotonic() - t0
+            except BaseException as e:  # noqa: BLE001 - the job thread raises it
+                with self._lock:
+                    self._error = e
+                    self._lock.notify_all()
+                return
+            finally:
+                with self._lock:
+                    self._pending -= len(batch)
+                    self._lock.notify_all()
+
+    def _align(self, batch: list[int]) -> None:
+        import numpy as np
+
+        takes = []
+        for index in dict.fromkeys(batch):  # once each
+            cp = self.checkpoints.load(self.plan.keys[index])
+            if cp is not None:  # None: removed since (its stitch synthesizes it again; collect aligns that take)
+                takes.append((index, hashlib.sha256(cp.pcm.tobytes()).hexdigest(), cp.pcm))
+        if not takes:
+            return
+        if self._aligner is None:
+            assert self.ctx.aligner_for is not None
+            self._aligner = self.ctx.aligner_for(self.model)  # on its first batch: synthesis goes on meanwhile
+        sentences = [self.plan.sentences[i] for i, _, _ in takes]
+        try:
+            aligned = self._aligner.align([pcm.astype(np.float32) / 32767.0 for *_, pcm in takes],
+                                          [s.text for s in sentences], [s.language for s in sentences])  # fmt: skip
+        except NarrateError:
+            raise
+        except Exception as e:  # noqa: BLE001 - these sentences are read along sentence by sentence
+            log.warning("job %s: the aligner failed on sentences %s: %s: %s", self.ctx.job.id,
+                        ", ".join(str(i + 1) for i, _, _ in takes), type(e).__name__, e)  # fmt: skip
+            aligned = [[] for _ in takes]
+        for (index, sha, pcm), words in zip(takes, aligned, strict=True):
+            words = [(str(w), float(a), float(b)) for w, a, b in words]
+            why = check_words(words, pcm.size / SAMPLE_RATE)
+            self.checkpoints.record_words(self.plan.keys[index], record(self.model, sha, words, why), sha)
+            with self._lock:
+                self._results[index] = (sha, words if why is None else [], why)
+                self.aligned += 1
