@@ -1,6 +1,9 @@
 """`narrate export JOB --library DIR`: a finished job's book as a library folder (jobs/library/layout.py)
-holding its audio (tags set to agree with the folder), its subtitles, `cover.jpg`/`cover.png`,
-`desc.txt`, `reader.txt`, `metadata.opf` and `metadata.json`.
+holding its audio (tags set to agree with the folder), its subtitles, its read-along files (the EPUB with
+media overlays, the audiobook manifests and their table of contents, the word-level WebVTT: jobs/readalong),
+`cover.jpg`/`cover.png`, `desc.txt`, `reader.txt`, `metadata.opf` and `metadata.json`. Every file is named
+after the book's title as its audio is ("Title.m4b", "Title.epub", "Title.words.vtt", ...), and the manifests
+and the table of contents point at the files by their new names.
 
 The folder is written as a hidden one beside the books (`.narrate-export-...`, which Audiobookshelf
 and Plex skip) and renamed into place when every file is on disk, so a library watcher never sees
@@ -13,11 +16,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import quote
 
 import redis
 from narrate.jobs.audio.bookmeta import Tags, image_kind, series_parts
@@ -36,6 +41,10 @@ from rq.job import JobStatus
 
 HIDDEN = ".narrate-export-"
 MAX_EDITIONS = 99
+# The read-along files a job writes beside its book (jobs/readalong/writer.py, jobs/task/stitcher.py), by what
+# follows the book's stem in their names; the manifests and the table of contents name the others.
+READALONG = (".epub", ".audiobook.json", ".publication.json", ".toc.html", ".words.vtt")
+LINKING = (".audiobook.json", ".publication.json", ".toc.html")
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,8 @@ class Exported:
     note: str  # "exported", "already exported", or which name it took instead
 
 
-Found = tuple[BookInfo, list[Path], list[Path], bytes | None]  # (info, audio tracks, subtitles, cover)
+# (info, audio tracks, subtitles, cover, read-along files as (path, what follows the book's stem in its name))
+Found = tuple[BookInfo, list[Path], list[Path], bytes | None, list[tuple[Path, str]]]
 
 
 def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
@@ -91,10 +101,15 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
                     narrators=narrators, job_id=job_id, series=series, series_index=index,
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
+    stem = PurePosixPath(main[0].relative).stem if main else ""
+    readalong = [(f.path, f.name[len(stem) :]) for f in files if main and f.name.startswith(stem)
+                 and f.name[len(stem) :] in READALONG]  # fmt: skip
     subtitles = [f.path for f in files if f.path.suffix.lower() in (".srt", ".vtt")] if main else []
+    subtitles = [p for p in subtitles if p not in {path for path, _ in readalong}]
     cover = store.get_cover(r, spec.cover) if spec.cover else None
     found = read_cover(first) if cover is None and not meta.cover else None
-    return info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None)
+    return (info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None),
+            readalong)  # fmt: skip
 
 
 def check_library(library: Path | str) -> Path:
@@ -106,9 +121,11 @@ def check_library(library: Path | str) -> Path:
 
 
 def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path], beside: list[Path],
-                 cover: bytes | None, replaces: str | None = None) -> Exported:  # fmt: skip
-    """The folder of `info`, with `tracks`, `beside` and `cover`, placed in `library`. `replaces`: the job a redo
-    redoes (jobs/api/redo.py); its folder, if it has one there, is replaced by this one in one rename."""
+                 cover: bytes | None, readalong: list[tuple[Path, str]] | None = None,
+                 replaces: str | None = None) -> Exported:  # fmt: skip
+    """The folder of `info`, with `tracks`, `beside`, `cover` and the `readalong` files (each with what follows
+    the book's stem in its name), placed in `library`. `replaces`: the job a redo redoes (jobs/api/redo.py); its
+    folder, if it has one there, is replaced by this one in one rename."""
     library = check_library(library)
     _sweep(library)
     job_id = info.job_id
@@ -120,7 +137,7 @@ def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path],
     tmp = library / f"{HIDDEN}{os.getpid()}-{secrets.token_hex(4)}"
     try:
         tmp.mkdir()
-        _write(tmp, info, tracks, beside, cover)
+        _write(tmp, info, tracks, beside, cover, readalong or [])
         if prior is not None:
             _swap(tmp, prior)  # the old book's folder is at `tmp` now
             shutil.rmtree(tmp, ignore_errors=True)
@@ -172,10 +189,13 @@ def _existing(target: Path, job_id: str) -> Path | None:
     return None
 
 
-def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], cover: bytes | None) -> None:
+def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], cover: bytes | None,
+           readalong: list[tuple[Path, str]]) -> None:  # fmt: skip
     """One book file as "Title.ext"; several tracks (chapter files, parts) under their own names,
     each keeping its title and track number. Every track's tags agree with the folder."""
     stem = layouts.safe_part(info.title, "book")
+    if readalong and len(tracks) == 1:
+        _write_readalong(tmp, stem, tracks[0], readalong)
     for track in tracks:
         name = f"{stem}{track.suffix.lower()}" if len(tracks) == 1 else layouts.safe_part(track.name, track.name)
         copied = tmp / name
@@ -197,6 +217,21 @@ def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], co
     for path in tmp.iterdir():  # every byte on disk before the folder appears
         with open(path, "rb") as f:
             os.fsync(f.fileno())
+
+
+def _write_readalong(tmp: Path, stem: str, track: Path, readalong: list[tuple[Path, str]]) -> None:
+    """The read-along files as "Title.epub", "Title.audiobook.json", ...; in the manifests and the table of
+    contents, each name of the book's files (as a URL: `"book.m4b#t=61.25"`) becomes the folder's."""
+    renamed = {track.name: f"{stem}{track.suffix.lower()}"}
+    renamed.update({path.name: f"{stem}{what}" for path, what in readalong})
+    for path, what in readalong:
+        if what not in LINKING:
+            shutil.copyfile(path, tmp / f"{stem}{what}")
+            continue
+        text = path.read_text(encoding="utf-8")
+        for old, new in renamed.items():
+            text = re.sub(rf'(?<=")({re.escape(quote(old))})(?=["#])', quote(new), text)
+        (tmp / f"{stem}{what}").write_text(text, encoding="utf-8")
 
 
 def _place(tmp: Path, target: Path, job_id: str) -> tuple[Path, bool]:

@@ -307,3 +307,43 @@ def test_a_book_split_into_chapter_files_exports_them_as_its_tracks(env, home, v
         tags = MP4(track).tags
         assert tags["\xa9alb"] == ["The Odyssey"] and tags["\xa9nam"] == [f"Book {n}"] and tags["\xa9ART"] == ["Homer"]
     assert not [p for p in folder.iterdir() if p.suffix == ".srt"]  # subtitles follow a book file, not tracks
+
+
+def test_a_read_along_books_files_go_with_it_named_as_its_audio(env, home, voice_wav):
+    """A book written with its read-along EPUB, both manifests, subtitles and word timings: the folder holds each
+    of them named after the title, as the audio is; the manifests and their table of contents point at the
+    folder's names (still valid against their schemas); the EPUB is the job's, byte for byte."""
+    from helpers.readalong import readium_validator, w3c_validator
+    from narrate.jobs.outputs.ownership import sha256_file
+
+    e = fake_env(env, home)
+    book = home / "odyssey.epub"
+    write_epub(book)
+    out = home / "out" / "odyssey.m4b"
+    job_id = submit(e, book, voice_wav, out, "--readalong", "epub,manifest,w3c", "--subtitles", "vtt,json",
+                    "--word-timings")  # fmt: skip
+    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
+    assert wait_for_job(job_id)["status"] == "finished"
+    library = home / "library"
+    library.mkdir()
+    folder = Path(export(e, job_id, library, "--layout", "flat")["folder"])
+    assert folder == library / "The Odyssey"
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == sorted([*FILES, "The Odyssey.epub", "The Odyssey.audiobook.json", "The Odyssey.publication.json",
+                            "The Odyssey.toc.html", "The Odyssey.vtt", "The Odyssey.words.vtt"])  # fmt: skip
+    assert sha256_file(folder / "The Odyssey.epub") == sha256_file(home / "out" / "odyssey.epub")
+    assert (folder / "The Odyssey.words.vtt").read_text() == (home / "out" / "odyssey.words.vtt").read_text()
+    assert (folder / "The Odyssey.vtt").read_text() == (home / "out" / "odyssey.vtt").read_text()
+    readium = json.loads((folder / "The Odyssey.audiobook.json").read_text())
+    assert readium["links"][0]["href"] == "The%20Odyssey.audiobook.json"
+    assert readium["readingOrder"][0]["href"] == "The%20Odyssey.m4b"
+    assert all(t["href"].startswith("The%20Odyssey.m4b#t=") for t in readium["toc"])
+    assert readium_validator().is_valid(readium)
+    w3c = json.loads((folder / "The Odyssey.publication.json").read_text())
+    assert (
+        w3c["readingOrder"][0]["url"] == "The%20Odyssey.m4b" and w3c["resources"][0]["url"] == "The%20Odyssey.toc.html"
+    )
+    assert w3c_validator().is_valid(w3c)
+    toc = (folder / "The Odyssey.toc.html").read_text()
+    assert 'href="The%20Odyssey.publication.json"' in toc and 'href="The%20Odyssey.m4b#t=' in toc
+    assert "odyssey.m4b" not in toc and "odyssey.m4b" not in json.dumps([readium, w3c])
