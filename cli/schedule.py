@@ -47,7 +47,8 @@ def schedule() -> None:
 @voice_option
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=None,
               help="Folder for the outputs, named after each document (default: the output root).")  # fmt: skip
-@click.option("--format", "fmt", default="mp3", show_default=True, help="Output format (extension): mp3, m4b, ...")
+@click.option("--format", "fmt", default="mp3", show_default=True,
+              help="Output format (extension): mp3, m4b, ...; epub: each book as its read-along EPUB.")  # fmt: skip
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
 @request_options()
 @one_line_errors

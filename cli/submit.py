@@ -24,7 +24,7 @@ from narrate.jobs.api import submit as api
 from narrate.jobs.counts import count
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.outputs import whereabouts
-from narrate.jobs.outputs.outputs import FORMATS
+from narrate.jobs.outputs.outputs import OUTPUTS
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 
@@ -43,9 +43,10 @@ from narrate.jobs.settings import Settings
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(sorted(ext.lstrip(".") for ext in FORMATS), case_sensitive=False),
+    type=click.Choice(sorted(ext.lstrip(".") for ext in OUTPUTS), case_sensitive=False),
     default=None,
-    help="Output format when -o is a directory or not given (default mp3).",
+    help="Output format when -o is a directory or not given (default mp3); epub: the book as its read-along EPUB, "
+    "its audio inside (docs/readalong.md).",
 )
 @click.option("--at", "at", default=None, metavar="TIME", help="Run at TIME: 2026-12-01T02:00 (local) or with +01:00.")
 @click.option("--in", "delay", default=None, metavar="DELAY", help="Run after DELAY: 30s, 90m, 2h, 1h30m, 1d.")

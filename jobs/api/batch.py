@@ -12,7 +12,7 @@ from narrate.jobs.api import submit as api
 from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.request import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
-from narrate.jobs.outputs.outputs import FORMATS, check_format
+from narrate.jobs.outputs.outputs import OUTPUTS, check_format
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import VoiceChoice
 
@@ -36,7 +36,7 @@ def output_paths(documents: list[Path], output: str | Path | None, fmt: str | No
             if ext and out.suffix.lower() != ext:
                 raise BadInput(f"-o {output} and --format {fmt} disagree; give one of them, or make them match")
             return [out]
-        if not is_dir and (os.path.lexists(out) or out.suffix.lower() in FORMATS):
+        if not is_dir and (os.path.lexists(out) or out.suffix.lower() in OUTPUTS):
             raise BadInput(
                 f"with {len(documents)} documents -o is a directory (each output is named after its document), "
                 f"but {output} is {'a file' if out.exists() else 'a file name'}; give a directory"

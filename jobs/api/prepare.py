@@ -16,7 +16,7 @@ from narrate.jobs.cast.undeclared import tags_in, warnings
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.readers import read_any
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.outputs.outputs import relative_output
+from narrate.jobs.outputs.outputs import EPUB, relative_output
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import VoiceChoice
 
@@ -89,7 +89,8 @@ def prepare_many(
 ) -> list[Request]:
     """`prepare` for several documents with one voice (read once), or a cast (jobs.api.casting):
     each document and output is checked before any request is made, so one bad file refuses them
-    all, naming it."""
+    all, naming it. An EPUB output (`--format epub`) implies `--readalong epub` (Options.for_output)."""
+    options = options.for_output(next((o for o in outputs if o is not None and Path(o).suffix.lower() == EPUB), None))
     if cast is not None:
         return _prepare_cast(settings, documents, voice, outputs, options, cast)
     docs = [read_any(Path(d), options.reading) for d in documents]
@@ -145,4 +146,5 @@ def prepare_read(
     """`prepare` for a document and voice already read and checked (a schedule tick reads each file
     once, so what it hashed is what is narrated); the options were checked by ``Options.make``, the
     output is checked here."""
-    return Request(document, voice, relative_output(settings.output_dir, output), options, source=source)
+    rel = relative_output(settings.output_dir, output)
+    return Request(document, voice, rel, options.for_output(output), source=source)

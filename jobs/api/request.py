@@ -11,11 +11,11 @@ in the scheduler's)."""
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from narrate.jobs.api.fields import BOOK, CLI, KNOBS, RequestFields, about
+from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about
 from narrate.jobs.api.model_choice import check_model
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
@@ -26,6 +26,7 @@ from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
+from narrate.jobs.outputs.outputs import EPUB
 from narrate.jobs.proof.hearing import check_proof
 from narrate.jobs.readalong.aligning import check_aligner
 
@@ -109,6 +110,30 @@ class Options:
             word_timings=word_timings,
             **f.knobs(),
         )
+
+    def for_output(self, output: str | Path | None) -> Options:
+        """These options for an output: for an EPUB (`--format epub`, `-o book.epub`), the book delivered as its
+        read-along EPUB: `--readalong epub` implied (an EPUB document kept whole, its pages marked up); what
+        needs an audio file beside it is refused (BadInput saying what to write instead)."""
+        if output is None or Path(output).suffix.lower() != EPUB:
+            return self
+        book = self.book
+        instead = "-o book.m4b --readalong epub"
+        whole = "an EPUB output (--format epub) is one read-along EPUB holding the whole book's audio"
+        if book.split:
+            raise FieldError("split", f"{whole}; not with --split (chapter files beside the book and its read-along "
+                             "EPUB: -o book.m4b --readalong epub --split chapters+book)")  # fmt: skip
+        if book.max_part_hours is not None:
+            raise FieldError("max_part_hours", f"{whole}; not with --max-part-hours")
+        beside = [f for f in book.readalong.split(",") if f in ("manifest", "w3c")]
+        if beside:
+            raise FieldError("readalong", f"an EPUB output (--format epub) holds its audio inside: --readalong "
+                             f"{beside[0]} (a manifest of an audio file beside it) cannot go with it (write "
+                             f"{instead},{','.join(beside)})")  # fmt: skip
+        if self.feed:
+            raise FieldError("feed", "an EPUB output (--format epub) is not audio: a podcast feed's episodes are "
+                             f"audio files (write {instead})")  # fmt: skip
+        return replace(self, book=replace(book, readalong="epub"), reading=replace(self.reading, keep_source=True))
 
     def knobs(self) -> dict[str, int | None]:
         """The job's numbers as given (None: not given)."""

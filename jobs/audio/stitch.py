@@ -76,6 +76,9 @@ def ffmetadata(title: str | None, spans: list[tuple[int, int, str]]) -> str:
 class BookWriter:
     """``with BookWriter(path, ffmpeg) as book: book.add(seg); book.pause(ms); ...; book.finish()``
 
+    `place_audio` False: the encoded audio is only what the files added with ``add_made`` are made from (a book
+    delivered as its read-along EPUB, `--format epub`); it is never put in place itself.
+
     `root` confines the output (an OutputRoot pinned at job start, or a directory; default: the
     output's own directory): the book is written only inside it, never through a link below it
     (see jobs/outputs/confined.py). `workdir` holds the private scratch directories for the intermediate
@@ -90,8 +93,10 @@ class BookWriter:
         root: OutputRoot | Path | None = None,
         workdir: Path | None = None,
         wav: bool = True,
+        place_audio: bool = True,
     ):
         self.final = Path(final)
+        self.place_audio = place_audio  # False: the audio is made for the files made from it (an EPUB), not placed
         self.ffmpeg = ffmpeg
         self.title = title
         self.root, self.parts, self.name = _locate(self.final, root)
@@ -201,6 +206,7 @@ class BookWriter:
                 write_tags(encoded, per, piece.chapters)
             todo.append((encoded, piece.folder, piece.name))
         book_file = next((src for src, folder, name in todo if not folder and name == self.name), None)
+        todo = todo if self.place_audio else []
         todo += [(make(book_file, scratch), (), name) for name, make in self._made]
         if self._want_wav and (ext != ".wav" or not plain):
             wav.unlink()  # free the space before the copy

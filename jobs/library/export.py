@@ -1,5 +1,6 @@
 """`narrate export JOB --library DIR`: a finished job's book as a library folder (jobs/library/layout.py)
-holding its audio (tags set to agree with the folder), its subtitles, its read-along files (the EPUB with
+holding its audio (tags set to agree with the folder; a book delivered as its read-along EPUB, `--format epub`:
+that EPUB), its subtitles, its read-along files (the EPUB with
 media overlays, the audiobook manifests and their table of contents, the word-level WebVTT: jobs/readalong),
 `cover.jpg`/`cover.png`, `desc.txt`, `reader.txt`, `metadata.opf` and `metadata.json`. Every file is named
 after the book's title as its audio is ("Title.m4b", "Title.epub", "Title.words.vtt", ...), and the manifests
@@ -81,7 +82,7 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
     The tracks: the book file; without one (`--split chapters`, or parts), the chapter files or parts."""
     files = recorded(r, root, job_id, result.get("output_relative") or spec.output)
     audio = [f for f in files if f.path.suffix.lower() in AUDIO]
-    main = [f for f in audio if f.relative == (result.get("output_relative") or spec.output)]
+    main = [f for f in files if f.relative == (result.get("output_relative") or spec.output)]  # an EPUB (epub)
     tracks = main or audio
     changed = bool(tracks) and any(f.sha256 and sha256_file(f.path) != f.sha256 for f in tracks)
     if not tracks or changed:  # why, in words: another host, another output root, changed or gone
@@ -102,7 +103,7 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
                     year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
                     description=meta.description, chapters=chapters)  # fmt: skip
     stem = PurePosixPath(main[0].relative).stem if main else ""
-    readalong = [(f.path, f.name[len(stem) :]) for f in files if main and f.name.startswith(stem)
+    readalong = [(f.path, f.name[len(stem) :]) for f in files if main and f not in main and f.name.startswith(stem)
                  and f.name[len(stem) :] in READALONG]  # fmt: skip
     subtitles = [f.path for f in files if f.path.suffix.lower() in (".srt", ".vtt")] if main else []
     subtitles = [p for p in subtitles if p not in {path for path, _ in readalong}]

@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.confined import TEMP_NAME_BYTES, OutputRoot
 
-__all__ = ["FORMATS", "OutputRoot", "check_format", "check_lengths", "output_path", "relative_output"]
+__all__ = ["EPUB", "FORMATS", "OUTPUTS", "OutputRoot", "audio_of", "check_format", "check_lengths", "output_path",
+           "relative_output"]  # fmt: skip
 
 # extension -> (ffmpeg muxer, codec arguments). AAC: ffmpeg's encoder is single-threaded; its fast
 # coder encodes twice as fast as the default two-loop search (a 10-hour book: minutes saved) at a
@@ -30,12 +31,22 @@ FORMATS: dict[str, tuple[str, list[str]]] = {
     ".ogg": ("ogg", ["-c:a", "libopus", "-b:a", "48k"]),
     ".opus": ("ogg", ["-c:a", "libopus", "-b:a", "48k"]),
 }
+# A book delivered as its read-along EPUB (`--format epub`, jobs/readalong): the EPUB 3 with media overlays is
+# the output, its audio (AAC, as an .m4a is encoded) inside it and nowhere else.
+EPUB = ".epub"
+OUTPUTS = (*FORMATS, EPUB)  # what an output's extension may be
+
+
+def audio_of(path: Path) -> Path:
+    """The audio file of an output: the output itself, or for an EPUB the .m4a its package holds (made in
+    scratch, never placed beside it)."""
+    return path.with_suffix(".m4a") if path.suffix.lower() == EPUB else path
 
 
 def check_format(path: str | Path) -> str:
     ext = Path(path).suffix.lower()
-    if ext not in FORMATS:
-        known = ", ".join(sorted(FORMATS))
+    if ext not in OUTPUTS:
+        known = ", ".join(sorted(OUTPUTS))
         raise BadInput(f"output {path}: unknown format {ext or '(no extension)'}; use one of {known}")
     return ext
 

@@ -184,7 +184,7 @@ def make(
     rel = _output_dir(settings, output_dir, ext)
     return Schedule(
         name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=voice.ref.spec_voice,
-        queue=settings.queue, options=options.to_json(),
+        queue=settings.queue, options=options.for_output(f"x{ext}").to_json(),
         job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
         instruct=voice.ref.instruct, voice_name=voice.name, cast=_cast_json(cast),
     )  # fmt: skip

@@ -37,7 +37,7 @@ from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.selection import spans
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
-from narrate.jobs.outputs.outputs import OutputRoot
+from narrate.jobs.outputs.outputs import OutputRoot, audio_of
 from narrate.jobs.readalong import words as word_subtitles
 from narrate.jobs.readalong import writer as readalong
 from narrate.jobs.readalong.timing import Word
@@ -138,8 +138,9 @@ class Stitcher:
         self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
         self.words_of = words
         self.root, self.final = root, final
+        self.audio = audio_of(final)  # an EPUB output (--format epub): its audio, an .m4a inside it, not placed
         self.waiting = {s.index for s in todo}  # not checkpointed by this attempt yet
-        self.path = EncodePath.choose(final, plan, spec)
+        self.path = EncodePath.choose(self.audio, plan, spec)
         cap = cache.cap_bytes(ctx.settings.cache_max_gb)  # a redo follows the stitch it redoes (jobs/audio/reuse.py)
         self.reuse = Reuse.open(ctx.settings.home, cap, plan, spec, (ctx.job.meta or {}).get(REDO_OF))
         self.segmenter = Segmenter(plan, spec, follow=self.reuse.follow.cuts if self.reuse.follow else None)
@@ -155,8 +156,9 @@ class Stitcher:
         from narrate.jobs.audio.stitch import BookWriter  # pydub: loaded on workers only
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
-        self.book = BookWriter(self.final, ffmpeg, title=self.doc.title, root=self.root,
-                               workdir=self.ctx.settings.home / "stitch", wav=self.path.wav)  # fmt: skip
+        self.book = BookWriter(self.audio, ffmpeg, title=self.doc.title, root=self.root,
+                               workdir=self.ctx.settings.home / "stitch", wav=self.path.wav,
+                               place_audio=self.audio == self.final)  # fmt: skip
         self.book.__enter__()
         try:
             self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter,
@@ -230,9 +232,9 @@ class Stitcher:
         words = self.words_of() if self.words_of is not None else {}
         if self.words_of is not None:  # --word-timings: karaoke-style WebVTT (jobs/readalong/words.py)
             book.add_text(f"{self.final.stem}.words.vtt", word_subtitles.word_vtt(cues, SAMPLE_RATE, words))
-        if self.spec.readalong:  # an EPUB with media overlays, an audiobook manifest (jobs/readalong)
-            readalong.add(book, self.spec.readalong, ctx.job.id, self.doc, plan, cues, spans, SAMPLE_RATE, book.ffmpeg,
-                          words)  # fmt: skip
+        along = self.spec.readalong if self.audio == self.final else "epub"  # an EPUB output is that EPUB alone
+        if along:  # an EPUB with media overlays, an audiobook manifest (jobs/readalong)
+            readalong.add(book, along, ctx.job.id, self.doc, plan, cues, spans, SAMPLE_RATE, book.ffmpeg, words)
         n = len(plan.sentences)
         ctx.check_canceled(n, n)  # the last moment: no output once canceled
         book.finish(_Owned(ctx.job, self.root, self.spec))

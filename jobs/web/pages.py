@@ -35,7 +35,7 @@ from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(include_in_schema=False, dependencies=[SIGNED_IN])
 MISSING = "There is no narration by that id: it was deleted, it expired, or the link is wrong."
-FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav")
+FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav", "epub")  # epub: the read-along EPUB, its audio inside
 KEPT_FIELDS = (
     "text",
     "voice",

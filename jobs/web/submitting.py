@@ -25,7 +25,7 @@ from narrate.jobs.cast.reading import MARKUPS, make_reading
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.outputs.outputs import FORMATS
+from narrate.jobs.outputs.outputs import OUTPUTS
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import VoiceChoice, choose
 from narrate.jobs.web import callbacks, choices, views
@@ -35,7 +35,7 @@ from narrate.jobs.web.state import Web
 from narrate.jobs.web.uploads import Form, Upload
 
 OUTPUT_FOLDER = "narrations"
-FORMAT_NAMES = sorted(ext.lstrip(".") for ext in FORMATS)
+FORMAT_NAMES = sorted(ext.lstrip(".") for ext in OUTPUTS)  # epub: the book as its read-along EPUB
 OPTION_FIELDS = form_schema(HTTP)  # the request model's fields the form offers (jobs/api/fields.py)
 FORM = multipart(
     {
@@ -44,7 +44,11 @@ FORM = multipart(
         "voice": text("A saved voice, a preset speaker, or a sample as a data: URL"),
         "voice_sample": binary("A voice sample to clone (1-60 s of speech), instead of voice"),
         "instruct": text("How a preset speaker speaks (1.7B CustomVoice models)"),
-        "format": {"type": "string", "enum": FORMAT_NAMES, "description": "The output format (default mp3)"},
+        "format": {
+            "type": "string",
+            "enum": FORMAT_NAMES,
+            "description": "The output format (default mp3; epub: the book as its read-along EPUB, its audio inside)",
+        },
         "at": text("Run at this time (ISO 8601: 2026-12-01T02:00+01:00)"),
         "in": text("Run after this delay (30s, 90m, 2h, 1d)"),
         **OPTION_FIELDS,
@@ -161,7 +165,7 @@ def submit(web: Web, form: Form) -> list[dict[str, Any]]:
     due = when.due(form.value("at"), form.value("in"))
     url = callbacks.check(form.value("callback_url"), settings.callback_hosts)
     fmt = (form.value("format") or "mp3").lower().lstrip(".")
-    if f".{fmt}" not in FORMATS:
+    if f".{fmt}" not in OUTPUTS:
         raise BadInput(f"format {fmt!r}: use one of {', '.join(FORMAT_NAMES)}")
     chosen = voice(web, settings, form, opts)
     cast = cast_of(web, settings, form, opts)
