@@ -15,7 +15,7 @@ import redis
 from narrate.jobs.api import fields
 from narrate.jobs.api import submit as api
 from narrate.jobs.api.casting import CastChoice, choose_cast
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.cast.reading import MARKUPS
 from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.documents.selection import check_chapters

@@ -15,7 +15,7 @@ from narrate.cli.common import (
     wait_for,
 )
 from narrate.jobs.api import voices as api
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.counts import count
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.voices.clips import MAX_CANDIDATES

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from narrate.jobs.api import submit as api
 from narrate.jobs.api.casting import CastChoice
-from narrate.jobs.api.request import DEFAULTS, Options
+from narrate.jobs.api.options import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import OUTPUTS, check_format
 from narrate.jobs.settings import Settings

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import redis
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.audio.voices import Voice
 from narrate.jobs.cast.declare import build_cast
 from narrate.jobs.cast.reading import CastReading, make_reading, read_cast

@@ -1,7 +1,7 @@
 """The request, declared once: every option a narration takes, its type, bounds and description
 (pydantic v2), and where it is offered. The CLI's options (cli/common.py ``request_options``) and the
 HTTP form of ``POST /v1/narrations`` (jobs/web/submitting.py) are generated from this model, both
-parse what the caller sent through it, and ``Options.from_fields`` (jobs/api/request.py) turns it
+parse what the caller sent through it, and ``Options.from_fields`` (jobs/api/options.py) turns it
 into the checked ``Options`` that a job, a batch or a schedule is made of.
 
 An error names the field as the caller spelled it: ``--sentence-pause`` on the command line,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from narrate.jobs.api.casting import CastChoice, read_with_cast
-from narrate.jobs.api.request import DEFAULTS, Options
+from narrate.jobs.api.options import DEFAULTS, Options
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.audio.voices import Voice, read_voice
 from narrate.jobs.cast.undeclared import tags_in, warnings

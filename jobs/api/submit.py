@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from narrate.jobs.api.options import Options
 from narrate.jobs.api.prepare import Request, prepare, prepare_many, prepare_read
-from narrate.jobs.api.request import Options
 from narrate.jobs.api.status import due_time, status
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import DEFAULT_RETAKES, JobSpec, job_timeout

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.api.casting import CastChoice
-from narrate.jobs.api.request import DEFAULTS, Options
+from narrate.jobs.api.options import DEFAULTS, Options
 from narrate.jobs.audio.voices import Voice, voice_samples
 from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.cast.reading import CastReading
@@ -72,7 +72,7 @@ class Schedule:
     format: str  # output extension, e.g. ".mp3"
     voice: str  # sha256 of the stored sample, or preset:NAME (jobs.book.voice.VoiceRef.spec_voice)
     queue: str
-    options: dict = field(default_factory=dict)  # the request's options (api.request.Options.to_json), checked
+    options: dict = field(default_factory=dict)  # the request's options (api.options.Options.to_json), checked
     job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
     created: float = 0.0
     instruct: str | None = None  # a preset speaker's instruction

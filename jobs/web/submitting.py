@@ -1,5 +1,5 @@
 """`POST /v1/narrations`: a multipart form (jobs/web/uploads.py) read into the request type of
-`narrate submit` (the request model, jobs/api/fields.py, and jobs/api/request.py `Options`,
+`narrate submit` (the request model, jobs/api/fields.py, and jobs/api/options.py `Options`,
 jobs/voices/choice.py `choose`, jobs/api/batch.py `prepare_batch`, jobs/api/when.py), every document
 and the voice checked before anything is stored or enqueued (jobs/api/submit.py `submit_many`), and
 the narrations it made.
@@ -19,7 +19,7 @@ from narrate.jobs.api import batch, when
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.fields import HTTP, FieldError, RequestFields, form_schema
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.cast.declare import LABEL, parse_voice_args
 from narrate.jobs.cast.reading import MARKUPS, make_reading
 from narrate.jobs.documents.voicing import NARRATOR

@@ -9,7 +9,7 @@ import hashlib
 
 import numpy as np
 import pytest
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.errors import BadInput

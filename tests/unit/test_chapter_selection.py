@@ -8,7 +8,7 @@ import json
 
 import pytest
 from helpers.cli import invoke as narrate
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.documents.readers import ReadOptions, read_any
 from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.documents.selection import check_chapters, keep_chapters

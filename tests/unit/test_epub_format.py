@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from narrate.jobs.api.batch import output_paths
 from narrate.jobs.api.fields import HTTP, FieldError
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import audio_of, check_format
 from narrate.jobs.web.submitting import FORMAT_NAMES

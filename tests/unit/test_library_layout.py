@@ -4,7 +4,7 @@ folder, no climbing out), and a job spec's library checked as the worker reads i
 from __future__ import annotations
 
 import pytest
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.library.layout import folder, safe_part
 from narrate.jobs.library.metadata import BookInfo, abs_json

@@ -1,5 +1,5 @@
 """`--proof [MODEL]` and `--retakes N`: request fields (jobs/api/fields.py), checked into Options
-(jobs/api/request.py) and the job spec (jobs/book/spec.py), left out of their JSON when unset so that a
+(jobs/api/options.py) and the job spec (jobs/book/spec.py), left out of their JSON when unset so that a
 request or job made before them keeps its JSON and its job id."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from narrate.cli.common import _option
 from narrate.jobs.api.fields import HTTP, FieldError, RequestFields, form_schema
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.book.spec import BadSpec, JobSpec, job_timeout
 
 BASE = {"document": "d" * 64, "voice": "a" * 64, "output": "book.m4b"}

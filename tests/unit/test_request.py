@@ -1,4 +1,4 @@
-"""One request type, validated in one place (narrate.jobs.api.request.Options), for submit, run,
+"""One request type, validated in one place (narrate.jobs.api.options.Options), for submit, run,
 batches and `schedule add`: every option checked the same way, a relative --model made absolute
 wherever it is given, and a schedule keeping every option submit takes."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from narrate.cli.main import main
-from narrate.jobs.api.request import DEFAULTS, Options
+from narrate.jobs.api.options import DEFAULTS, Options
 from narrate.jobs.errors import BadInput
 from narrate.jobs.schedules.definitions import Schedule, get
 

@@ -14,7 +14,7 @@ import pytest
 from narrate.cli.main import main
 from narrate.jobs.api import fields
 from narrate.jobs.api.fields import CLI, HTTP, FieldError, RequestFields
-from narrate.jobs.api.request import Options
+from narrate.jobs.api.options import Options
 from narrate.jobs.web import submitting
 from narrate.jobs.web.uploads import Upload
 
