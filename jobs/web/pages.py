@@ -54,6 +54,9 @@ KEPT_FIELDS = (
     "model",
 )  # a refused form shows these again
 
+# The paged pages' `after`: the id of the last narration of the page before.
+After = Annotated[str | None, Query(max_length=200)]
+
 
 def back_to(request: Request, path: str, said: str | None = None, error: str | None = None) -> RedirectResponse:
     """A redirect after a form's action (303: the browser GETs it, a reload repeats nothing); what
@@ -74,12 +77,12 @@ def home() -> RedirectResponse:
 
 
 @router.get("/queue")
-def queue_page(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+def queue_page(request: Request, web: WebDep, after: After = None) -> Response:
     return render(request, "queue.html", {**_queue(web, after), **_flash(request)})
 
 
 @router.get("/queue/rows")
-def queue_rows(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+def queue_rows(request: Request, web: WebDep, after: After = None) -> Response:
     """The queue's rows alone: the Queue page polls them (htmx)."""
     return render(request, "_rows.html", _queue(web, after))
 
@@ -184,7 +187,7 @@ async def act(request: Request, web: WebDep, job_id: str,
 
 
 @router.get("/books")
-def books_page(request: Request, web: WebDep, after: Annotated[str | None, Query(max_length=200)] = None) -> Response:
+def books_page(request: Request, web: WebDep, after: After = None) -> Response:
     """The finished books, newest first, a page at a time (a link to older ones)."""
     rows, more = views.listed_page(web.redis, web.settings, ("completed",), BOOKS_A_PAGE, after)
     found = views.finished_narrations(web.redis, web.settings, [row["id"] for row in rows])  # deleted: left out
