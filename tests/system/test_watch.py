@@ -17,31 +17,44 @@ from helpers.procs import NARRATE, narrate, start_worker, stop_worker, wait_for_
 
 
 def test_watch_follows_a_job_to_its_end(env, home, voice_wav, external_redis):
-    e = fake_env(env, home, delay_ms=120)  # a few seconds of synthesis: polls see it mid-job on a loaded machine
+    hold = home / "hold"  # the fake engine waits after its first batch while this file exists
+    hold.touch()
+    e = fake_env(env, home, delay_ms=20, NARRATE_FAKE_HOLD_FILE=str(hold))
     [job] = submit_json(e, write_docs(home, {"w.txt": 24}), voice_wav, "-o", str(home / "out"))
     seen: list[dict] = []
     worker = start_worker(e)
     try:
-        follow = subprocess.Popen([*NARRATE, "status", job["id"], "--follow"],
-                                  env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
         def running() -> bool:
             st = json.loads(narrate(e, "status", job["id"], "--json").stdout)
             seen.append(st["progress"])
             return st["status"] == "started" and st["progress"]["eta_seconds"] is not None
 
-        wait_until(running, 20, "progress with an ETA")
-        watch = narrate(e, "watch", job["id"])  # started mid-job, same output
-        out, err = follow.communicate(timeout=30)
+        wait_until(running, 60, "progress with an ETA")
+        # Both followers start mid-job, and the job goes on once each has drawn a line of it.
+        cmds = ([*NARRATE, "status", job["id"], "--follow"], [*NARRATE, "watch", job["id"]])
+        pipe = subprocess.PIPE
+        followers = [subprocess.Popen(c, env=e, stdout=pipe, stderr=pipe, text=True) for c in cmds]
+        lines: list[list[str]] = [[], []]
+        readers = [threading.Thread(target=lambda p=p, got=got: got.extend(p.stdout), daemon=True)
+                   for p, got in zip(followers, lines, strict=True)]  # fmt: skip
+        for t in readers:
+            t.start()
+        wait_until(lambda: all(got for got in lines), 60, "a progress line from each follower")
+        hold.unlink()
+        ends = [(p.wait(timeout=60), p.stderr.read()) for p in followers]
+        for t in readers:
+            t.join(timeout=10)
     finally:
+        hold.unlink(missing_ok=True)
         stop_worker(worker)
     p = seen[-1]
     assert p["realtime_factor"] > 0 and p["eta_seconds"] > 0 and 0 < p["done"] < 24 and p["audio_seconds"] > 0
-    for proc_out, rc in ((out, follow.returncode), (watch.stdout, watch.returncode)):
-        assert rc == 0, (proc_out, err)
-        lines = proc_out.splitlines()
-        assert any("started · " in x and "x realtime · ETA " in x and " s audio" in x for x in lines), lines
-        assert lines[-2].startswith("finished · 24/24 sentences (100%)") and lines[-1].startswith("output: ")
+    for got, (rc, err) in zip(lines, ends, strict=True):
+        got = [x.rstrip("\n") for x in got]
+        assert rc == 0, (got, err)
+        assert any("started · " in x and "x realtime · ETA " in x and " s audio" in x for x in got), got
+        assert got[-2].startswith("finished · 24/24 sentences (100%)") and got[-1].startswith("output: ")
     st = json.loads(narrate(e, "status", job["id"], "--json").stdout)
     assert st["progress"]["eta_seconds"] == 0 and st["progress"]["realtime_factor"] > 0
 

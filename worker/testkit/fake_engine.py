@@ -7,6 +7,8 @@ NARRATE_FAKE_DELAY_MS (per sentence), NARRATE_FAKE_FAIL_ON / _ABORT_ON / _HANG_O
 raise / os.abort() / block signals and sleep forever on a matching sentence), and
 NARRATE_FAKE_LOG (a file that gets one line per synthesized sentence: index, pid) and
 NARRATE_FAKE_TEXT_LOG (one JSON line per synthesized sentence: index, language, the text spoken).
+NARRATE_FAKE_HOLD_FILE (a path): while that file exists, the engine waits before each batch after the
+first, so a test holds a job mid-way for as long as it needs instead of guessing a delay.
 NARRATE_FAKE_SEEDED=1 makes a tone's loudness depend on the sentence's seed too, so a retake (a new
 seed) sounds different. Every tone is remembered with its text and seed (``SPOKEN``, and the JSON lines
 of the file NARRATE_FAKE_SPOKEN, for a later process), which is how the fake recognizer
@@ -55,8 +57,11 @@ class FakeEngine:
         delay = int(os.environ.get("NARRATE_FAKE_DELAY_MS", "0")) / 1000
         log = os.environ.get("NARRATE_FAKE_LOG")
         text_log = os.environ.get("NARRATE_FAKE_TEXT_LOG")
+        hold = os.environ.get("NARRATE_FAKE_HOLD_FILE")
         for start in range(0, len(sentences), self.batch_size):
             batch = sentences[start : start + self.batch_size]
+            while hold and start > 0 and os.path.exists(hold):
+                time.sleep(0.02)
             if on_batch is not None:
                 on_batch([s.index for s in batch])
             out = []
