@@ -1,10 +1,11 @@
 """The queue at scale: 10,000 finished narrations and 200 queued in Redis, then how long each view
 of them takes on this machine, as a person meets it: `narrate list --json` (the whole command),
 `GET /v1/narrations`, the Books and Queue pages of `narrate serve`, and rq-dashboard's queue and job
-lists (`narrate dashboard`). Side by side in one process, the Books page's reads the way it read them
-before the job read model (each finished narration on its own: its status, result and files, with a
-scan of the keyspace for its files) and the way it reads them now (jobs/api/jobview.py: a bounded
-number of round trips). Prints the figures and writes JSON (with the date).
+lists (`narrate dashboard`); and the worker's overhead per job (the fake engine, one-sentence documents,
+`--priority high`) in an empty Redis and beside those 10,200. Side by side in one process, the Books
+page's reads the way it read them before the job read model (each finished narration on its own: its
+status, result and files, with a scan of the keyspace for its files) and the way it reads them now
+(jobs/api/jobview.py: a bounded number of round trips). Prints the figures and writes JSON (with the date).
 
     .venv/bin/python tests/bench/scale_bench.py [--finished 10000] [--queued 200] [--json FILE]
 
@@ -30,9 +31,10 @@ import requests
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS))  # for helpers/, as tests/conftest.py has it for the tests
 
+from helpers.audio import write_voice  # noqa: E402
 from helpers.bulk import enqueue_many, finish_many  # noqa: E402
 from helpers.dashboard import dashboard  # noqa: E402
-from helpers.procs import NARRATE  # noqa: E402
+from helpers.procs import NARRATE, start_worker, stop_worker, wait_until  # noqa: E402
 from helpers.servers import external_redis_url, free_port  # noqa: E402
 from helpers.web import start_serve, stop, wait_serving  # noqa: E402
 
@@ -78,10 +80,42 @@ def books_now(r: redis.Redis, settings) -> int:
     return len(found)
 
 
+def per_job(env: dict, r: redis.Redis, home: Path, n: int, tag: str) -> dict:
+    """A worker's time per job: N one-sentence documents submitted at high priority (ahead of any queued
+    ones) and narrated by the fake engine (no synthesis time), from the first job's start to the last
+    one's end, divided by N; and the median gap between one job's end and the next one's start."""
+    from rq.job import Job
+    from rq.serializers import JSONSerializer
+
+    docs = []
+    for i in range(n):
+        doc = home / f"{tag}-{i}.txt"
+        doc.write_text(f"Document {tag} number {i} has one sentence.\n")
+        docs.append(str(doc))
+    e = dict(env, NARRATE_ENGINE="fake", NARRATE_FAKE_DELAY_MS="0")
+    args = [*NARRATE, "submit", *docs, "--voice", str(home / "voice.wav"), "--priority", "high", "--json",
+            "-o", str(home / "out" / tag)]  # fmt: skip
+    ran = subprocess.run(args, env=e, capture_output=True, text=True, check=True)
+    ids = [json.loads(line)["id"] for line in ran.stdout.splitlines()]
+    worker = start_worker(e)
+    try:
+        wait_until(lambda: all(j.get_status() == "finished" for j in Job.fetch_many(ids, r, JSONSerializer)),
+                   timeout=600, what=f"{n} jobs finished", poll=0.2)  # fmt: skip
+    finally:
+        stop_worker(worker)
+    jobs = sorted(Job.fetch_many(ids, r, JSONSerializer), key=lambda j: j.started_at)
+    span = (jobs[-1].ended_at - jobs[0].started_at).total_seconds()
+    gaps = [(b.started_at - a.ended_at).total_seconds() for a, b in zip(jobs, jobs[1:], strict=False)]
+    runs = [(j.ended_at - j.started_at).total_seconds() for j in jobs]
+    return {"jobs": n, "per_job_s": round(span / n, 3), "median_job_s": round(statistics.median(runs), 3),
+            "median_gap_s": round(statistics.median(gaps), 3)}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--finished", type=int, default=10_000)
     parser.add_argument("--queued", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=20, help="jobs the worker's overhead is measured on")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
 
@@ -95,7 +129,10 @@ def main() -> None:
     env.update(NARRATE_REDIS_URL=url, NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"),
                HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")  # fmt: skip
     figures: dict[str, object] = {}
+    write_voice(home / "voice.wav")
     try:
+        figures["worker_empty"] = per_job(env, r, home, args.jobs, "empty")
+        r.flushdb()
         t0 = time.perf_counter()
         for start in range(0, args.finished, 1000):
             finish_many(r, min(1000, args.finished - start), offset=start)
@@ -130,6 +167,10 @@ def main() -> None:
             finished = f"{dbase}/0/data/jobs/narrate/finished/8/asc/1.json"
             figures["dashboard_finished_page_s"] = timed(lambda: get(finished))
             figures["dashboard_progress_page_s"] = timed(lambda: get(f"{dbase}/narrate"))
+
+        figures["worker_at_scale"] = per_job(env, r, home, args.jobs, "scale")
+        empty, scale = figures["worker_empty"], figures["worker_at_scale"]
+        figures["worker_overhead_ratio"] = round(scale["per_job_s"] / empty["per_job_s"], 2)
     finally:
         r.flushdb()
         r.close()
