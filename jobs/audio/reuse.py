@@ -1,7 +1,8 @@
 """What a book's stitch keeps for the next stitch of the same book, a redo's (`narrate redo`, jobs/api/redo.py),
 under NARRATE_HOME/segments: the stitch's *record* (where its units and segments start, each segment's lead, each
-unit's loudness gain and each sentence's, each sentence's checkpoint body hash: ``books/JOB.json``) and, for m4a
-and m4b, its encoded segments (trimmed AAC, named by the hash of what they hold: ``KEY[:2]/KEY.aac``).
+unit's loudness gain and each sentence's, each sentence's checkpoint body hash: ``books/JOB.json``) and, for m4a,
+m4b and mp3, its encoded segments (trimmed AAC or raw MP3 frames, named by the hash of what they hold:
+``KEY[:2]/KEY.aac``, ``KEY[:2]/KEY.mp3``).
 
 A redo's stitch follows the record of the job it redoes: it cuts where that one did (jobs/audio/segments.py
 ``Cuts``), keeps each unit's loudness gain (a redone sentence gets the unit's gain, or less to keep its true peak
@@ -34,6 +35,7 @@ from narrate.jobs.book.spec import JobSpec
 
 FORMAT = 1  # of records and keys: raise it when what a segment's samples depend on changes
 SHARE = 4  # the segments may take 1/SHARE of NARRATE_CACHE_MAX_GB
+SUFFIXES = ("aac", "mp3")  # of the segments' files
 log = logging.getLogger("narrate.jobs")
 
 
@@ -61,7 +63,7 @@ class Record:
     cuts: Cuts
     unit_gain: list[float | None]  # each unit's gain (None: loudness off)
     gains: list[float | None]  # each sentence's
-    segments: list[str]  # the keys of its encoded segments (m4a, m4b)
+    segments: list[str]  # the keys of its encoded segments (m4a, m4b, mp3)
 
     def to_json(self) -> dict:
         leads = [[k, v] for k, v in sorted(self.cuts.leads.items())]
@@ -92,19 +94,19 @@ class SegmentCache:
     def __init__(self, root: Path, cap_bytes: int):
         self.root, self.cap = Path(root), cap_bytes // SHARE
 
-    def path(self, key: str) -> Path:
-        if len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
+    def path(self, key: str, suffix: str = "aac") -> Path:
+        if len(key) != 64 or not all(c in "0123456789abcdef" for c in key) or suffix not in SUFFIXES:
             raise ValueError(f"not a segment key: {key!r:.80}")
-        return self.root / key[:2] / f"{key}.aac"
+        return self.root / key[:2] / f"{key}.{suffix}"
 
     def _record_path(self, job_id: str) -> Path:
         if not job_id or "/" in job_id or job_id.startswith("."):
             raise ValueError(f"not a job id: {job_id!r:.80}")
         return self.root / "books" / f"{job_id}.json"
 
-    def take(self, key: str, dest: Path) -> bool:
+    def take(self, key: str, dest: Path, suffix: str = "aac") -> bool:
         """The segment of `key` at `dest` (a link, or a copy), if the cache has it."""
-        src = self.path(key)
+        src = self.path(key, suffix)
         try:
             os.link(src, dest)
         except FileNotFoundError:
@@ -118,11 +120,11 @@ class SegmentCache:
             os.utime(src)
         return True
 
-    def keep(self, key: str, src: Path) -> None:
+    def keep(self, key: str, src: Path, suffix: str = "aac") -> None:
         """Keep the encoded segment `src` under `key` (a link where it can)."""
         if self.cap <= 0:
             return
-        final = self.path(key)
+        final = self.path(key, suffix)
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=".", suffix=".tmp")
         os.close(fd)
@@ -166,7 +168,7 @@ class SegmentCache:
         for path in found:
             rec = self.record(path.stem)
             keys = set(rec.segments) - named if rec is not None else set()
-            size = sum(_size(self.path(k)) for k in keys)
+            size = sum(_size(self.path(k, suffix)) for k in keys for suffix in SUFFIXES)
             if rec is not None and (path.stem == keep or total + size <= self.cap):
                 named |= keys
                 total += size

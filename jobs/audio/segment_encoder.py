@@ -7,14 +7,15 @@ each into its own ffmpeg child, which encodes it to a raw AAC stream in the job'
 directory, trimmed for a gapless join (jobs/audio/adts.py); for the other formats into `write`, in
 reading order: the pipes of the ffmpeg encoding the book's files (mp3, ogg/opus, flac:
 jobs/audio/stream_encode.py) or the book's WAV (wav, and books in parts: one encode after the last
-sentence). During synthesis one thread
+sentence); for mp3 each into its own ffmpeg child, which encodes it to raw MP3 frames, joined by the
+mux (jobs/audio/mp3frames.py). During synthesis one thread
 measures and one renders; after the last sentence the segments left are encoded by up to one
 ffmpeg per CPU at once (four at most: memory stays flat). ``close()`` (a stop, a cancel, a
 failure) ends the threads and kills the ffmpeg children; the scratch directory goes with the
 BookWriter. A child of a worker that was killed outright reads the end of its input and exits;
 the next book written on the host removes the dead scratch directory (jobs/outputs/scratch.py).
 
-With `reuse` (jobs/audio/reuse.py) an m4a/m4b segment found in the segment cache is taken from it instead of
+With `reuse` (jobs/audio/reuse.py) an m4a/m4b/mp3 segment found in the segment cache is taken from it instead of
 encoded, and each one encoded is kept there; a redo's stitch follows the record of the book it redoes: its units'
 gains are the record's, and only the sentences that changed are measured (their true peaks)."""
 
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from narrate.jobs.audio import adts
+from narrate.jobs.audio import adts, mp3frames
 from narrate.jobs.audio.assemble import CheckpointMissing, Loudness, Sentences, render_segment
 from narrate.jobs.audio.layout import Piece
 from narrate.jobs.audio.reuse import Record, Reuse, record_of, segment_key
@@ -61,8 +62,10 @@ class SegmentEncoder:
     None: each segment is encoded to AAC in the scratch directory `scratch`."""
 
     def __init__(self, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore, scratch: Path, ffmpeg: str,
-                 write: Callable | None = None, reuse: Reuse | None = None):  # fmt: skip
+                 write: Callable | None = None, reuse: Reuse | None = None, ext: str = ".m4b"):  # fmt: skip
         self.plan, self.spec, self.checkpoints = plan, spec, checkpoints
+        self.mp3 = ext == ".mp3"  # segments of raw MP3 frames (jobs/audio/mp3frames.py); else of trimmed AAC
+        self.encode, self.suffix = (mp3frames.ENCODE, "mp3") if self.mp3 else (ENCODE, "aac")
         self.scratch, self.ffmpeg, self.write = scratch, ffmpeg, write
         self.reuse = reuse or Reuse(None)
         self.follow: Record | None = self.reuse.follow
@@ -269,8 +272,8 @@ class SegmentEncoder:
             except CheckpointMissing as e:  # half of it is in the WAV: the attempt cannot go on
                 raise RuntimeError(f"{e} (removed while the book was written); `narrate resume` continues") from None
             return
-        raw = self.scratch / f"seg-{seg.index:05d}.raw.aac"
-        enc = PcmEncoder(self.ffmpeg, ENCODE, raw)
+        raw = self.scratch / f"seg-{seg.index:05d}.raw.{self.suffix}"
+        enc = PcmEncoder(self.ffmpeg, self.encode, raw)
         with self._lock:
             self._procs.add(enc)
         try:
@@ -283,20 +286,23 @@ class SegmentEncoder:
                 enc.kill()
         if self._stop.is_set():
             return
-        name = f"seg-{seg.index:05d}.aac"
+        name = f"seg-{seg.index:05d}.{self.suffix}"
         last = seg.last == len(self.plan.sentences) - 1
-        adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)
+        if self.mp3:  # kept whole: which frames a file keeps depends on whether the segment ends it (mux)
+            os.replace(raw, self.scratch / name)
+        else:
+            adts.trim(raw, self.scratch / name, seg.samples, first=seg.index == 0, last=last)
         with self._lock:
             self.encoded[seg.index] = name
         key = self.keys.get(seg.index)
         if key is not None and self.reuse.cache is not None:
             try:
-                self.reuse.cache.keep(key, self.scratch / name)
+                self.reuse.cache.keep(key, self.scratch / name, self.suffix)
             except OSError as e:  # the book goes on without it
                 log.warning("could not keep segment %d in the segment cache: %s", seg.index, e)
 
     def _cached(self, seg: Segment, gains: dict[int, float] | None) -> bool:
-        """An m4a/m4b segment taken from the segment cache (its key noted either way)."""
+        """An m4a/m4b/mp3 segment taken from the segment cache (its key noted either way)."""
         if self.write is not None or self.reuse.cache is None:
             return False
         span = range(seg.first, seg.last + 1)
@@ -305,10 +311,11 @@ class SegmentEncoder:
         shas = [self.sha.get(i, "") for i in span]
         if not all(shas):
             return False
-        key = segment_key(seg, shas, [gains[i] if gains is not None else None for i in span], pauses, last, ENCODE)
+        key = segment_key(seg, shas, [gains[i] if gains is not None else None for i in span], pauses, last,
+                          self.encode)  # fmt: skip
         self.keys[seg.index] = key
-        name = f"seg-{seg.index:05d}.aac"
-        if not self.reuse.cache.take(key, self.scratch / name):
+        name = f"seg-{seg.index:05d}.{self.suffix}"
+        if not self.reuse.cache.take(key, self.scratch / name, self.suffix):
             return False
         with self._lock:
             self.encoded[seg.index] = name
@@ -333,6 +340,10 @@ class SegmentEncoder:
         start, end = self._cut(piece.start), self._cut(piece.end)
         segs = [s for s in self.segments if start <= s.start < end]
         names = [self.encoded[s.index] for s in segs]
+        if self.mp3:  # chapters and tags: mutagen, afterwards (jobs/audio/tagging.py)
+            mp3frames.mux(self.ffmpeg, self.scratch, [(n, s.samples) for n, s in zip(names, segs, strict=True)],
+                          end - start, out)  # fmt: skip
+            return
         shift = piece.start - start
         spans = [replace_span(s, shift) for s in piece.chapters]
         if spans:

@@ -9,18 +9,19 @@ Two kinds of pieces, both cut only inside pauses:
   up to the first sentence pause after BLOCK_S. Short, so that what is left after the last
   sentence spreads over every CPU.
 
-A cut lies on a multiple of the AAC frame (1024 samples) counted from the segment's start, with at
-least CUT_SILENCE samples of the pause after it: a segment ends with the pause's first part, the
-next one starts with the rest. Then separately encoded segments join without a gap or click
-(jobs/audio/adts.py), and a gain changes only inside a pause. A pause too short to hold a cut is never
-cut (the piece grows).
+A cut lies on a multiple of the codec's frame counted from the segment's start (its ``Grid``: the AAC frame,
+1024 samples, for m4a/m4b; the MP3 frame, 576 samples at 24 kHz, for mp3), with at least CUT_SILENCE samples of
+the pause after it and, for mp3, at least two frames of it before it: a segment ends with the pause's first part,
+the next one starts with the rest. Then separately encoded segments join without a gap or click
+(jobs/audio/adts.py, jobs/audio/mp3frames.py), and a gain changes only inside a pause. A pause too short to hold a
+cut is never cut (the piece grows).
 
 Only sample counts are needed to decide (the checkpoints' headers), so the cues, the chapter marks
 and every segment's place in the book are known before any audio is rendered.
 
 A redo's stitch (jobs/audio/reuse.py) follows the cuts of the book it redoes (``Cuts``): units and segments
 start at the same sentences, and each segment with the silence it had before its first sentence; where the
-sentences before a cut changed length, the pause at the cut grows by less than an AAC frame, so every segment
+sentences before a cut changed length, the pause at the cut grows by less than a frame, so every segment
 whose own sentences did not change is the same audio as before (and its encoding can be kept)."""
 
 from __future__ import annotations
@@ -34,8 +35,36 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.settings import SAMPLE_RATE
 
 AAC_FRAME = 1024  # samples per AAC frame: every segment but the last lasts a multiple of it
+MP3_FRAME = 576  # samples per MP3 frame at 24 kHz (MPEG-2 Layer III: one granule)
 CUT_SILENCE = 2 * AAC_FRAME  # silence after a cut: the next segment's first frames are silent
-MIN_CUT_PAUSE = CUT_SILENCE + AAC_FRAME  # a pause this long always holds a cut (128 ms)
+MIN_CUT_PAUSE = CUT_SILENCE + AAC_FRAME  # a pause this long always holds an AAC cut (128 ms)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Where a codec's segments may be cut: on a multiple of `frame`, with at least `head` samples of the pause
+    before the cut (an mp3 segment's first frame stands for the encoder delay before it: jobs/audio/mp3frames.py)
+    and CUT_SILENCE after it."""
+
+    frame: int
+    head: int = 0
+
+    @property
+    def min_pause(self) -> int:
+        """A pause this long always holds a cut."""
+        return self.head + self.frame + CUT_SILENCE
+
+
+AAC = Grid(AAC_FRAME)
+MP3 = Grid(MP3_FRAME, 2 * MP3_FRAME)
+
+
+def grid_for(spec: JobSpec) -> Grid:
+    """The grid of the book's format: an mp3 book's is MP3's, any other's AAC's (the streamed and WAV paths need
+    none: they cut on it all the same)."""
+    return MP3 if spec.output.lower().endswith(".mp3") else AAC
+
+
 SEGMENT_S = 600  # audio in a loudness unit before a long chapter is cut at a paragraph pause
 BLOCK_S = 90  # audio in an encoded segment before it is cut at a sentence pause
 
@@ -49,7 +78,7 @@ class Segment:
     start: int  # book sample where it starts (the cut)
     lead: int  # silence before its first sentence (the end of the pause before it)
     tail: int  # silence after its last sentence (the beginning of the pause after it)
-    samples: int  # its length: a multiple of AAC_FRAME unless it ends the book
+    samples: int  # its length: a multiple of its grid's frame unless it ends the book
 
     @property
     def end(self) -> int:
@@ -95,6 +124,7 @@ class Segmenter:
     unit_samples: int = SEGMENT_S * SAMPLE_RATE
     block_samples: int = BLOCK_S * SAMPLE_RATE
     follow: Cuts | None = None  # a redo's: cut where the stitch it redoes did (see the module's doc)
+    grid: Grid | None = None  # None: the book's format's (grid_for)
     next: int = 0  # the first sentence not walked yet
     cues: list[Cue] = field(default_factory=list)
     chapters: list[tuple[int, str]] = field(default_factory=list)  # (start sample, title)
@@ -114,6 +144,15 @@ class Segmenter:
     @property
     def samples(self) -> int:
         return self.segments[-1].end if self.done and self.segments else self._start + self._filled
+
+    def __post_init__(self) -> None:
+        if self.grid is None:
+            self.grid = grid_for(self.spec)
+
+    @property
+    def _grid(self) -> Grid:
+        assert self.grid is not None
+        return self.grid
 
     def pause(self, index: int) -> int:
         return self.plan.pause_after_ms(index, self.spec) * SAMPLE_RATE // 1000
@@ -144,7 +183,7 @@ class Segmenter:
                 cut = unit_end or i + 1 in self.follow.leads
             else:
                 unit_end = i == n - 1 or self._unit_cut_after(i, pause)
-                cut = unit_end or (pause >= MIN_CUT_PAUSE and self._filled >= self.block_samples)
+                cut = unit_end or (pause >= self._grid.min_pause and self._filled >= self.block_samples)
             if i == n - 1:
                 self._close(i, 0)
             elif cut:
@@ -165,17 +204,21 @@ class Segmenter:
 
     def _cut(self, first: int, pause: int) -> tuple[int, int]:
         """(the silence that ends the open segment, the silence that opens the next one, starting at sentence
-        `first`): the pause cut on the open segment's AAC frame boundary; following a redone book's cuts, the
-        next segment's lead is the one it had, and the pause grows by less than a frame if it must."""
-        head = -self._filled % AAC_FRAME
+        `first`): the pause cut on the open segment's frame boundary, at least the grid's head into it; following
+        a redone book's cuts, the next segment's lead is the one it had, and the pause grows by less than a frame if
+        it must."""
+        frame, least = self._grid.frame, self._grid.head
+        head = -self._filled % frame
+        if head < least:
+            head += -(-(least - head) // frame) * frame
         lead = self.follow.leads.get(first) if self.follow is not None else None
-        if lead is None or not CUT_SILENCE <= lead <= pause:
+        if lead is None or not CUT_SILENCE <= lead <= pause - least:
             return head, pause - head
         before = pause - lead
-        return before + (-(self._filled + before) % AAC_FRAME), lead
+        return before + (-(self._filled + before) % frame), lead
 
     def _unit_cut_after(self, i: int, pause: int) -> bool:
-        if pause < MIN_CUT_PAUSE:
+        if pause < self._grid.min_pause:
             return False
         if i + 1 in self.plan.chapter_at:
             return True
@@ -196,5 +239,6 @@ class Segmenter:
 
 def cuts_at_chapters(plan: Plan, spec: JobSpec) -> bool:
     """Every chapter (after the first sentence) starts a segment: its pause holds a cut."""
-    return all(i == 0 or plan.pause_after_ms(i - 1, spec) * SAMPLE_RATE // 1000 >= MIN_CUT_PAUSE
+    least = grid_for(spec).min_pause
+    return all(i == 0 or plan.pause_after_ms(i - 1, spec) * SAMPLE_RATE // 1000 >= least
                for i in plan.chapter_at)  # fmt: skip

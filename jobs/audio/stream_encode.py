@@ -1,7 +1,8 @@
-"""The book's mp3, Ogg (Opus) and FLAC files encoded while it is synthesized.
+"""The book's Ogg (Opus) and FLAC files encoded while it is synthesized, and its mp3 files when it is split
+or in parts (an mp3 book in one file is encoded in segments: jobs/audio/mp3frames.py).
 
-MP3 (encoder delay, bit reservoir) and Opus in Ogg (pre-skip, page granules) do not join
-gaplessly by stream copy the way raw AAC frames do (jobs/audio/adts.py), so these formats are not cut
+Opus in Ogg (pre-skip, page granules) does not join gaplessly by stream copy the way raw AAC frames
+(jobs/audio/adts.py) and MP3 frames cut on a frame do, so these formats are not cut
 into segments: each output file gets one ffmpeg that runs for the whole book, fed the book's
 16-bit samples through a pipe in reading order as the units are rendered
 (jobs/audio/segment_encoder.py, ordered mode). When the last sentence is in, only the last unit's audio

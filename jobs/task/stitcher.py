@@ -2,13 +2,14 @@
 
 Opened before synthesis: every checkpoint saved is reported (``saved``), the segments it completes
 (jobs/audio/segments.py) are normalized, rendered and encoded in the background (jobs/audio/segment_encoder.py).
-For mp3, ogg/opus and flac the rendered units are piped in reading order into one ffmpeg per
-output file, which encodes during synthesis too (jobs/audio/stream_encode.py). After the last sentence,
-``finish`` walks what is left (a checkpoint that vanished meanwhile is synthesized again through
-`again`), encodes the remaining segments in parallel, then muxes the book's files from the
-segments (m4a/m4b), ends the streamed encodes (mp3, ogg/opus, flac) or encodes the WAV once
-(.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags, chapters and the read-along files (with
-word timings: the word-level WebVTT, and the EPUB's overlays word by word) and puts every file in place
+For ogg/opus and flac (and an mp3 split or in parts) the rendered units are piped
+in reading order into one ffmpeg per output file, which encodes during synthesis too
+(jobs/audio/stream_encode.py). After the last sentence, ``finish`` walks what is left (a checkpoint that
+vanished meanwhile is synthesized again through `again`), encodes the remaining segments in parallel, then
+muxes the book's files from the segments (m4a/m4b, mp3), ends the streamed encodes (ogg/opus, flac) or
+encodes the WAV once (.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags,
+chapters and the read-along files (with word timings: the word-level WebVTT, and the EPUB's overlays word
+by word) and puts every file in place
 (jobs/audio/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
 stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
 written to the output directory before ``finish`` places the files."""
@@ -52,7 +53,9 @@ if TYPE_CHECKING:
     from narrate.jobs.audio.segment_encoder import SegmentEncoder
     from narrate.jobs.audio.stitch import BookWriter
 
-SEGMENTED = {".m4a", ".m4b"}  # encoded segment by segment, joined by stream copy (jobs/audio/adts.py)
+SEGMENTED = {".m4a", ".m4b", ".mp3"}  # encoded segment by segment, joined by stream copy (adts.py, mp3frames.py)
+WHOLE_ONLY = {".mp3"}  # segmented only as one file: a split's or a part's chapter marks (mutagen) start at its chapter
+PREVIEWED = {".m4a", ".m4b"}  # chapters playable while the rest is synthesized (jobs/audio/previews.py)
 
 log = logging.getLogger("narrate.jobs")
 
@@ -60,9 +63,10 @@ log = logging.getLogger("narrate.jobs")
 @dataclass(frozen=True)
 class EncodePath:
     """How a book's files are encoded; one rule for the job and the stitch benchmark.
-    ``segmented``: m4a/m4b from AAC segments joined by stream copy (not when a split or parts need a
-    cut at a chapter whose pause holds none); ``streamed``: mp3, ogg/opus and flac piped into ffmpeg
-    during synthesis; neither (``wav``): a WAV written during synthesis, encoded once at the end."""
+    ``segmented``: m4a/m4b from AAC segments (not when a split or parts need a cut at a chapter whose pause
+    holds none), an mp3 book in one file from MP3 segments, joined by stream copy; ``streamed``: ogg/opus and
+    flac, and an mp3 split or in parts, piped into ffmpeg during synthesis; neither (``wav``): a WAV written
+    during synthesis, encoded once at the end."""
 
     ext: str
     segmented: bool
@@ -72,7 +76,8 @@ class EncodePath:
     def choose(cls, final: Path, plan: Plan, spec: JobSpec) -> EncodePath:
         ext = final.suffix.lower()
         plain = not spec.split and spec.max_part_hours is None
-        return cls(ext, ext in SEGMENTED and (plain or cuts_at_chapters(plan, spec)), streams_for(ext, spec.split))
+        segmented = ext in SEGMENTED and (plain or (ext not in WHOLE_ONLY and cuts_at_chapters(plan, spec)))
+        return cls(ext, segmented, not segmented and streams_for(ext, spec.split))
 
     @property
     def wav(self) -> bool:
@@ -91,7 +96,7 @@ class EncodePath:
                                    assemble.max_part_samples(spec))  # fmt: skip
         try:
             write = streams.write if streams else None if self.segmented else book.write_pcm
-            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write, reuse)
+            encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write, reuse, self.ext)
         except BaseException:
             if streams is not None:
                 streams.close()
@@ -163,7 +168,7 @@ class Stitcher:
         try:
             self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter,
                                            self.reuse)  # fmt: skip
-            if self.path.segmented:  # each chapter playable once encoded, while the rest is synthesized
+            if self.path.segmented and self.path.ext in PREVIEWED:  # each chapter playable once encoded meanwhile
                 self.previews = self._previews()
                 self.encoders.encoder.on_encoded = self.previews.update
             self._advance(self._ready)  # what earlier attempts, the cache or the parts left

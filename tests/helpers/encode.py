@@ -1,7 +1,7 @@
 """The book's encode and write: a short book written by narrate's BookWriter, and the stitch of a
 minute of speech-like audio (worker/bench/stitch.py) run in a child process, to fault it from
 outside: a file-size limit (a full disk) or a SIGKILL while ffmpeg encodes. Shared by the book
-writer tests and the segmented (m4b) and streamed (mp3/ogg/flac) encode tests."""
+writer tests and the segmented (m4b, mp3) and streamed (ogg/flac) encode tests."""
 
 from __future__ import annotations
 

@@ -275,3 +275,19 @@ def test_on_a_phone_the_controls_fit_and_redo_all_flagged_leads_to_the_new_job(s
     on_new_job(page, served, old["id"], "sentences 1, 3 rendered again")
     assert "No sentence was flagged." in page.locator("[data-proof]").inner_text()
     context.close()
+
+
+def test_an_mp3_book_redone_keeps_every_segment_but_the_one_it_changed(served, voice_wav):
+    """A real worker's mp3 book is encoded in segments (jobs/audio/mp3frames.py), so its redo takes the segments it
+    did not change from the segment cache: the two stitches' records name the same segments but one."""
+    import json
+
+    text = "\n\n".join(f"# Part {c}\n\nThe first line of part {c} is here. The second follows it." for c in range(3))
+    old = narrated(served, voice_wav, text, format="mp3")
+    got = served.post(f"/v1/narrations/{old['id']}/redo", json={"sentences": [3], "seed": 7})
+    assert got.status_code == 202, got.text
+    new = completed(served, got.json()["id"])
+    books = served.home / "segments" / "books"
+    was, now = (json.loads((books / f"{j['id']}.json").read_text())["segments"] for j in (old, new))
+    assert len(was) == len(now) == 3 and sum(a != b for a, b in zip(was, now, strict=True)) == 1
+    assert new["duration_s"] == pytest.approx(old["duration_s"], abs=1.0)

@@ -1,7 +1,8 @@
-"""mp3, Ogg (Opus) and FLAC books encoded while they are synthesized (jobs/audio/stream_encode.py): one
-ffmpeg per output file fed in reading order gives the same audio as one encode of the whole WAV
-after the last sentence, with chapter marks written afterwards (jobs/audio/tagging.py); a stop, a
-kill or a full disk leaves no child and no file."""
+"""Ogg (Opus) and FLAC books, and mp3 books split or in parts, encoded while they are synthesized
+(jobs/audio/stream_encode.py): one ffmpeg per output file fed in reading order gives the same audio as one
+encode of the whole WAV after the last sentence, with chapter marks written afterwards (jobs/audio/tagging.py);
+a stop, a kill or a full disk leaves no child and no file. (An mp3 book in one file is encoded in segments:
+tests/system/test_segmented_mp3.py.)"""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ def _chapters(path) -> list[tuple[int, str]]:
 @pytest.mark.parametrize("ext", ["mp3", "opus", "flac"])
 def test_a_streamed_book_is_the_one_encode_of_its_samples_with_every_chapter(minute, tmp_path, ext):
     root, plan, store = minute
-    spec = JobSpec(document="d", voice="a" * 64, output=f"book.{ext}", loudness=None)
+    split = "chapters+book" if ext == "mp3" else ""  # an mp3 is streamed split (in one file: in segments)
+    spec = JobSpec(document="d", voice="a" * 64, output=f"book.{ext}", loudness=None, split=split)
     # units at chapters and after 10 s: the book reaches its ffmpeg in several pieces
     got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / f"book.{ext}", tmp_path / "s", None, unit_s=10)
     assert len(got["units"]) > len(plan.chapter_at) >= 3
@@ -110,8 +112,8 @@ def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, t
 
 @pytest.mark.parametrize("ext", ["m4b", "mp3"])
 def test_a_book_is_encoded_while_later_sentences_are_synthesized(env, home, voice_wav, ext):
-    """A slow fake engine: the book's first chapters are encoded (m4b: as AAC segments; mp3: by its
-    piped ffmpeg) before its last sentence exists (the job records, for every segment, whether
+    """A slow fake engine: the book's first chapters are encoded (m4b: as AAC segments; mp3: as MP3
+    segments) before its last sentence exists (the job records, for every segment, whether
     synthesis was still running when it was done)."""
     e = fake_env(env, home, delay_ms=150)
     doc = home / "ch.md"
@@ -131,18 +133,18 @@ def test_a_book_is_encoded_while_later_sentences_are_synthesized(env, home, voic
         assert abs(decoded_samples(out).size - r["samples"]) < AAC_FRAME
 
 
-def test_cancel_while_an_mp3_is_streamed_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
+def test_cancel_while_an_opus_book_is_streamed_leaves_no_ffmpeg_and_no_file(env, home, voice_wav, external_redis):
     from helpers.ops import submit_json
     from helpers.procs import child_pid, start_worker, stop_worker
 
     e = fake_env(env, home, delay_ms=60)
     doc = home / "many.md"
     doc.write_text("\n\n".join(f"# Part {c}\n\nLine {c} one is here. Line {c} two is here." for c in range(40)))
-    [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "many.mp3"))
+    [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "many.opus"))
     worker = start_worker(e)
     try:
         scratch = home / "stitch"
-        wait_until(lambda: any(scratch.glob("narrate-stitch-*/stream-book.partial.mp3")), 60, "the mp3 encode")
+        wait_until(lambda: any(scratch.glob("narrate-stitch-*/stream-book.partial.opus")), 60, "the opus encode")
         pid = child_pid(home, worker)[1]
         assert ffmpeg_children(pid)
         assert narrate(e, "cancel", job["id"]).returncode == 0
@@ -166,7 +168,7 @@ def test_a_full_disk_during_a_streamed_encode_is_the_os_error_and_leaves_nothing
 def test_a_killed_job_process_leaves_a_streaming_ffmpeg_that_ends(minute, tmp_path):
     """SIGKILL while the book's ffmpeg is open: it reads the end of its input and exits."""
     root, plan, store = minute
-    kill_while_encoding(root, tmp_path, "b.mp3")
+    kill_while_encoding(root, tmp_path, "b.opus")
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
 
 

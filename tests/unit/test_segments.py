@@ -56,3 +56,25 @@ def test_a_pause_too_short_for_a_cut_is_never_cut():
     )
     seg = _walk(plan, short, [SAMPLE_RATE * 4] * n, unit_samples=SAMPLE_RATE, block_samples=SAMPLE_RATE)
     assert len(seg.segments) == 1 and len(seg.units) == 1  # one piece, the whole book
+
+
+def test_an_mp3_book_is_cut_on_mp3_frames_with_two_frames_of_its_pause_before_each_cut():
+    from narrate.jobs.audio.segments import MP3, MP3_FRAME, grid_for
+
+    n = 60
+    lengths = [SAMPLE_RATE * 3 + 37 * i for i in range(n)]
+    plan = _plan(n, {0: "One", 20: "Two", 41: "Three"})
+    spec = JobSpec(document="d", voice="a" * 64, output="b.mp3")
+    assert grid_for(spec) == MP3 and grid_for(JobSpec(document="d", voice="a" * 64, output="b.M4B")).frame == 1024
+    seg = _walk(plan, spec, lengths, unit_samples=30 * SAMPLE_RATE, block_samples=10 * SAMPLE_RATE)
+    segs = seg.segments
+    assert len(segs) > len(seg.units) > 3
+    assert all(s.samples % MP3_FRAME == 0 for s in segs[:-1]) and any(s.samples % AAC_FRAME for s in segs[:-1])
+    for s in segs[:-1]:  # the silence its last frame and the next one's first stand for
+        assert MP3.head <= s.tail < MP3.head + MP3_FRAME
+    assert all(s.lead >= CUT_SILENCE for s in segs[1:])
+    assert seg.samples == sum(lengths) + sum(seg.pause(i) for i in range(n))
+    # a pause that holds an AAC cut but not an mp3 one is not cut
+    tight = dict(sentence_pause_ms=135, paragraph_pause_ms=135, chapter_pause_ms=135)  # 3240 samples
+    assert cuts_at_chapters(plan, JobSpec(document="d", voice="a" * 64, output="b.m4b", **tight))
+    assert not cuts_at_chapters(plan, JobSpec(document="d", voice="a" * 64, output="b.mp3", **tight))

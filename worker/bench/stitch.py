@@ -10,8 +10,9 @@ speech, so tones would mislead) as real checkpoint files in a temp directory. Th
 - segmented (what jobs do): sentences "arrive" as if synthesized at `rate` x realtime; every
   segment whose sentences have arrived is normalized, rendered and encoded in the background
   (jobs/audio/segment_encoder.py); after the last one the rest are encoded in parallel, muxed, tagged
-  and copied into place. With `--format mp3|ogg|opus|flac` the segments are piped in order into
-  the book's one ffmpeg instead (jobs/audio/stream_encode.py), which is then ended, tagged and copied;
+  and copied into place (m4b, m4a: AAC segments; mp3: MP3 segments, jobs/audio/mp3frames.py). With
+  `--format ogg|opus|flac` the segments are piped in order into the book's one ffmpeg instead
+  (jobs/audio/stream_encode.py), which is then ended, tagged and copied;
 - old: after the last sentence, one loudness pass over the whole book, one WAV, one encode, tags,
   the copy (the stitch before segments).
 
