@@ -12,6 +12,7 @@ from helpers.fake import fake_env
 from helpers.ops import submit_json
 from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
 from narrate.jobs.api.listing import list_jobs
+from narrate.jobs.api.submit import status
 
 MANY = 10_000
 
@@ -52,10 +53,8 @@ def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, vo
     e = fake_env(env, home, delay_ms=150, NARRATE_FAKE_FAIL_ON="BROKEN", NARRATE_MAX_ATTEMPTS="1")
     done, failing, running = write_docs(home, {"done.txt": 2, "failing.txt": 2, "running.txt": 160})
     failing.write_text("This is BROKEN.")
-    ids = {}
-    for doc in (done, failing):
-        [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out"))
-        ids[doc.stem] = job["id"]
+    first = submit_json(e, [done, failing], voice_wav, "-o", str(home / "out"))
+    ids = {"done": first[0]["id"], "failing": first[1]["id"]}
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     [gone] = submit_json(e, write_docs(home, {"gone.txt": 2}), voice_wav, "-o", str(home / "out"))
     external_redis.delete(f"rq:job:{gone['id']}")  # expired or deleted behind the queue's back
@@ -63,7 +62,7 @@ def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, vo
     [job] = submit_json(e, [running], voice_wav, "-o", str(home / "out"), "--priority", "high")
     worker = start_worker(e)
     try:
-        wait_until(lambda: _row(e, job["id"])["done"] >= 8, 30, "progress")
+        wait_until(lambda: status(external_redis, job["id"])["progress"]["done"] >= 8, 60, "progress", poll=0.1)
         rows = [json.loads(line) for line in narrate(e, "list", "--json").stdout.splitlines()]
         assert [r["id"] for r in rows] == [job["id"], later["id"], ids["failing"], ids["done"]]  # newest first
         by_id = {r["id"]: r for r in rows}
@@ -91,8 +90,3 @@ def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, vo
     assert len(canceled) == 2 and "canceled (high)" in canceled[1]
     none = narrate(e, "list", "--status", "started")
     assert none.returncode == 0 and none.stdout == "" and "no started jobs" in none.stderr
-
-
-def _row(env: dict, job_id: str) -> dict:
-    rows = [json.loads(line) for line in narrate(env, "list", "--status", "started", "--json").stdout.splitlines()]
-    return next((r for r in rows if r["id"] == job_id), {"done": 0})
