@@ -5,7 +5,7 @@ from __future__ import annotations
 from helpers.books import book
 from helpers.fake import fake_env, synthesized
 from helpers.faults import leftovers
-from helpers.ops import job_meta, submit
+from helpers.ops import job_meta, submit, submit_json
 from helpers.procs import narrate, start_worker, stop_worker, wait_for_job
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
@@ -14,11 +14,11 @@ from narrate.jobs.settings import Settings
 def test_poison_pill_fails_after_three_crashes_and_others_finish(env, home, voice_wav):
     """A sentence that kills the worker every time fails its job after 3 attempts, naming it."""
     e = fake_env(env, home, NARRATE_FAKE_ABORT_ON="POISON")
-    ids = []
+    docs = []
     for name, marker in (("a", ""), ("b", "POISON"), ("c", "")):
-        doc = home / f"{name}.txt"
-        doc.write_text(book(12, marker))
-        ids.append(submit(e, doc, voice_wav, home / "out" / f"{name}.wav"))
+        docs.append(home / f"{name}.txt")
+        docs[-1].write_text(book(12, marker))
+    ids = [j["id"] for j in submit_json(e, docs, voice_wav, "-o", str(home / "out"))]  # one submit, in this order
     supervisor = start_worker(e)
     try:
         results = [wait_for_job(i, timeout=120) for i in ids]
