@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import time
 
 import pytest
 from helpers.books import book
 from helpers.fake import fake_env, synthesized, wait_synthesized
 from helpers.ops import submit_book
-from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
+from helpers.procs import NARRATE, narrate, start_worker, stop_worker, wait_for_job, wait_until
 from helpers.servers import PrivateRedis
 
 
 def test_redis_gone_mid_job(env, home, voice_wav, monkeypatch):
-    """The server dies mid-job and comes back NARRATE_TEST_OUTAGE_S (15) seconds later (AOF); the
-    worker reconnects and the job completes. No password in any log, job meta, result or key."""
+    """The server dies mid-job and comes back NARRATE_TEST_OUTAGE_S (8) seconds later (AOF: past the
+    patient connection's growing waits, 0.25 s to 4 s); the worker reconnects and the job completes. No
+    password in any log, job meta, result or key."""
     server = PrivateRedis()
     server.start()
     try:
@@ -26,7 +28,7 @@ def test_redis_gone_mid_job(env, home, voice_wav, monkeypatch):
         supervisor = start_worker(e)
         wait_synthesized(home, 4)
         server.kill()
-        outage = float(os.environ.get("NARRATE_TEST_OUTAGE_S", "15"))  # 30 s also passes (slower)
+        outage = float(os.environ.get("NARRATE_TEST_OUTAGE_S", "8"))  # 30 s also passes (slower)
         time.sleep(outage)
         server.start()
         try:
@@ -119,15 +121,21 @@ def test_a_worker_waits_out_a_server_that_refuses_every_write(env, home, voice_w
         client = server.client()
         for name, value in refuse.items():
             client.config_set(name, value)
-        supervisor = start_worker(e)
-        time.sleep(15)  # a restart loop would have started the worker several times by now
-        for name, value in allow.items():
-            client.config_set(name, value)
+        logged = home / "supervisor.log"  # read while it runs (a pipe would be read only at the end)
+        with logged.open("w") as sink:
+            supervisor = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=sink, stderr=subprocess.STDOUT)
         try:
+            # The supervisor has met the refusal (a restart loop would say "restarting in" at that exit), and
+            # it keeps waiting: it looks again 1, 3 and 7 s after it said so. Writes are allowed before the third.
+            wait_until(lambda: "refuses writes" in logged.read_text(), 60, "the supervisor to say so", poll=0.1)
+            time.sleep(5)
+            for name, value in allow.items():
+                client.config_set(name, value)
             job_id = submit_book(e, home, voice_wav, book(2))
             st = wait_for_job(job_id, timeout=90)  # the next look at the server is at most a minute away
         finally:
-            log = stop_worker(supervisor)
+            stop_worker(supervisor)
+            log = logged.read_text()
         assert st["status"] == "finished", (st, log[-3000:])
         refused = [line for line in log.splitlines() if "refuses writes" in line]
         assert len(refused) == 1, log[-4000:]
