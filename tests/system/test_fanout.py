@@ -60,7 +60,7 @@ def run_book(env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: 
              fetch_max_mb: str = "2048") -> dict:  # fmt: skip
     text = chaptered_book()
     e = fake_env(env, home, delay_ms=delay_ms)
-    want = golden(e, home, voice_wav, text)  # one worker, no fan-out
+    want = golden(dict(e, NARRATE_FAKE_DELAY_MS="0"), home, voice_wav, text)  # one worker, no fan-out; same tones
     hosts = [host_env(env, redis_url, delay_ms, fetch_max_mb) for _ in range(3)]
     doc = home / "book.txt"
     doc.write_text(text)
