@@ -11,7 +11,7 @@ from helpers.books import book, write_docs
 from helpers.fake import fake_env, synthesized
 from helpers.faults import golden
 from helpers.ops import job_meta, submit
-from helpers.procs import NARRATE, narrate, wait_for_job, wait_until
+from helpers.procs import NARRATE, narrate, start_worker, stop_worker, wait_for_job, wait_until
 from narrate.jobs.book import cache
 from narrate.jobs.book.checkpoints import CheckpointStore
 
@@ -27,12 +27,16 @@ def burst(e) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def run_job(e, doc, voice, out) -> dict:
-    job_id = submit(e, doc, voice, out)
-    burst(e)
+def finished(job_id: str) -> dict:
     st = wait_for_job(job_id, timeout=60)
     assert st["status"] == "finished", st
     return st
+
+
+def run_job(e, doc, voice, out) -> dict:
+    job_id = submit(e, doc, voice, out)
+    burst(e)
+    return finished(job_id)
 
 
 def test_an_edited_book_synthesizes_only_the_changed_sentence(env, home, voice_wav, external_redis):
@@ -61,13 +65,17 @@ def test_an_edited_book_synthesizes_only_the_changed_sentence(env, home, voice_w
 def test_the_cap_evicts_the_least_recently_used_first(env, home, voice_wav, external_redis):
     e = fake_env(env, home, delay_ms=1)
     a, b, c = write_docs(home, {"a.txt": 3, "b.txt": 3, "c.txt": 3})
-    run_job(e, a, voice_wav, home / "out" / "a.wav")
-    keys_a = segs(home)
-    run_job(e, b, voice_wav, home / "out" / "b.wav")
-    keys_b = segs(home) - keys_a
-    sizes = {p.stat().st_size for p in (home / "checkpoints").rglob("*.seg")}
-    assert len(sizes) == 1 and len(keys_a) == len(keys_b) == 3  # the fake engine's sentences: one size
-    run_job(e, a, voice_wav, home / "out" / "a-again.wav")  # uses a's sentences: b's are now the oldest
+    worker = start_worker(e, "--quiet")  # one worker for the three jobs without a cap (a burst worker for c's)
+    try:
+        finished(submit(e, a, voice_wav, home / "out" / "a.wav"))
+        keys_a = segs(home)
+        finished(submit(e, b, voice_wav, home / "out" / "b.wav"))
+        keys_b = segs(home) - keys_a
+        sizes = {p.stat().st_size for p in (home / "checkpoints").rglob("*.seg")}
+        assert len(sizes) == 1 and len(keys_a) == len(keys_b) == 3  # the fake engine's sentences: one size
+        finished(submit(e, a, voice_wav, home / "out" / "a-again.wav"))  # uses a's sentences: b's are the oldest
+    finally:
+        stop_worker(worker)
     assert len(synthesized(home)) == 6  # nothing synthesized again
     cap = 6 * sizes.pop()
     st = run_job(dict(e, NARRATE_CACHE_MAX_GB=str(cap / 1e9)), c, voice_wav, home / "out" / "c.wav")
