@@ -8,7 +8,7 @@ import os
 
 from helpers.books import book
 from helpers.fake import fake_env
-from helpers.procs import narrate, wait_for_job
+from helpers.procs import narrate, start_worker, stop_worker, wait_for_job, wait_until
 
 
 def submit_to(e: dict, home, voice, name: str, text: str, out, *extra: str):
@@ -32,24 +32,27 @@ def test_two_documents_one_output_path(env, home, voice_wav, external_redis):
     err = b.stderr.strip()
     assert b.returncode == 1 and err.startswith("Error: output") and f"pending job {a_id}" in err, err
     assert len(err.splitlines()) == 1 and external_redis.llen("rq:queue:narrate") == 1  # nothing enqueued for b
-    burst(e)
-    a_bytes = out.read_bytes()
-    # b may now replace a's output (narrate wrote it), and says so.
-    b = submit_to(e, home, voice_wav, "b", book(9, "beta"), out)
-    assert b.returncode == 0 and f"replaces book.wav written by job {a_id}" in b.stderr, b.stderr
-    b_id = json.loads(b.stdout)["id"]
-    burst(e)
-    assert wait_for_job(b_id)["status"] == "finished" and out.read_bytes() != a_bytes
-    st = narrate(e, "status", a_id)
-    assert f"its output was replaced since by job {b_id}" in st.stdout, st.stdout
-    assert json.loads(narrate(e, "status", a_id, "--json").stdout)["output_replaced_by"] == b_id
-    # a again: not "already done" (the file is b's); it is narrated again.
-    again = submit_to(e, home, voice_wav, "a", book(9, "alpha"), out)
-    assert again.returncode == 0 and "already done" not in again.stderr, again.stderr
-    info = json.loads(again.stdout)
-    assert info["id"] == a_id and info["duplicate"] is None
-    burst(e)
-    assert out.read_bytes() == a_bytes
+    worker = start_worker(e, "--quiet")  # one worker for the three jobs, each submitted once the last has ended
+    try:
+        assert wait_for_job(a_id)["status"] == "finished"
+        a_bytes = out.read_bytes()
+        # b may now replace a's output (narrate wrote it), and says so.
+        b = submit_to(e, home, voice_wav, "b", book(9, "beta"), out)
+        assert b.returncode == 0 and f"replaces book.wav written by job {a_id}" in b.stderr, b.stderr
+        b_id = json.loads(b.stdout)["id"]
+        assert wait_for_job(b_id)["status"] == "finished" and out.read_bytes() != a_bytes
+        st = narrate(e, "status", a_id)
+        assert f"its output was replaced since by job {b_id}" in st.stdout, st.stdout
+        assert json.loads(narrate(e, "status", a_id, "--json").stdout)["output_replaced_by"] == b_id
+        # a again: not "already done" (the file is b's); it is narrated again.
+        again = submit_to(e, home, voice_wav, "a", book(9, "alpha"), out)
+        assert again.returncode == 0 and "already done" not in again.stderr, again.stderr
+        info = json.loads(again.stdout)
+        assert info["id"] == a_id and info["duplicate"] is None
+        assert wait_until(lambda: out.read_bytes() == a_bytes, 60, "a's output again", poll=0.1)
+        assert wait_for_job(a_id)["status"] == "finished"
+    finally:
+        stop_worker(worker)
 
 
 def test_a_file_narrate_did_not_write_needs_overwrite(env, home, voice_wav, external_redis):
