@@ -63,8 +63,11 @@ def test_busy_worker_keeps_beating(env, home, voice_wav, external_redis):
 def test_resume_leaves_a_slow_beating_worker_alone(env, home, voice_wav, external_redis):
     """A worker that beats every 120 s is alive 100 s after its last beat: `resume` leaves its job
     alone and says when it would count as gone (it used to assume a 10 s heartbeat)."""
-    e = fake_env(env, home, delay_ms=100, NARRATE_HEARTBEAT_S="120")
-    job_id = submit_book(e, home, voice_wav, book(60), name="slow")
+    hold = home / "hold"  # the fake engine waits after its first batch while this file exists
+    hold.touch()
+    e = fake_env(env, home, delay_ms=20, NARRATE_HEARTBEAT_S="120", NARRATE_FAKE_HOLD_FILE=str(hold))
+    n = 12
+    job_id = submit_book(e, home, voice_wav, book(n), name="slow")
     supervisor = start_worker(e)
     try:
         wait_synthesized(home, 2)
@@ -75,8 +78,10 @@ def test_resume_leaves_a_slow_beating_worker_alone(env, home, voice_wav, externa
         assert out.returncode == 0, out.stderr
         assert f"{job_id}: left alone (started: its worker" in out.stdout, out.stdout
         assert "counts as gone after 390 s" in out.stdout, out.stdout
+        hold.unlink()
         assert wait_for_job(job_id, timeout=60)["status"] == "finished"
     finally:
+        hold.unlink(missing_ok=True)
         stop_worker(supervisor)
     indices = [i for i, _ in synthesized(home)]
-    assert sorted(indices) == list(range(60))  # every sentence once: the job never ran twice
+    assert sorted(indices) == list(range(n))  # every sentence once: the job never ran twice
