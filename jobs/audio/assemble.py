@@ -31,7 +31,7 @@ from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.settings import SAMPLE_RATE
 
 if TYPE_CHECKING:
-    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.book_writer import BookWriter
 
 FADE_SAMPLES = SAMPLE_RATE * 5 // 1000  # 5 ms at each end of every sentence
 TRUE_PEAK_CEILING_DB = -3.5  # under the -3 dBTP target, with room for the codec's overshoot

@@ -32,10 +32,10 @@ from pathlib import Path
 
 from narrate.jobs.audio import adts, mp3frames
 from narrate.jobs.audio.assemble import CheckpointMissing, Loudness, Sentences, render_segment
+from narrate.jobs.audio.book_writer import ffmetadata
 from narrate.jobs.audio.layout import Piece
 from narrate.jobs.audio.reuse import Record, Reuse, record_of, segment_key
 from narrate.jobs.audio.segments import Segment, Segmenter, Unit
-from narrate.jobs.audio.stitch import ffmetadata
 from narrate.jobs.audio.stream_encode import PcmEncoder
 from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.book.plan import Plan

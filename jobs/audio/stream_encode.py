@@ -13,7 +13,7 @@ Chapter marks and tags are written afterwards with mutagen (jobs/audio/tagging.p
 times are known only at the end.
 
 Every ffmpeg writes into the job's private scratch directory; the files reach the output
-directory through BookWriter.finish (jobs/audio/stitch.py) like every other. ``close()`` kills them: no
+directory through BookWriter.finish (jobs/audio/book_writer.py) like every other. ``close()`` kills them: no
 child outlives a stop, a cancel or a failure; a child of a worker killed outright reads the end of
 its input and exits, and its scratch directory is removed by the next book written on the host."""
 

@@ -33,7 +33,7 @@ def parse_formats(value: str | None) -> str:
 
 
 def with_chapters(cues: list[Cue], spans: list[tuple[int, int, str]]) -> list[Cue]:
-    """Each cue's chapter: the index of the span (jobs/audio/stitch.py chapter_spans) it starts in."""
+    """Each cue's chapter: the index of the span (jobs/audio/book_writer.py chapter_spans) it starts in."""
     starts = [start for start, _, _ in spans]
     return [replace(c, chapter=bisect_right(starts, c.start) - 1 if starts else None) for c in cues]
 

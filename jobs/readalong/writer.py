@@ -27,7 +27,7 @@ from narrate.jobs.readalong.package import BookInfo
 from narrate.jobs.readalong.timing import Word, clips_of
 
 if TYPE_CHECKING:
-    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.book_writer import BookWriter
 
 log = logging.getLogger("narrate.jobs")
 EPUB_AUDIO = (".mp3", ".m4a", ".m4b")

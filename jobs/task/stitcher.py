@@ -10,7 +10,7 @@ muxes the book's files from the segments (m4a/m4b, mp3), ends the streamed encod
 encodes the WAV once (.wav, and m4a/m4b whose chapter pauses hold no cut), adds subtitles, tags,
 chapters and the read-along files (with word timings: the word-level WebVTT, and the EPUB's overlays word
 by word) and puts every file in place
-(jobs/audio/stitch.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
+(jobs/audio/book_writer.py BookWriter: scratch, confined temp file, rename). Leaving it any other way (a
 stop, a cancel, a failure) kills the ffmpeg children and removes the scratch directory: nothing is
 written to the output directory before ``finish`` places the files."""
 
@@ -50,8 +50,8 @@ from redis import RedisError
 from rq.job import Job
 
 if TYPE_CHECKING:
+    from narrate.jobs.audio.book_writer import BookWriter
     from narrate.jobs.audio.segment_encoder import SegmentEncoder
-    from narrate.jobs.audio.stitch import BookWriter
 
 SEGMENTED = {".m4a", ".m4b", ".mp3"}  # encoded segment by segment, joined by stream copy (adts.py, mp3frames.py)
 WHOLE_ONLY = {".mp3"}  # segmented only as one file: a split's or a part's chapter marks (mutagen) start at its chapter
@@ -158,7 +158,7 @@ class Stitcher:
         return self.encoders.encoder if self.encoders else None
 
     def __enter__(self) -> Stitcher:
-        from narrate.jobs.audio.stitch import BookWriter  # pydub: loaded on workers only
+        from narrate.jobs.audio.book_writer import BookWriter  # pydub: loaded on workers only
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
         self.book = BookWriter(self.audio, ffmpeg, title=self.doc.title, root=self.root,

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from narrate.jobs.audio.book_writer import BookWriter
 from narrate.jobs.audio.reuse import Reuse, SegmentCache, fingerprint
 from narrate.jobs.audio.segments import BLOCK_S, SEGMENT_S, Heard, Segmenter
-from narrate.jobs.audio.stitch import BookWriter
 from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
 from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.spec import JobSpec

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from narrate.jobs.audio.stitch import BookWriter, int16_segment
+from narrate.jobs.audio.book_writer import BookWriter, int16_segment
 from narrate.jobs.ffmpeg import ffmpeg_exe
 
 from helpers.procs import exited, file_size_limit, wait_until

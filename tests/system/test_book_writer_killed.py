@@ -16,14 +16,14 @@ KILLED_WRITER = """
 import os, signal, sys
 from pathlib import Path
 from helpers.encode import write_book
-from narrate.jobs.audio import stitch
+from narrate.jobs.audio import book_writer
 
 def copy(src, dst, *args, **kw):
     dst.write(src.read(1000))
     dst.flush()
     os.kill(os.getpid(), signal.SIGKILL)
 
-stitch.shutil.copyfileobj = copy
+book_writer.shutil.copyfileobj = copy
 write_book(Path(sys.argv[1]), root=Path(sys.argv[2]), workdir=Path(sys.argv[3]))
 """
 

@@ -17,8 +17,8 @@ from helpers.encode import ffmpeg_children, kill_while_encoding, stitch_with_fil
 from helpers.fake import fake_env
 from helpers.procs import narrate, wait_for_job, wait_until
 from narrate.jobs.audio import segment_encoder
+from narrate.jobs.audio.book_writer import BookWriter
 from narrate.jobs.audio.segments import AAC_FRAME, CUT_SILENCE, Segmenter
-from narrate.jobs.audio.stitch import BookWriter
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.worker.bench import stitch as stitch_bench

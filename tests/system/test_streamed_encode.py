@@ -180,8 +180,8 @@ def test_the_render_thread_blocked_on_a_stopped_ffmpeg_ends_on_close(minute, tmp
     import threading
     import time
 
+    from narrate.jobs.audio.book_writer import BookWriter
     from narrate.jobs.audio.segments import Segmenter
-    from narrate.jobs.audio.stitch import BookWriter
     from narrate.jobs.audio.stream_encode import PieceStreams
 
     root, plan, store = minute

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from helpers.encode import FFMPEG, TONE, write_book
 from helpers.faults import partials
-from narrate.jobs.audio import stitch
-from narrate.jobs.audio.stitch import BookWriter
+from narrate.jobs.audio import book_writer
+from narrate.jobs.audio.book_writer import BookWriter
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.outputs import OutputRoot
 
@@ -81,7 +81,7 @@ def swap_during_copy(monkeypatch, action) -> None:
         real(*args, **kw)
         action()
 
-    monkeypatch.setattr(stitch.shutil, "copyfileobj", copy)
+    monkeypatch.setattr(book_writer.shutil, "copyfileobj", copy)
 
 
 def test_directory_swapped_for_a_symlink_before_the_rename(tree, monkeypatch):
@@ -137,7 +137,7 @@ def test_disk_full_during_the_copy_leaves_the_old_output_and_no_temp(tree, monke
         dst.flush()
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(stitch.shutil, "copyfileobj", full)
+    monkeypatch.setattr(book_writer.shutil, "copyfileobj", full)
     with pytest.raises(OSError, match="No space left"):
         write_book(root / "book.mp3", root=root, workdir=work)
     assert (root / "book.mp3").read_bytes() == b"old book" and partials(root, work) == []

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import feedparser
 import pytest
 from lxml import etree
-from narrate.jobs.audio.stitch import ffmetadata
+from narrate.jobs.audio.book_writer import ffmetadata
 from narrate.jobs.feeds import rss, titles
 from narrate.jobs.library.metadata import BookInfo, opf
 from narrate.jobs.xmltext import xml_text

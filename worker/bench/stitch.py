@@ -48,7 +48,7 @@ from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.settings import SAMPLE_RATE
 
 if TYPE_CHECKING:
-    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.book_writer import BookWriter
 
 PER_CHAPTER = 200
 
@@ -149,7 +149,7 @@ def _heard(store: CheckpointStore, key: str) -> Heard:
 def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path, rate: float | None,
               unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
     """The job's path (jobs/task/stitcher.py without the queue): returns what happened."""
-    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.book_writer import BookWriter
     from narrate.jobs.task.stitcher import EncodePath
 
     ffmpeg = ffmpeg_exe()
@@ -184,7 +184,7 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
 
 def old(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path) -> dict:
     """One loudness pass, one WAV, one encode, all after the last sentence."""
-    from narrate.jobs.audio.stitch import BookWriter
+    from narrate.jobs.audio.book_writer import BookWriter
 
     t0 = time.monotonic()
     stream = assemble.Sentences(plan, spec, store)
