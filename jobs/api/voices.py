@@ -18,6 +18,7 @@ from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.readers import ReadOptions, read_any
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.queue import riding
 from narrate.jobs.queue.queues import queue_for
 from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
@@ -147,7 +148,9 @@ def _enqueue_clip(settings: Settings, r: redis.Redis, spec: ClipSpec, label: str
               "max_retries": 0},
     )  # fmt: skip
     with durable_writes(r):
-        return q.enqueue_job(job)
+        job = q.enqueue_job(job)
+        riding.signal_waiting(r, q.name, job.id)  # a worker busy with a book takes it along at once
+    return job
 
 
 def first_sentence(document: Path) -> str:

@@ -6,11 +6,13 @@ import math
 import re
 
 import redis
+import redis.asyncio
 from narrate.jobs.errors import ServerUnavailable
 from narrate.jobs.server.embedded import EmbeddedServer
 from narrate.jobs.settings import Settings
 from redis import Redis  # for annotations in Connection, where `redis` is its property
-from redis.backoff import ExponentialBackoff
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
@@ -160,3 +162,33 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Blocking reads (XREAD BLOCK: a speech request waiting for its clip's pieces, a worker's clip watch
+# waiting for a clip job) each have a client of their own: a connection held for the whole block,
+# whose read timeout is longer than the block (redis-py's default of 5 s would cut a longer block
+# short), and no retry (a retried block would wait a second time; the caller looks again itself).
+BLOCK_MARGIN_S = 5.0
+
+
+def _server_url(settings: Settings) -> str:
+    """The server's URL: NARRATE_REDIS_URL, or the embedded server's unix socket (running: the
+    process that asks holds a Connection to it)."""
+    return settings.redis_url or EmbeddedServer(settings.home).url
+
+
+def blocking_client(settings: Settings, block_s: float) -> Redis:
+    """A client of its own for blocking reads of at most `block_s` (one connection, no retry)."""
+    return redis.Redis.from_url(
+        _server_url(settings), socket_timeout=block_s + BLOCK_MARGIN_S, socket_connect_timeout=5,
+        retry=Retry(NoBackoff(), 0), single_connection_client=True,
+    )  # fmt: skip
+
+
+def async_blocking_client(settings: Settings, block_s: float) -> redis.asyncio.Redis:
+    """An asyncio client of its own for blocking reads of at most `block_s`: waiting holds no thread,
+    and a cancelled wait (a client gone, the server stopping) ends at once."""
+    return redis.asyncio.Redis.from_url(
+        _server_url(settings), socket_timeout=block_s + BLOCK_MARGIN_S, socket_connect_timeout=5,
+        retry=AsyncRetry(NoBackoff(), 0), single_connection_client=True,
+    )  # fmt: skip

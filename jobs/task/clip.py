@@ -23,7 +23,7 @@ from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext, StopRequested
 from narrate.jobs.task.job import _begin_attempt, record_failure
 from narrate.jobs.task.progress import Progress, save_meta
-from narrate.jobs.voices.clips import PARTS_KEEP_S, ClipSpec, parts_key, put_clip
+from narrate.jobs.voices.clips import ClipSpec, put_clip, put_piece
 from rq.job import Job
 
 log = logging.getLogger("narrate.jobs")
@@ -115,27 +115,26 @@ class ClipRider:
         self.engine: Engine | None = None
         self.warnings: list[str] = []
         self.pieces: dict[int, list[np.ndarray]] = {}
+        self.streamed: dict[int, int] = {}  # bytes of each clip streamed so far (this take's)
         self.clips: list[dict] = []
         self.taken = time.monotonic()
         self.ended = False
 
     def voice(self, engine: Engine) -> VoiceEmbedding:
         self.engine = engine
-        self.r.delete(*(parts_key(self.job.id, s.index + 1) for s in self.sentences))  # an earlier take's
         voice = engine.voice(self.r, self.spec.ref)
         self.warnings = [voice.warning] if voice.warning else []
         return voice
 
     def chunk(self, chunk: Chunk) -> None:
-        """Each piece of audio streamed to a speech request at once (``parts_key``), the clip stored whole
-        at its end."""
+        """Each piece of audio streamed at once to the speech request waiting for it (``put_piece``: one
+        XADD, nothing when no request waits), the clip stored whole at its end."""
         self.pieces.setdefault(chunk.index, []).append(chunk.pcm)
         if chunk.pcm.size:
-            key = parts_key(self.job.id, chunk.index + 1)
-            with self.r.pipeline(transaction=False) as p:
-                p.rpush(key, pcm16(chunk.pcm))
-                p.expire(key, PARTS_KEEP_S)
-                p.execute()
+            piece = pcm16(chunk.pcm)
+            at = self.streamed.get(chunk.index, 0)
+            put_piece(self.r, self.job.id, chunk.index + 1, at, piece)
+            self.streamed[chunk.index] = at + len(piece)
         if not chunk.final:
             return
         pcm = np.concatenate(self.pieces.pop(chunk.index))

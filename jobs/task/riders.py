@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from narrate.jobs.book.synthesis import Engine, Rider
 
@@ -22,6 +23,7 @@ class RiderDesk:
         self._waiting: list[Rider] = []
         self.refused: set[str] = set()  # jobs given back once: they run on their own (and say why)
         self.taken = 0  # riders that boarded a batch
+        self.opened: Callable[[], None] | None = None  # told when it opens (the clip watch looks at the queue)
 
     def open(self, engine: Engine) -> bool:
         """Open for riders while `engine` synthesizes (False: this engine takes none)."""
@@ -29,6 +31,9 @@ class RiderDesk:
             return False
         with self._lock:
             self._model = (engine.source, engine.quant)
+        told = self.opened
+        if told is not None:
+            told()
         return True
 
     def model(self) -> tuple[str, str] | None:

@@ -28,12 +28,39 @@ def clip_key(job_id: str, number: int) -> str:
 
 
 def parts_key(job_id: str, number: int) -> str:
-    """Clip n's samples as they are spoken (16-bit, a list of pieces): written by a clip riding along a
-    book (jobs/task/clip.py), read by a speech request that streams them before the clip is done."""
+    """Clip n's samples as they are spoken, a Redis stream: made by the speech request that waits for
+    the clip (``open_parts``: no one waits, nothing is written), written by the clip's worker
+    (``put_piece``, ``put_clip``'s end), read with XREAD BLOCK (jobs/web/speech_clips.py) and removed
+    by the request when it ends, however it ends."""
     return f"{PREFIX}clip:{job_id}:{number}:parts"
 
 
-PARTS_KEEP_S = 3600
+PARTS_KEEP_S = 3600  # a stream whose reader went without removing it (a server killed) expires
+# The fields of a parts entry: a piece (its 16-bit samples and the byte offset they start at in the
+# take that spoke them: a clip given back mid-way speaks again from 0, the same samples), the end
+# (the clip is stored whole: clip_key), or the stream's opening by its reader.
+PIECE, AT, END, OPENED = b"pcm", b"at", b"end", b"open"
+
+
+def open_parts(r: redis.Redis, job_ids: list[str], number: int = 1) -> None:
+    """Make the parts streams of clips a request is about to wait for (before it first looks at the
+    jobs' states: whatever a worker writes from then on is read)."""
+    with r.pipeline(transaction=False) as p:
+        for job_id in job_ids:
+            p.xadd(parts_key(job_id, number), {OPENED: b""})
+            p.expire(parts_key(job_id, number), PARTS_KEEP_S)
+        p.execute()
+
+
+def drop_parts(r: redis.Redis, job_ids: list[str], number: int = 1) -> None:
+    if job_ids:
+        r.delete(*(parts_key(job_id, number) for job_id in job_ids))
+
+
+def put_piece(r: redis.Redis | redis.client.Pipeline, job_id: str, number: int, at: int, pcm: bytes) -> None:
+    """A piece of clip n's samples, `at` bytes into its take, for the request waiting for it (no
+    stream: no one waits, nothing is written)."""
+    r.xadd(parts_key(job_id, number), {AT: at, PIECE: pcm}, nomkstream=True)
 
 
 def draft_key(name: str) -> str:
@@ -41,8 +68,12 @@ def draft_key(name: str) -> str:
 
 
 def put_clip(r: redis.Redis, job_id: str, number: int, wav: bytes, keep_s: int) -> str:
+    """Clip n stored whole; a request waiting for it is told at once (the end of its parts stream)."""
     key = clip_key(job_id, number)
-    r.set(key, wav, ex=keep_s)
+    with r.pipeline(transaction=False) as p:
+        p.set(key, wav, ex=keep_s)
+        p.xadd(parts_key(job_id, number), {END: b""}, nomkstream=True)
+        p.execute()
     return key
 
 

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import html
 from collections.abc import AsyncIterator
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from narrate.jobs.errors import BadInput
@@ -113,13 +114,30 @@ def serve(app: Guard, bind: str, port: int, settings: Settings) -> None:
     """Serve until interrupted (uvicorn, one process; the routes' Redis calls run in its threads). Its
     log never shows a feed's token or a key given in a query (jobs/web/access_log.py). Connections are
     kept by jobs/web/connections.py (a deadline for headers, a cap per address and in all, idle ones
-    closed first); proxy headers are believed only from NARRATE_SERVE_TRUSTED_PROXIES."""
+    closed first); proxy headers are believed only from NARRATE_SERVE_TRUSTED_PROXIES. Told to stop,
+    it sets the app's `Web.stopping` before uvicorn waits for the answers under way: the speech
+    requests still waiting for clips end within a block instead of holding the stop up."""
     import uvicorn
+    from fastapi import FastAPI
     from narrate.jobs.web.access_log import log_config
     from narrate.jobs.web.connections import protocol
 
+    inner = app.app
+    assert isinstance(inner, FastAPI)  # make_app's
+    stopping = inner.state.web.stopping
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stopping.set()
+            super().handle_exit(sig, frame)
+
     proxies = settings.serve_trusted_proxies
     http = protocol(settings.serve_header_s, settings.serve_client_connections, settings.serve_connections)
-    uvicorn.run(app, host=bind, port=port, log_level="info", server_header=False, timeout_keep_alive=5,
-                proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None, http=http,
-                limit_concurrency=None, log_config=log_config())  # fmt: skip
+    config = uvicorn.Config(app, host=bind, port=port, log_level="info", server_header=False, timeout_keep_alive=5,
+                            proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None, http=http,
+                            limit_concurrency=None, log_config=log_config())  # fmt: skip
+    server = Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        raise SystemExit(3)  # as uvicorn.run: it could not start (the port taken)

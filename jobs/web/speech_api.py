@@ -2,18 +2,22 @@
 on narrate's workers (the clip jobs: jobs/web/speech_clips.py; the model and voice a request names:
 jobs/web/choices.py): the request is checked before anything is enqueued, the first clip is
 waited for before the answer starts (so a failure still gets its status code), the rest is streamed
-as it is spoken; a client that goes away cancels the clip jobs not yet done."""
+as it is spoken; a client that goes away (before the first audio too) cancels the clip jobs not yet
+done."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import json
 import logging
 import shutil
 import time
 from collections.abc import AsyncIterator
 
-from fastapi import APIRouter
+import anyio
+from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 from narrate.jobs.web import speech_clips as clips
 from narrate.jobs.web.auth import SIGNED_IN
@@ -52,7 +56,7 @@ AUDIO = {
     response_class=StreamingResponse,
     responses={200: AUDIO, **documented(400, 401, 403, 408, 413, 422, 502, 503, 504)},
 )
-async def speech(web: WebDep, body: SpeechRequest) -> StreamingResponse:
+async def speech(request: Request, web: WebDep, body: SpeechRequest) -> StreamingResponse:
     """Speak `input` (at most 4,096 characters) in `voice`; `stream_format` sse sends
     `speech.audio.delta` events (base64 audio) and a last `speech.audio.done`."""
     folder = private_folder(web.settings.home)  # a sample sent as a data: URL is read from here
@@ -62,21 +66,46 @@ async def speech(web: WebDep, body: SpeechRequest) -> StreamingResponse:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     streamed = clips.Streamed()
-    rest = clips.clip_audio(web.redis, job_ids[0], time.monotonic() + clips.WAIT_S, streamed)
+    rest = clips.clip_audio(web, job_ids[0], time.monotonic() + clips.WAIT_S, streamed)
     try:
-        first = await anext(rest)  # the first audio, or the status code of what went wrong
+        first = await _first(rest, request)  # the first audio, or the status code of what went wrong
     except BaseException:
         await rest.aclose()
         await run_in_threadpool(clips.drop, web.redis, job_ids)
         raise
     single = len(job_ids) == 1 and not streamed.pieces  # the whole answer in one block
-    audio = clips.encoded(clips.pcm_stream(web.redis, job_ids, first, rest, streamed), body.response_format,
+    audio = clips.encoded(clips.pcm_stream(web, job_ids, first, rest, streamed), body.response_format,
                              web.settings, single=single)  # fmt: skip
     if body.stream_format == "sse":
         return StreamingResponse(_events(audio, web, job_ids, len(body.input)), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-store"})  # fmt: skip
     return StreamingResponse(_guarded(audio, web, job_ids), media_type=clips.MEDIA[body.response_format],
                              headers={"Cache-Control": "no-store"})  # fmt: skip
+
+
+async def _first(rest: AsyncIterator[bytes], request: Request) -> bytes:
+    """The first block of `rest`; ApiError 499 when the client goes away first (the answer has not
+    begun, so nothing else listens for it yet)."""
+    first = asyncio.ensure_future(anext(rest))
+    gone = asyncio.ensure_future(_gone(request))
+    try:
+        await asyncio.wait({first, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not first.done():
+            first.cancel()
+            with contextlib.suppress(BaseException):  # its own end (cancelled): the client is gone
+                await first
+    if first.cancelled():
+        raise ApiError(499, "the client went away before the first audio")
+    return first.result()
+
+
+async def _gone(request: Request) -> None:
+    """Returns when the client has gone away (its request's body was read already: what comes next
+    is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        await asyncio.sleep(0.1)  # more of a body that was read whole: never a busy loop
 
 
 async def _guarded(
@@ -95,7 +124,8 @@ async def _guarded(
             raise
     finally:
         if not done:  # the client went away, or a clip failed
-            await run_in_threadpool(clips.drop, web.redis, job_ids)
+            with anyio.CancelScope(shield=True):  # gone: the answer's task is cancelled, so shielded or not run
+                await run_in_threadpool(clips.drop, web.redis, job_ids)
 
 
 async def _events(audio: AsyncIterator[bytes], web: Web, job_ids: list[str], chars: int) -> AsyncIterator[bytes]:

@@ -4,7 +4,14 @@ job speaks (the first sentence alone, for fast first audio; then up to the clip'
 line is a preview clip job (jobs/api/voices.py `preview`: high priority, on any worker, under the
 host lock), all enqueued at once, in order. Each clip comes back through Redis as a WAV (or in
 pieces, while it rides along a book); its samples are streamed as soon as they come, encoded by one
-ffmpeg for the whole answer (mp3, opus, aac, flac) or sent as they are (pcm, wav)."""
+ffmpeg for the whole answer (mp3, opus, aac, flac) or sent as they are (pcm, wav).
+
+Waiting for a clip is a blocking read of its parts stream (jobs/voices/clips.py `parts_key`: XREAD
+BLOCK, on a connection of the request's own, connection.async_blocking_client): the worker's XADD
+of a piece, or of the clip's end once it is stored whole, wakes it at once. Only when BLOCK_S passes
+without an entry is the job's state looked at (failed, canceled, no worker, too long, the server
+stopping). The request removes the streams when it ends, however it ends; a worker writes to no
+stream that is gone (a client that went away leaves nothing behind)."""
 
 from __future__ import annotations
 
@@ -18,7 +25,9 @@ import wave
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+import anyio
 import redis
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api import voices as voices_api
@@ -26,12 +35,14 @@ from narrate.jobs.documents.documents import parse_document
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import AAC, FORMATS
 from narrate.jobs.queue.cancel import cancel
+from narrate.jobs.server.connection import async_blocking_client
 from narrate.jobs.server.records import find
 from narrate.jobs.settings import SAMPLE_RATE, Settings
 from narrate.jobs.voices import clips
 from narrate.jobs.voices.choice import VoiceChoice
 from narrate.jobs.web.choices import check_model, choose_voice
 from narrate.jobs.web.errors import ApiError
+from narrate.jobs.web.state import Web
 from rq.job import Job
 
 log = logging.getLogger("narrate.web")
@@ -44,7 +55,7 @@ ENCODE = {
 }
 MEDIA = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac", "wav": "audio/wav",
          "pcm": "audio/pcm"}  # fmt: skip
-POLL_S = 0.05
+BLOCK_S = 1.0  # a wait for a clip's next entry blocks this long at most, then the job's state is looked at
 NO_WORKER_CHECK_S = 10.0  # a supervisor restarts a crashed worker within seconds
 WAIT_S = 900.0  # a clip waits at most this long for a worker (a running book's batch, a model load)
 
@@ -91,22 +102,36 @@ def prepare(r: redis.Redis, settings: Settings, body: dict, folder: Path) -> Spe
 
 
 def enqueue(r: redis.Redis, settings: Settings, speech: Speech) -> list[str]:
-    """One clip job per line, in order (identical lines, and requests, share their clip jobs)."""
-    return [
-        voices_api.preview(settings, r, speech.voice, line, speech.language, speech.model).id for line in speech.lines
-    ]
+    """One clip job per line, in order (identical lines, and requests, share their clip jobs), and
+    the parts streams the request reads them from."""
+    ids = [voices_api.preview(settings, r, speech.voice, line, speech.language, speech.model).id
+           for line in speech.lines]  # fmt: skip
+    clips.open_parts(r, ids)
+    return ids
 
 
 def drop(r: redis.Redis, job_ids: list[str]) -> None:
-    """Cancel the clip jobs not yet done (the client went away, or no worker takes them)."""
+    """Cancel the clip jobs not yet done (the client went away, or no worker takes them) and remove
+    their parts streams."""
     for job_id in job_ids:
         with contextlib.suppress(Exception):
             cancel(r, job_id, "narrate serve: the speech request ended")
+    with contextlib.suppress(redis.RedisError):
+        clips.drop_parts(r, job_ids)
 
 
-def _state(r: redis.Redis, job_id: str) -> str:
-    raw = r.hget(Job.key_for(job_id), "status")
+def _state(raw: object) -> str:
     return raw.decode() if isinstance(raw, bytes) else "gone"
+
+
+def _new_part(fields: dict[bytes, bytes], have: int) -> bytes:
+    """What a piece adds to the `have` bytes already sent: a piece of a later take that repeats them
+    adds only what goes beyond; one past a gap (pieces written before the stream was made) adds
+    nothing (the rest comes from the clip kept whole)."""
+    at, pcm = int(fields[clips.AT]), fields[clips.PIECE]
+    if at > have or at + len(pcm) <= have:
+        return b""
+    return pcm[have - at :]
 
 
 @dataclass
@@ -116,42 +141,70 @@ class Streamed:
     pieces: bool = False
 
 
-async def clip_audio(r: redis.Redis, job_id: str, deadline: float, streamed: Streamed) -> AsyncGenerator[bytes]:
+async def clip_audio(web: Web, job_id: str, deadline: float, streamed: Streamed) -> AsyncGenerator[bytes]:
     """The clip's 16-bit samples: its pieces as a worker speaks them (a clip riding along a book
     streams them, clips.parts_key), the rest once its job finished; at least one block (maybe empty).
-    Raises ApiError when it failed, or no worker takes it. Waiting holds no thread: only each look at
-    Redis runs in one."""
+    Raises ApiError when it failed, no worker takes it, or the server stops. Waiting holds no
+    thread: a blocking read on a connection of its own, cancelled when the client goes away."""
+    r, key = web.redis, clips.parts_key(job_id, 1)
+    reader = async_blocking_client(web.settings, BLOCK_S)
     checked = time.monotonic()
     sent = bytearray()
-    read = 0  # pieces read
-    while True:
-        state = await asyncio.to_thread(_state, r, job_id)
-        pieces = await asyncio.to_thread(r.lrange, clips.parts_key(job_id, 1), read, -1)
-        for piece in pieces:
-            assert isinstance(piece, bytes)  # narrate's clients return bytes (decode_responses off)
-            read += 1
-            sent += piece
-            streamed.pieces = True
-            yield piece
-        if state == "finished":
-            whole = await asyncio.to_thread(_samples, r, job_id)
-            if whole[: len(sent)] != sent:  # another take than the pieces' (a rider given back mid-way)
-                log.warning("clip %s: its pieces and its whole audio differ; the rest follows the whole", job_id)
-            if len(whole) > len(sent) or not sent:
-                yield whole[len(sent) :]
-            return
-        if state in ("failed", "stopped", "canceled", "gone"):
-            job = await asyncio.to_thread(find, r, job_id)
-            error = ((job.meta or {}).get("error") if job is not None else None) or state
-            raise ApiError(502, f"the worker could not speak it ({error})")
-        now = time.monotonic()
-        if state == "queued" and not pieces and now - checked > NO_WORKER_CHECK_S:
-            checked = now
-            if await asyncio.to_thread(submit_api.unattended_queue, r, job_id):
-                raise ApiError(503, "no worker takes jobs from this server's queues; start one (narrate worker)")
-        if now > deadline:
-            raise ApiError(504, f"no worker spoke it within {WAIT_S:.0f} s (busy, or none is running)")
-        await asyncio.sleep(POLL_S)
+    last: bytes | str = "0-0"  # the stream's entries after this one (from its start: nothing is missed)
+    look = True  # at the job's state: first, then after each block that brought nothing
+    try:
+        while True:
+            if look:
+                ended, checked = await _ended(web, reader, job_id, bool(sent), deadline, checked)
+                if ended:
+                    break
+            if web.stopping.is_set():
+                raise ApiError(503, "the server is stopping; ask again once it is back")
+            got = await reader.xread({key: last}, block=int(BLOCK_S * 1000), count=64)
+            look = not got
+            ended = False
+            for _, entries in cast("list[tuple[bytes, list[tuple[bytes, dict[bytes, bytes]]]]]", got or []):
+                for entry_id, fields in entries:
+                    last = entry_id
+                    if clips.END in fields:
+                        ended = True
+                    elif clips.PIECE in fields and (piece := _new_part(fields, len(sent))):
+                        sent += piece
+                        streamed.pieces = True
+                        yield piece
+            if ended:
+                break
+        whole = await asyncio.to_thread(_samples, r, job_id)
+        if whole[: len(sent)] != sent:  # another take than the pieces' (a rider given back mid-way)
+            log.warning("clip %s: its pieces and its whole audio differ; the rest follows the whole", job_id)
+        if len(whole) > len(sent) or not sent:
+            yield whole[len(sent) :]
+    finally:
+        with anyio.CancelScope(shield=True):  # the client went away: its stream goes all the same
+            with contextlib.suppress(redis.RedisError, OSError):
+                await reader.delete(key)
+            await reader.aclose()
+
+
+async def _ended(web: Web, reader: redis.asyncio.Redis, job_id: str, pieces: bool, deadline: float,
+                 checked: float) -> tuple[bool, float]:  # fmt: skip
+    """(whether the clip's job has finished: its clip is stored, when a worker was last looked for);
+    raises ApiError when it will not finish."""
+    state = _state(await reader.hget(Job.key_for(job_id), "status"))
+    if state == "finished":
+        return True, checked
+    if state in ("failed", "stopped", "canceled", "gone"):
+        job = await asyncio.to_thread(find, web.redis, job_id)
+        error = ((job.meta or {}).get("error") if job is not None else None) or state
+        raise ApiError(502, f"the worker could not speak it ({error})")
+    now = time.monotonic()
+    if state == "queued" and not pieces and now - checked > NO_WORKER_CHECK_S:
+        checked = now
+        if await asyncio.to_thread(submit_api.unattended_queue, web.redis, job_id):
+            raise ApiError(503, "no worker takes jobs from this server's queues; start one (narrate worker)")
+    if now > deadline:
+        raise ApiError(504, f"no worker spoke it within {WAIT_S:.0f} s (busy, or none is running)")
+    return False, checked
 
 
 def _samples(r: redis.Redis, job_id: str) -> bytes:
@@ -167,7 +220,7 @@ def wav_header(frames: int | None) -> bytes:
             + b"data" + struct.pack("<I", data))  # fmt: skip
 
 
-async def pcm_stream(r: redis.Redis, job_ids: list[str], first: bytes, rest: AsyncIterator[bytes],
+async def pcm_stream(web: Web, job_ids: list[str], first: bytes, rest: AsyncIterator[bytes],
                      streamed: Streamed) -> AsyncIterator[bytes]:  # fmt: skip
     """The samples of every clip in order, as they come (the first clip's first block already waited
     for, `rest` its remainder)."""
@@ -176,7 +229,7 @@ async def pcm_stream(r: redis.Redis, job_ids: list[str], first: bytes, rest: Asy
         yield block
     deadline = time.monotonic() + WAIT_S
     for job_id in job_ids[1:]:
-        async for block in clip_audio(r, job_id, deadline, streamed):
+        async for block in clip_audio(web, job_id, deadline, streamed):
             yield block
 
 

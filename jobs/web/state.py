@@ -1,10 +1,12 @@
 """What every route of `narrate serve` reads: the server's settings and its Redis client (one
-connection pool for the process, kept by the command for as long as it serves), given to a route
-as a FastAPI dependency: a parameter ``web: WebDep``."""
+connection pool for the process, kept by the command for as long as it serves; blocking reads have
+clients of their own, jobs/server/connection.py), and whether the server is stopping, given to a
+route as a FastAPI dependency: a parameter ``web: WebDep``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Annotated
 
 import redis
@@ -16,6 +18,9 @@ from narrate.jobs.settings import Settings
 class Web:
     settings: Settings
     redis: redis.Redis
+    # Set when the server is told to stop (jobs/web/app.py `serve`): a speech request waiting for its
+    # clips ends within a block (jobs/web/speech_clips.py), so that it does not hold up the stop.
+    stopping: threading.Event = field(default_factory=threading.Event, compare=False)
 
 
 def get_web(request: Request) -> Web:

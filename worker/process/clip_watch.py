@@ -3,7 +3,12 @@
 worker (the host lock) is busy.
 
 While a book or part job from a normal or low priority queue runs, a thread watches the worker's
-high-priority queue. When a clip job (``narrate-clip-...``) has waited there for ``WAITED_S`` (no
+high-priority queue. It does not poll the queue: it blocks (XREAD BLOCK, a connection of its own)
+on the queue's waiting stream (jobs.queue.riding.waiting_key), where each clip job put on the queue
+is signalled, and on a stream of its own that wakes it when the book's rider desk opens and when the
+watch closes; it reads the queue when woken, when a clip it saw may need a yield, and every
+``WATCH_S`` all the same (a clip put back by a path that signals nothing: a recovered claim).
+When a clip job (``narrate-clip-...``) has waited there for ``WAITED_S`` (no
 idle worker took it: none is idle) and the book has run for NARRATE_CLIP_YIELD_S on this worker,
 it sets the job's stop flag: the job ends after its batch in flight exactly as in a warm stop (its
 checkpoints kept, the attempt given back) and goes back to the front of its queue; the worker takes
@@ -32,7 +37,9 @@ from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import PART_FUNCTION
 from narrate.jobs.queue import riding
 from narrate.jobs.queue.queues import priority_of
+from narrate.jobs.server.connection import blocking_client
 from narrate.jobs.server.records import find
+from narrate.jobs.server.store import PREFIX
 from narrate.jobs.task.clip import ClipRider
 from narrate.jobs.task.context import JobContext
 from narrate.jobs.voices.clips import CLIP_FUNCTION, CLIP_PREFIX, BadClipSpec, ClipSpec
@@ -43,7 +50,9 @@ from rq.job import Job
 from rq.worker_registration import get_keys
 
 log = logging.getLogger("narrate.worker")
-POLL_S = 0.1  # a look at the high queue (one LRANGE) this often while a book runs
+WATCH_S = 5.0  # a look at the high queue (one LRANGE) at least this often while a book runs, signalled or not
+RETRY_S = 1.0  # after a failed read (the server away), the next try
+WAKE_KEEP_S = 60
 WAITED_S = 0.5  # before a yield: an idle worker takes a job within its dequeue poll (claiming.DEQUEUE_POLL_S)
 LIVE = timedelta(seconds=30)  # an idle worker beats every dequeue poll: one silent longer is gone
 
@@ -74,29 +83,86 @@ class ClipWatch:
         self.after_s, self.worker_name = ctx.settings.clip_yield_s, worker_name
         self.started = time.monotonic()
         self.yielded: list[str] = []  # the clips it yielded to
+        self.looks = 0  # reads of the queue (tests, the benchmark)
         self._seen: dict[bytes, float] = {}
+        self._signal = riding.waiting_key(high.name)
+        self._wake = f"{PREFIX}clip-watch:{worker_name}:{self.job.id}"  # this watch's own: desk opened, closed
         self._done = threading.Event()
+        ctx.riders.opened = self.wake  # a clip that waits for the desk boards once it opens
         self._thread = threading.Thread(target=self._run, name=f"clip-watch-{self.job.id}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._done.wait(POLL_S):
+        client: Redis | None = None
+        last: bytes | str = "0-0"  # the last signal read
+        woken: bytes | str = "0-0"  # the last wake-up read
+        due = 0.0  # the next look at the queue (monotonic): at once, for clips that waited already
+        while not self._done.is_set():
             try:
-                waiting = self._waiting()
-                if not waiting or self._idle_worker():
-                    continue
-                left = [w for w in waiting if not self._take_along(w.decode())]  # at once: no idle worker
+                if client is None:
+                    client = blocking_client(self.ctx.settings, WATCH_S)
+                    last = self._newest(client)  # signals after the watch began: the first look reads the queue
+                wait = due - time.monotonic()
+                if wait > 0:  # until a signal, a wake-up, or the look due
+                    got = client.xread({self._signal: last, self._wake: woken}, block=max(1, int(wait * 1000)))
+                    for key, entries in cast("list[tuple[bytes, list[tuple[bytes, dict]]]]", got or []):
+                        if key.decode() == self._signal:
+                            last = entries[-1][0]
+                        else:
+                            woken = entries[-1][0]
+                if self._done.is_set():
+                    break
+                after = self._look()
+                if after is None:  # it yielded
+                    break
+                due = time.monotonic() + after
             except RedisError as e:  # the server is away: the job's own checks deal with it
                 log.debug("clip watch: %s", e)
-                continue
-            now = time.monotonic()
-            left = [w for w in left if now - self._seen.get(w, now) >= WAITED_S]  # a yield costs more: wait
-            if left and self.after_s > 0 and now - self.started >= self.after_s:
-                self.yielded = [w.decode() for w in left]
-                log.info("job %s yields to %d clip job(s) after its batch in flight: %s", self.job.id,
-                         len(left), ", ".join(self.yielded))  # fmt: skip
-                self.ctx.stop.set()
-                return
+                if client is not None:
+                    client.close()
+                    client = None
+                self._done.wait(RETRY_S)
+                due = 0.0
+        if client is not None:
+            client.close()
+
+    def _newest(self, client: Redis) -> bytes | str:
+        """The id of the last signal so far (the watch reads those after it)."""
+        newest = cast("list[tuple[bytes, dict]]", client.xrevrange(self._signal, count=1))
+        return newest[0][0] if newest else "0-0"
+
+    def _look(self) -> float | None:
+        """Read the queue: take the waiting clips along, or make the book yield to them. Returns the
+        seconds until the next look is due unsignalled; None when the book yields (the watch ends)."""
+        self.looks += 1
+        waiting = self._waiting()
+        if not waiting:
+            return WATCH_S
+        if self._idle_worker():
+            return WAITED_S  # it takes them; if it did not, look again
+        left = [w for w in waiting if not self._take_along(w.decode())]  # at once: no idle worker
+        if not left or self.after_s <= 0:
+            return WATCH_S
+        now = time.monotonic()
+        ready = [w for w in left if now - self._seen.get(w, now) >= WAITED_S]  # a yield costs more: wait
+        if ready and now - self.started >= self.after_s:
+            self.yielded = [w.decode() for w in ready]
+            log.info("job %s yields to %d clip job(s) after its batch in flight: %s", self.job.id,
+                     len(ready), ", ".join(self.yielded))  # fmt: skip
+            self.ctx.stop.set()
+            return None
+        first = min(self._seen.get(w, now) for w in left) + WAITED_S
+        return min(WATCH_S, max(0.01, max(first, self.started + self.after_s) - now))
+
+    def wake(self) -> None:
+        """Make the watch look at the queue now (its thread blocks on Redis: an entry on its own stream)."""
+        try:
+            with self.r.pipeline(transaction=False) as p:
+                p.xadd(self._wake, {"wake": b""}, maxlen=4, approximate=False)
+                p.expire(self._wake, WAKE_KEEP_S)  # a worker killed leaves nothing for long
+                p.execute()
+        except RedisError as e:
+            log.debug("clip watch: could not wake it: %s", e)
 
     def _take_along(self, job_id: str) -> bool:
         """Take clip job `job_id` along the book's batches; False: it cannot ride (it needs a yield)."""
@@ -154,7 +220,13 @@ class ClipWatch:
 
     def close(self) -> None:
         self._done.set()
+        self.ctx.riders.opened = None
+        self.wake()
         self._thread.join(timeout=5)
+        try:
+            self.r.delete(self._wake)
+        except RedisError as e:
+            log.debug("clip watch: %s", e)
 
 
 def _spec(job: Job) -> ClipSpec | None:
