@@ -12,7 +12,7 @@ from typing import Any
 
 from narrate.jobs.errors import BadInput
 
-QUANTS = ("bf16", "4bit", "6bit", "8bit")
+QUANTS = ("bf16", "4bit", "6bit", "8bit", "float32")
 
 
 def whole(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:

@@ -26,7 +26,7 @@ from narrate.jobs.setting_values import url as _url
 from narrate.jobs.setting_values import whole as _int
 
 ENGINES = ("mlx", "fake")
-BLAS_CHOICES = ("auto", "bundled")
+BLAS_CHOICES = ("auto", "numpy", "bundled")
 DEFAULT_MODEL = "mlx-community/Qwen3-TTS-12Hz-1.7B-Base"
 SAMPLE_RATE = 24_000
 SAMPLES_PER_FRAME = 1920  # 12.5 codec frames per second
@@ -73,7 +73,7 @@ class Settings:
     )  # fmt: skip
     quant: str | None = setting(
         "NARRATE_QUANT", None, reads=WORKER, parse=lambda n, raw: check_quant(raw), shown="by model",
-        doc="`bf16`, `4bit`, `6bit` or `8bit` for jobs submitted without `--quant`; see Models.",
+        doc="`bf16`, `4bit`, `6bit`, `8bit` or `float32` for jobs submitted without `--quant`; see Models.",
     )  # fmt: skip
     max_frames: int = setting(
         "NARRATE_MAX_FRAMES", 2048, reads=CLIENT, parse=_int(1, MAX_FRAMES_CAP),
@@ -353,9 +353,9 @@ class Settings:
     )  # fmt: skip
     blas: str = setting(
         "NARRATE_BLAS", "auto", reads=WORKER, parse=_choice(BLAS_CHOICES),
-        doc="Linux CPU only: `auto` gives MLX's float32 matrix products (the codec's) the system OpenBLAS where one "
-        "is installed (Debian and Ubuntu: package `libopenblas0`), 5-6x faster than the reference BLAS in MLX's CPU "
-        "wheel; `bundled` keeps MLX's own. See docs/models.md.",
+        doc="Linux CPU: `auto` gives MLX's float32 matrix products the system OpenBLAS if installed (Debian/Ubuntu: "
+        "`libopenblas0`; 5-6x MLX's bundled reference BLAS), else the codec's go through numpy's OpenBLAS; `numpy` "
+        "the latter even where it is installed; `bundled` keeps MLX's own. See docs/models.md.",
     )  # fmt: skip
 
     @classmethod

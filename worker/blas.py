@@ -9,19 +9,31 @@ MLX is loaded takes its place: ``use_system_openblas`` does that with the system
 worker's cores already run the decode loop and the codec side by side). It is called when
 narrate.worker is first imported, before anything imports mlx, and changes nothing where there is
 no such library, on macOS (MLX uses Accelerate there), on a GPU (float32 products there are the
-GPU's), with an OpenBLAS of 64-bit integers (another interface), or with ``NARRATE_BLAS=bundled``.
-The talker runs in bfloat16, which MLX multiplies with its own kernels on a CPU: it is unchanged.
+GPU's), with an OpenBLAS of 64-bit integers (another interface), or with ``NARRATE_BLAS=bundled``
+or ``numpy``. The talker runs in bfloat16, which MLX multiplies with its own kernels on a CPU: it is
+unchanged (with ``--quant float32`` it computes in float32, and its products go through the BLAS).
+
+Where MLX keeps its bundled BLAS on Linux (no such library, or ``NARRATE_BLAS=numpy``), the codec's
+large float32 products go through numpy's own OpenBLAS instead (``numpy_products``): the one numpy's
+wheels bundle (``numpy.libs/libscipy_openblas64_*.so``), whose names MLX cannot call (64-bit
+integers, prefixed names), called through ``numpy.matmul`` by codec_fast.py's layers, on one thread.
+About as fast as the system OpenBLAS on those shapes, 10-16x MLX's bundled BLAS. ``bundled`` keeps
+MLX's own for everything; a numpy without a bundled OpenBLAS (a distribution's) changes nothing.
 """
 
 from __future__ import annotations
 
 import ctypes
 import sys
+from pathlib import Path
 
 from narrate.jobs.settings import env_value
 
 NAMES = ("libopenblas.so.0", "libopenblas.so")  # the system's OpenBLAS, found by the dynamic loader's own search
 loaded: str | None = None  # the library put ahead of MLX's, if any
+# numpy's bundled OpenBLAS (32- or 64-bit integers, prefixed names or not): its thread-count setters
+NUMPY_THREADS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads")
+_numpy_ready: bool | None = None  # numpy_products' answer, once known
 
 
 def choice() -> str:
@@ -55,6 +67,37 @@ def use_system_openblas() -> str | None:
     return None
 
 
+def numpy_openblas() -> Path | None:
+    """numpy's bundled OpenBLAS library (a wheel's ``numpy.libs``), if it has one with a thread setter."""
+    import numpy as np
+
+    for path in sorted((Path(np.__file__).resolve().parent.parent / "numpy.libs").glob("lib*openblas*.so*")):
+        try:
+            lib = ctypes.CDLL(str(path))  # numpy has loaded it already: the same library
+        except OSError:
+            continue
+        if any(hasattr(lib, name) for name in NUMPY_THREADS):
+            return path
+    return None
+
+
+def numpy_products() -> bool:
+    """Whether codec_fast.py's layers multiply through numpy's OpenBLAS (the module docstring says
+    where; never when MLX computes on a GPU): the first call sets that library to one thread."""
+    global _numpy_ready
+    if _numpy_ready is None:
+        _numpy_ready = False
+        import mlx.core as mx  # loaded by now (codec_fast.py asks): on a GPU its products stay there
+
+        if sys.platform == "linux" and loaded is None and choice() != "bundled" and mx.default_device() == mx.cpu:
+            path = numpy_openblas()
+            if path is not None:
+                lib = ctypes.CDLL(str(path))
+                getattr(lib, next(n for n in NUMPY_THREADS if hasattr(lib, n)))(1)
+                _numpy_ready = True
+    return _numpy_ready
+
+
 def in_use() -> str:
     """Which BLAS MLX's float32 matrix products use in this process, in words (`narrate info`, the
     worker's record, `narrate bench`): the system OpenBLAS's library name where it was put ahead,
@@ -63,5 +106,7 @@ def in_use() -> str:
         return f"{loaded} (the system OpenBLAS)"
     if sys.platform == "darwin":
         return "Accelerate (macOS)"
-    why = "NARRATE_BLAS=bundled" if choice() == "bundled" else "no system libopenblas.so.0 with 32-bit integers"
-    return f"MLX's own, the bundled reference BLAS ({why}; see docs/models.md)"
+    why = f"NARRATE_BLAS={choice()}" if choice() != "auto" else "no system libopenblas.so.0 with 32-bit integers"
+    own = f"MLX's own, the bundled reference BLAS ({why}; see docs/models.md)"
+    path = numpy_openblas() if sys.platform == "linux" and choice() != "bundled" else None
+    return own if path is None else f"{own}; the codec's through numpy's OpenBLAS ({path.name})"

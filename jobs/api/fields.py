@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 CLI, QUEUED, HTTP = "cli", "queued", "http"  # submit/run/schedule add; submit and schedule add only; the HTTP form
 ALL = (CLI, QUEUED, HTTP)  # QUEUED: a CLI option of the commands with a queue (not `run`)
 
-Quant = Literal["bf16", "4bit", "6bit", "8bit"]
+Quant = Literal["bf16", "4bit", "6bit", "8bit", "float32"]
 InputFormat = Literal["txt", "md", "epub", "html", "pdf"]
 Priority = Literal["high", "normal", "low"]
 Split = Literal["chapters", "chapters+book"]

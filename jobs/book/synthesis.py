@@ -68,7 +68,7 @@ class Engine(Protocol):
 
     @property
     def quant(self) -> str:
-        """bf16 | 4bit | 6bit | 8bit."""
+        """bf16 | 4bit | 6bit | 8bit | float32."""
         ...
 
     @property

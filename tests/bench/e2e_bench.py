@@ -5,7 +5,7 @@ Prints the medians, spreads and the ratio plain/narrate, and where narrate's tim
 
     .venv/bin/python tests/bench/e2e_bench.py [--runs 3] [--busy] [--max-frames 16] [--model DIR]
         [--chapter FILE] [--voice SAMPLE] [--format mp3] [--batch-size N] [--redis-url URL]
-        [--baseline TREE] [--plain-blas bundled|openblas] [--json FILE]
+        [--baseline TREE] [--baseline-blas CHOICE] [--plain-blas bundled|openblas] [--json FILE]
 
 - narrate: `narrate run CHAPTER --voice SAMPLE -o OUT --max-frames N --json` with a fresh NARRATE_HOME
   each run (so its embedded Valkey server starts, the voice's x-vector is computed once and no sentence
@@ -18,12 +18,14 @@ Prints the medians, spreads and the ratio plain/narrate, and where narrate's tim
 Both make the same frames (checked: narrate's result and plain's count against the plan's budgets).
 `--baseline TREE` times a second narrate in the same interleaving, imported from TREE/narrate (a folder
 holding cli/, jobs/ and worker/ of another checkout, e.g. links into a `git worktree` of the commit
-before a change): before and after, measured under the same load. `--busy` runs a CPU-bound process
-(a Python busy loop) beside them for the whole measurement. The chapter (tests/bench/chapter.txt) is
-chapter 6 of Pride and Prejudice (Jane Austen, 1813, public domain; the Project Gutenberg text of the
-1894 George Allen edition, #1342, its illustration captions and italics marks left out), 2,342 words in
-84 sentences; `--max-frames` caps every budget so a CPU run takes minutes (every sentence reaches 16).
-MLX keeps compiled CPU kernels on disk between processes (in its temp folder): a first ever run pays more.
+before a change): before and after, measured under the same load; `--baseline-blas CHOICE` gives the
+baseline its own NARRATE_BLAS (alone, without --baseline: this tree's narrate again, with that BLAS).
+`--busy` runs a CPU-bound process (a Python busy loop) beside them for the whole measurement. The
+chapter (tests/bench/chapter.txt) is chapter 6 of Pride and Prejudice (Jane Austen, 1813, public domain;
+the Project Gutenberg text of the 1894 George Allen edition, #1342, its illustration captions and
+italics marks left out), 2,342 words in 84 sentences; `--max-frames` caps every budget so a CPU run
+takes minutes (every sentence reaches 16). MLX keeps compiled CPU kernels on disk between processes (in
+its temp folder): a first ever run pays more.
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ def timed(cmd: list[str], env: dict, log: Path) -> tuple[float, float, str]:
     return wall, usage.ru_utime + usage.ru_stime, out
 
 
-def run_narrate(a: argparse.Namespace, work: Path, tag: str, budgets: list[int], tree: Path | None) -> dict:
+def run_narrate(
+    a: argparse.Namespace, work: Path, tag: str, budgets: list[int], tree: Path | None, blas: str | None = None
+) -> dict:
     home = work / f"home-{tag}"
     home.mkdir()
     out = work / f"{tag}.{a.format}"
@@ -83,6 +87,8 @@ def run_narrate(a: argparse.Namespace, work: Path, tag: str, budgets: list[int],
     env = dict(os.environ, NARRATE_HOME=str(home), NARRATE_MODEL=str(a.model), NARRATE_RUNAWAY_RETRIES="0",
                E2E_PROBE_OUT=str(probe), PYTHONUNBUFFERED="1")  # fmt: skip
     env.pop("NARRATE_REDIS_URL", None)
+    if blas is not None:
+        env["NARRATE_BLAS"] = blas
     if tree is not None:  # its narrate package first on the path
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
     if a.redis_url:
@@ -179,7 +185,7 @@ def measure(
 ) -> dict[str, list[dict]]:
     """Every variant `a.runs` times, interleaved, each run starting with the next variant: a drifting
     load hits all alike."""
-    variants = ["narrate", *(["baseline"] if a.baseline else []), "plain"]
+    variants = ["narrate", *(["baseline"] if a.baseline or a.baseline_blas else []), "plain"]
     runs: dict[str, list[dict]] = {v: [] for v in variants}
     for i in range(a.runs):
         for which in variants[i % len(variants) :] + variants[: i % len(variants)]:
@@ -188,7 +194,8 @@ def measure(
             if which == "plain":
                 r = run_plain(a, work, tag, plan, budgets)
             else:
-                r = run_narrate(a, work, tag, budgets, a.baseline if which == "baseline" else None)
+                r = run_narrate(a, work, tag, budgets, a.baseline if which == "baseline" else None,
+                                a.baseline_blas if which == "baseline" else None)  # fmt: skip
             if busy is not None and busy.poll() is not None:
                 raise SystemExit(
                     f"the busy neighbour ended (exit status {busy.returncode}) during {tag}: measure again"
@@ -210,6 +217,7 @@ def report(a: argparse.Namespace, budgets: list[int], runs: dict[str, list[dict]
         "sentences": len(budgets), "max_frames": a.max_frames, "frames": frames, "audio_s": frames / 12.5,
         "format": a.format, "batch_size": a.batch_size, "redis": "external" if a.redis_url else "embedded",
         "baseline": str(a.baseline) if a.baseline else None, "plain_blas": a.plain_blas,
+        "baseline_blas": a.baseline_blas,
         "narrate_blas": os.environ.get("NARRATE_BLAS") or "auto", "plain_wall_s": p,
         "plain_cpu_s": stats([r["cpu_s"] for r in plain]),
         "plain_phases_median_s": medians([r["phases"] for r in plain]),
@@ -251,6 +259,7 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=None, help="NARRATE_BATCH_SIZE (default: by device)")
     ap.add_argument("--redis-url", default=None, help="a Redis for narrate (default: its embedded server)")
     ap.add_argument("--baseline", type=Path, default=None, help="also time the narrate of TREE/narrate")
+    ap.add_argument("--baseline-blas", default=None, help="NARRATE_BLAS for the baseline (alone: this tree's)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plain-blas", choices=["bundled", "openblas"], default="bundled",
                     help="the plain loop's BLAS: MLX's bundled one (a script as installed) or the system OpenBLAS "

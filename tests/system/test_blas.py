@@ -45,12 +45,56 @@ def test_mlx_multiplies_with_the_system_openblas_unless_told_not_to():
     assert bundled["err"] < 1e-4
 
 
+NUMPY_PROBE = """
+import ctypes, json
+import narrate.worker
+import mlx.core as mx
+import numpy as np
+from narrate.worker import blas
+from narrate.worker.engine import codec_fast
+calls = []
+matmul = np.matmul
+codec_fast.np = type("numpy", (), {"matmul": lambda a, b: calls.append(a.shape) or matmul(a, b),
+                                   "asarray": np.asarray, "array": np.array})
+a = mx.random.normal((3000, 16), key=mx.random.key(1))
+w = mx.random.normal((16, 64), key=mx.random.key(2))
+route = blas.numpy_products()
+y = codec_fast.product(a, w, codec_fast._numpy_copy(w))
+err = float(np.abs(np.array(y) - np.array(a).astype(np.float64) @ np.array(w).astype(np.float64)).max())
+lib = ctypes.CDLL(str(blas.numpy_openblas()))
+getters = ("scipy_openblas_get_num_threads64_", "openblas_get_num_threads")
+threads = next(getattr(lib, n)() for n in getters if hasattr(lib, n))
+maps = [line.split()[-1] for line in open("/proc/self/maps") if "/libopenblas" in line]
+print(json.dumps({"loaded": blas.loaded, "mapped": maps, "route": route, "calls": calls, "err": err,
+                  "threads": threads, "in_use": blas.in_use()}))
+"""
+
+
+def test_without_the_system_openblas_the_codecs_products_go_through_numpys_on_one_thread():
+    """NARRATE_BLAS=numpy: what a Linux machine without the system OpenBLAS gets (`auto` there): MLX keeps its
+    bundled BLAS, codec_fast's products go through numpy's OpenBLAS, set to one thread, and are right."""
+    out = subprocess.run([sys.executable, "-c", NUMPY_PROBE], env={**os.environ, "NARRATE_BLAS": "numpy"},
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["loaded"] is None and got["mapped"] == []  # the system OpenBLAS stays out
+    assert got["route"] is True and got["calls"] == [[3000, 16]] and got["err"] < 1e-4
+    assert got["threads"] == 1
+    assert got["in_use"].startswith("MLX's own, the bundled reference BLAS (NARRATE_BLAS=numpy")
+    assert "the codec's through numpy's OpenBLAS (lib" in got["in_use"]
+    bundled = subprocess.run([sys.executable, "-c", NUMPY_PROBE], env={**os.environ, "NARRATE_BLAS": "bundled"},
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert bundled.returncode == 0, bundled.stderr
+    got = json.loads(bundled.stdout.strip().splitlines()[-1])
+    assert got["route"] is False and got["calls"] == [] and got["err"] < 1e-4  # MLX's own for everything
+
+
 def test_a_bad_blas_choice_is_refused_by_name():
     out = subprocess.run(
         [sys.executable, "-c", "import narrate.worker"],
         env={**os.environ, "NARRATE_BLAS": "mkl"}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert out.returncode != 0 and "NARRATE_BLAS='mkl': use one of auto, bundled" in out.stderr
+    assert out.returncode != 0 and "NARRATE_BLAS='mkl': use one of auto, numpy, bundled" in out.stderr
 
 
 def test_nothing_is_loaded_once_mlx_is_in_the_process_or_off_linux(monkeypatch):

@@ -4,7 +4,7 @@ runs, on every path narrate has: a cloned sample on a Base model (its cached x-v
 speaker on a CustomVoice model (its codec embedding, with an instruction), a designed voice on a
 VoiceDesign model; each through the job's call (``synthesize``) with its rows alone (a batch of
 one: each sentence admitted when the last one leaves), sharing a continuous batch, and in a static
-batch (the benchmark's reference)."""
+batch (the benchmark's reference). And with `--quant float32` everything in float32."""
 
 from __future__ import annotations
 
@@ -30,6 +30,12 @@ PATHS = {"alone": (1, True), "batched": (2, True), "static": (2, False)}
 @pytest.fixture(scope="module")
 def loaded(checkpoint):
     return load(resolve(str(checkpoint), None))
+
+
+@pytest.fixture(scope="module")
+def loaded_float32(checkpoint):
+    """`--quant float32`: the same weights, the talker and code predictor upcast at load."""
+    return load(resolve(str(checkpoint), "float32"))
 
 
 @pytest.fixture(scope="module")
@@ -97,3 +103,28 @@ def test_a_designed_voice_keeps_prefill_kv_and_logits_in_bf16(voice_design, path
     assert probe.checks >= len(SENTENCES)
     assert probe.problems("bfloat16", unobserved=("embedding",)) == []
     assert probe.seen["embedding"] == set()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_float32_keeps_prefill_kv_and_logits_in_float32(loaded_float32, voice_wav, env, path):
+    """The rule holds on the float32 path too: the voice cast to the talker's dtype, so the prefill, both KV
+    caches and the logits are all float32 (no bf16 left to mix in)."""
+    assert loaded_float32.talker_dtype == mx.float32
+    probe = clone_probed(loaded_float32, voice_wav, path)
+    assert probe.checks >= len(SENTENCES)
+    assert probe.problems("float32") == []
+
+
+def test_float32_and_bf16_voices_are_cached_apart(loaded, loaded_float32, voice_wav, env):
+    """The same weights' two dtypes keep their x-vectors under their own keys: neither evicts the other."""
+    voice = read_voice(voice_wav, ffmpeg_exe())
+    with Connection(Settings.from_env()) as conn:
+        store.put_voice(conn.redis, voice.sha256, voice.wav, 3600)
+        emb16, hit16 = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
+        emb32, hit32 = voice_cache.voice_embedding(conn.redis, loaded_float32, voice.sha256)
+        assert (emb16.dtype, emb32.dtype, hit16, hit32) == (mx.bfloat16, mx.float32, False, False)
+        again16, hit16 = voice_cache.voice_embedding(conn.redis, loaded, voice.sha256)
+        again32, hit32 = voice_cache.voice_embedding(conn.redis, loaded_float32, voice.sha256)
+        assert hit16 and hit32
+        assert mx.array_equal(again16, emb16).item() and mx.array_equal(again32, emb32).item()
+        assert mx.array_equal(emb32.astype(mx.bfloat16), emb16).item()  # one x-vector, cast to each dtype

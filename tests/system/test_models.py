@@ -38,9 +38,31 @@ def test_quantize_local_bf16_checkpoint_at_load(checkpoint, quant, bits):
     assert sum(r.token_count for r in out) >= 1
 
 
+def test_float32_upcasts_the_talker_and_code_predictor_only(checkpoint):
+    """`--quant float32`: every floating-point weight of the talker (its code predictor with it) in float32,
+    nothing quantized; the speaker encoder and the codec as loaded; the same weights' identity."""
+    bf16 = load(resolve(str(checkpoint), None, metal=False))
+    loaded = load(resolve(str(checkpoint), "float32", metal=False))
+    model = loaded.model
+    assert loaded.talker_dtype == mx.float32 and loaded.resolved.quant == "float32" and loaded.key == bf16.key
+    talker = dict(tree_flatten(model.talker.parameters()))
+    assert {v.dtype for v in talker.values()} == {mx.float32}
+    assert any(k.startswith("code_predictor.") for k in talker)
+    assert set(_linear_widths(model.talker).values()) == {None}
+    old = dict(tree_flatten(bf16.model.talker.parameters()))
+    assert all(mx.array_equal(v, old[k].astype(mx.float32)).item() for k, v in talker.items())  # exact upcast
+    for part in ("speaker_encoder", "speech_tokenizer"):
+        mine, theirs = (dict(tree_flatten(getattr(m, part).parameters())) for m in (model, bf16.model))
+        assert {k: v.dtype for k, v in mine.items()} == {k: v.dtype for k, v in theirs.items()}
+    out = list(model.generate(text="Hi.", ref_audio=mx.zeros((24000,)), max_tokens=2, verbose=False))
+    assert sum(r.token_count for r in out) >= 1
+
+
 def test_model_cache_keeps_models_warm(checkpoint):
     cache = ModelCache(capacity=2)
     a = cache.get(str(checkpoint), None)
     assert cache.get(str(checkpoint), None) is a  # no reload for the same (model, quant)
     b = cache.get(str(checkpoint), "8bit")
     assert b is not a and len(cache) == 2
+    c = cache.get(str(checkpoint), "float32")  # its own entry; the oldest (bf16) dropped
+    assert c.talker_dtype == mx.float32 and cache.get(str(checkpoint), "8bit") is b and len(cache) == 2

@@ -9,6 +9,7 @@ import numpy as np
 from narrate.worker.engine import code_predictor_step as cps
 from narrate.worker.engine.codec_fast import (
     DepthwiseConv1d,
+    FastLinear,
     PatchConv1d,
     Settled,
     StridedTransposeConv1d,
@@ -48,8 +49,36 @@ def test_faster_codec_layers_equal_mlx_layers():
         np.testing.assert_allclose(np.array(StridedTransposeConv1d(up)(x)), np.array(up(x)), rtol=0, atol=1e-6)
     assert not is_strided_transpose(nn.ConvTranspose1d(12, 7, kernel_size=8, stride=4))
     linear = nn.Linear(12, 40)
-    reordered = mx.contiguous(linear.weight.T).T
-    np.testing.assert_array_equal(np.array(x @ reordered.T + linear.bias), np.array(linear(x)))
+    assert FastLinear(linear).flat_np is None  # this process's MLX products: its own BLAS (or the system's)
+    np.testing.assert_array_equal(np.array(FastLinear(linear)(x)), np.array(linear(x)))  # the same addmm
+    np.testing.assert_array_equal(np.array(FastLinear(nn.Linear(12, 40, bias=False))(x)).shape, (2, 300, 40))
+
+
+def test_faster_codec_layers_through_numpys_openblas_equal_mlx_layers(monkeypatch):
+    """Where MLX keeps its bundled BLAS (blas.numpy_products), the layers' large products go through
+    numpy.matmul: the same samples within float rounding; small ones stay in MLX."""
+    from narrate.worker import blas
+    from narrate.worker.engine import codec_fast
+
+    monkeypatch.setattr(blas, "_numpy_ready", True)
+    calls = []
+    matmul = np.matmul
+    monkeypatch.setattr(codec_fast.np, "matmul", lambda a, b: calls.append(a.shape) or matmul(a, b))
+    mx.random.seed(4)
+    x = mx.random.normal((2, 3000, 12))
+    conv = nn.Conv1d(12, 5, kernel_size=7, dilation=3, padding=2)
+    up = nn.ConvTranspose1d(12, 7, kernel_size=5, stride=5)
+    for mine, theirs in ((PatchConv1d(conv), conv), (StridedTransposeConv1d(up), up), (FastLinear(nn.Linear(12, 40)),
+                         None), (FastLinear(nn.Linear(12, 40, bias=False)), None)):  # fmt: skip
+        assert mine.flat_np is not None
+        want = theirs(x) if theirs is not None else x @ mine.flat + (mine.bias if "bias" in mine else 0)
+        n = len(calls)
+        np.testing.assert_allclose(np.array(mine(x)), np.array(want), rtol=0, atol=1e-5)
+        assert len(calls) == n + 1  # through numpy
+    small = mx.random.normal((1, 30, 12))
+    n = len(calls)
+    np.testing.assert_allclose(np.array(PatchConv1d(conv)(small)), np.array(conv(small)), rtol=0, atol=1e-6)
+    assert len(calls) == n  # too small to gain: MLX's own
 
 
 def test_a_decoder_shaped_like_the_real_ones_is_settled_stage_by_stage_with_the_same_samples():

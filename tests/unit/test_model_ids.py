@@ -24,6 +24,10 @@ ID = "Qwen3-TTS-12Hz-1.7B-Base"
         (f"Qwen/{ID}-4bit", None, False, f"mlx-community/{ID}-4bit", "4bit"),
         (f"someone/{ID}", None, True, f"someone/{ID}", "bf16"),
         (f"someone/{ID}", "8bit", True, f"someone/{ID}", "8bit"),
+        # float32: the bf16 weights, upcast at load
+        (f"Qwen/{ID}", "float32", False, f"mlx-community/{ID}-bf16", "float32"),
+        (f"mlx-community/{ID}-8bit", "float32", True, f"mlx-community/{ID}-bf16", "float32"),
+        (f"someone/{ID}", "float32", False, f"someone/{ID}", "float32"),
     ],
 )
 def test_hub_id_rewriting_table(model, quant, metal, source, loaded_quant):
@@ -37,6 +41,8 @@ def test_local_checkpoint_resolution(checkpoint):
     assert resolve(str(checkpoint), None, metal=True).quant == "bf16"  # as is, never silently quantized
     r = resolve(str(checkpoint), "6bit", metal=False)
     assert (r.local, r.quantize_bits, r.source) == (True, 6, str(checkpoint.resolve()))
+    r = resolve(str(checkpoint), "float32", metal=False)
+    assert (r.quant, r.quantize_bits, r.source) == ("float32", None, str(checkpoint.resolve()))
 
 
 @pytest.mark.parametrize("bad", ["not a model", "../x/y", "/no/such/dir", "a/b/c"])

@@ -58,7 +58,7 @@ def test_the_form_offers_the_model_fields_with_the_models_bounds():
             assert (props[name]["type"], props[name]["minimum"], props[name]["maximum"]) == ("integer", low, high)
         elif base is Path:
             assert props[name]["format"] == "binary"
-    assert props["quant"]["enum"] == ["bf16", "4bit", "6bit", "8bit"]
+    assert props["quant"]["enum"] == ["bf16", "4bit", "6bit", "8bit", "float32"]
     assert props["max_part_hours"]["exclusiveMinimum"] == 0
     assert not {"overwrite", "library", "library_layout", "abs_url"} & set(props)  # paths of the server: CLI only
 

@@ -19,6 +19,13 @@ full-rate ConvNeXt block and first decoder convolution):
 Each gives the same samples as mlx-audio's layer on this CPU, within float rounding (the tests
 compare them).
 
+Where MLX's float32 products are its bundled reference BLAS on Linux (no system OpenBLAS:
+narrate.worker.blas), the matrix products of these layers (the patches' of a convolution, an
+upsampling's, a linear layer's), when large enough to gain, are computed by ``numpy.matmul`` on
+numpy's own OpenBLAS (``product``): 10-16x MLX's reference BLAS on the tiny checkpoint's
+audio-rate shapes (30,720 x 16 by 16 x 64: 0.9 ms against 8.1 ms, copies in and out included),
+the same within float rounding.
+
 The decoder's stages (each upsampling ConvNeXt block, each decoder block) are also evaluated one at
 a time (``Settled``) rather than as one graph of a few hundred operations. MLX caps the tasks in
 flight across all of a process's streams (a counted task is 10 operations; past 10 of them an
@@ -43,8 +50,25 @@ from typing import Any
 
 import mlx.core as mx
 import mlx.nn as nn
+import numpy as np
+from narrate.worker import blas
 
 Swap = tuple[Any, str | int, Any, Any]  # (owner, attribute or list index, mlx-audio's value, the faster one)
+# Below this many multiply-adds a product stays in MLX (numpy's round trip costs tens of microseconds).
+NUMPY_MIN_MACS = 1 << 16
+
+
+def product(x: mx.array, w: mx.array, w_np: np.ndarray | None) -> mx.array:
+    """x @ w; by numpy's OpenBLAS where `w_np` (w as numpy holds it) is given and the product is large."""
+    if w_np is None or x.dtype != mx.float32 or x.size * w.shape[-1] < NUMPY_MIN_MACS:
+        return x @ w
+    mx.eval(x)
+    return mx.array(np.matmul(np.asarray(x), w_np))
+
+
+def _numpy_copy(w: mx.array) -> np.ndarray | None:
+    """`w` for ``product`` when this process multiplies through numpy (blas.numpy_products), else None."""
+    return np.array(w) if w.dtype == mx.float32 and blas.numpy_products() else None
 
 
 def _shifted(x: mx.array, kernel: int, dilation: int) -> tuple[int, list[mx.array]]:
@@ -82,6 +106,7 @@ class PatchConv1d(nn.Module):
         out, kernel, cin = conv.weight.shape
         self.kernel = kernel
         self.flat = mx.contiguous(conv.weight.reshape(out, kernel * cin).T)
+        self.flat_np = _numpy_copy(self.flat)
         if "bias" in conv:
             self.bias = conv.bias
         self.padding = conv.padding
@@ -92,7 +117,7 @@ class PatchConv1d(nn.Module):
             x = mx.pad(x, [(0, 0), (self.padding, self.padding), (0, 0)])
         _, taps = _shifted(x, self.kernel, self.dilation)
         patches = taps[0] if self.kernel == 1 else mx.concatenate(taps, axis=-1)
-        y = patches @ self.flat
+        y = product(patches, self.flat, self.flat_np)
         return y + self.bias if "bias" in self else y
 
 
@@ -105,13 +130,32 @@ class StridedTransposeConv1d(nn.Module):
         out, kernel, cin = conv.weight.shape
         self.kernel, self.out = kernel, out
         self.flat = mx.contiguous(conv.weight.transpose(2, 1, 0).reshape(cin, kernel * out))  # (in, kernel x out)
+        self.flat_np = _numpy_copy(self.flat)
         if "bias" in conv:
             self.bias = conv.bias
 
     def __call__(self, x: mx.array) -> mx.array:
         b, t, _ = x.shape
-        y = (x @ self.flat).reshape(b, t * self.kernel, self.out)
+        y = product(x, self.flat, self.flat_np).reshape(b, t * self.kernel, self.out)
         return y + self.bias if "bias" in self else y
+
+
+class FastLinear(nn.Module):
+    """An ``nn.Linear`` with its weight stored (in, out), so the product reads it row by row; the
+    same ``addmm`` as mlx's layer in MLX, or ``product`` through numpy."""
+
+    def __init__(self, linear: nn.Linear):
+        super().__init__()
+        self.flat = mx.contiguous(linear.weight.T)  # (in, out)
+        self.flat_np = _numpy_copy(self.flat)
+        if "bias" in linear:
+            self.bias = linear.bias
+
+    def __call__(self, x: mx.array) -> mx.array:
+        if self.flat_np is not None and x.dtype == mx.float32 and x.size * self.flat.shape[1] >= NUMPY_MIN_MACS:
+            y = product(x, self.flat, self.flat_np)
+            return y + self.bias if "bias" in self else y
+        return mx.addmm(self.bias, x, self.flat) if "bias" in self else x @ self.flat
 
 
 class Settled(nn.Module):
@@ -192,9 +236,9 @@ def swaps_for(decoder: Any) -> list[Swap]:
     return cached
 
 
-def _layers(decoder: Any) -> Iterator[tuple[Any, str, Any, str]]:
-    """(module, attribute, mlx-audio's layer or weight, its kind) of every layer of the decoder
-    that has a faster equivalent here."""
+def _layers(decoder: Any) -> Iterator[tuple[Any, str | int, Any, str]]:
+    """(module or list, attribute or index, mlx-audio's layer, its kind) of every layer of the decoder that has a
+    faster equivalent here."""
     for _, m in decoder.named_modules():
         conv = getattr(m, "conv", None)
         if is_depthwise(conv):
@@ -203,8 +247,9 @@ def _layers(decoder: Any) -> Iterator[tuple[Any, str, Any, str]]:
             yield m, "conv", conv, "plain"
         elif is_strided_transpose(conv):
             yield m, "conv", conv, "strided_transpose"
-        if isinstance(m, nn.Linear) and "weight" in m:
-            yield m, "weight", m.weight, "linear"
+        for name, child in m.children().items():  # a linear layer, or a list's
+            owned = [(child, i, c) for i, c in enumerate(child)] if isinstance(child, list) else [(m, name, child)]
+            yield from ((o, k, c, "linear") for o, k, c in owned if type(c) is nn.Linear and "weight" in c)
 
 
 def _faster(original: Any, kind: str) -> Any:
@@ -214,7 +259,7 @@ def _faster(original: Any, kind: str) -> Any:
         return PatchConv1d(original)
     if kind == "strided_transpose":
         return StridedTransposeConv1d(original)
-    return mx.contiguous(original.T).T  # a linear layer's (out, in) weight viewed from a row-major (in, out) copy
+    return FastLinear(original)
 
 
 def _build(decoder: Any) -> list[Swap]:

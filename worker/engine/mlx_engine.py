@@ -38,7 +38,7 @@ WINDOW_BATCHES = 4
 GPU_BATCH = 16
 CPU_BATCH = 8
 KV_MEMORY_SHARE = 4  # the KV caches may take 1/KV_MEMORY_SHARE of the device memory
-KV_BYTES_PER_VALUE = 2  # bf16 keys and values
+KV_BYTES_PER_VALUE = 2  # bf16 keys and values (float32's: 4, the talker's dtype says)
 # KV positions allowed per row beyond its frame budget: the prefill (chat framing, the speaker
 # embedding and the text of a sentence of at most 400 characters, about a hundred tokens) and
 # mlx-audio's KV cache growing in steps of 256 positions, roughly.
@@ -58,9 +58,10 @@ def is_gpu() -> bool:
     return mx.default_device().type == mx.gpu
 
 
-def auto_batch_size(max_frames: int, talker_config: Any) -> int:
+def auto_batch_size(max_frames: int, talker_config: Any, value_bytes: int = KV_BYTES_PER_VALUE) -> int:
     """Rows per batch: GPU_BATCH on a GPU, CPU_BATCH on a CPU, fewer if the worst-case KV
-    caches would not fit in 1/KV_MEMORY_SHARE of the device memory."""
+    caches (`value_bytes` a key or value: the talker's dtype) would not fit in 1/KV_MEMORY_SHARE
+    of the device memory."""
     wanted = GPU_BATCH if is_gpu() else CPU_BATCH
     try:
         memory = int(mx.device_info().get("memory_size", 0))
@@ -68,7 +69,7 @@ def auto_batch_size(max_frames: int, talker_config: Any) -> int:
         memory = 0
     if memory:
         c = talker_config
-        per_position = c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * KV_BYTES_PER_VALUE  # K and V
+        per_position = c.num_hidden_layers * 2 * c.num_key_value_heads * c.head_dim * value_bytes  # K and V
         per_row = per_position * (max_frames + KV_PREFILL_ALLOWANCE)
         wanted = max(1, min(wanted, memory // KV_MEMORY_SHARE // max(per_row, 1)))
     return wanted
@@ -168,7 +169,8 @@ class MlxEngine:
         synthesized again."""
         size = self.batch_size
         if size is None:
-            size = auto_batch_size(max(s.budget for s in sentences), self.loaded.model.config.talker_config)
+            config, value_bytes = self.loaded.model.config.talker_config, self.loaded.talker_dtype.size
+            size = auto_batch_size(max(s.budget for s in sentences), config, value_bytes)
         if not isinstance(voice, Mapping):
             return self.batched(sentences, voice.value, size, on_batch, riders, on_dropped)
         missing = sorted({s.voice for s in sentences} - set(voice))

@@ -10,6 +10,12 @@ Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the devic
     mlx-community/NAME-8bit        -> unchanged without --quant; mlx-community/NAME-Q with it
     other-org/NAME                 -> unchanged; quantized at load to Q if Q is 4/6/8bit
     /a/local/checkpoint            -> loaded as is (bf16); quantized at load to Q if Q is 4/6/8bit
+
+Q = float32 loads the bf16 weights (``mlx-community/NAME-bf16`` for the first two rows) and upcasts
+the talker and code predictor once at load (``upcast``): they then compute in float32, their KV
+caches too (the voice is cast to the talker's dtype). On a Linux CPU with the system OpenBLAS
+(narrate.worker.blas) their matrix products go through it instead of MLX's bfloat16 kernels:
+faster there, not the same takes as bf16 (docs/models.md has the figures).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ log = logging.getLogger("narrate.worker")
 QUANT_SUFFIX = re.compile(r"-(bf16|4bit|6bit|8bit)$")
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 BITS = {"4bit": 4, "6bit": 6, "8bit": 8}
+FLOAT32 = "float32"  # the quant that computes the talker and code predictor in float32 (upcast at load)
 GROUP_SIZE = 64
 
 
@@ -70,7 +77,7 @@ def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolve
             return Resolved(f"mlx-community/{name}", m.group(1), None, local=False)
         base = QUANT_SUFFIX.sub("", name)
         q = quant or default_quant(metal)
-        return Resolved(f"mlx-community/{base}-{q}", q, None, local=False)
+        return Resolved(f"mlx-community/{base}-{'bf16' if q == FLOAT32 else q}", q, None, local=False)
     q = quant or "bf16"
     return Resolved(model, q, BITS.get(q), local=False)
 
@@ -122,6 +129,12 @@ def quantize(model: nn.Module, bits: int) -> int:
 
     nn.quantize(model.talker, group_size=GROUP_SIZE, bits=bits, class_predicate=predicate)
     return count
+
+
+def upcast(model: nn.Module) -> None:
+    """The talker and its code predictor in float32 (their floating-point weights cast once; the
+    speaker encoder and the codec are float32 already)."""
+    model.talker.set_dtype(mx.float32)
 
 
 @contextlib.contextmanager
@@ -192,6 +205,11 @@ def load(resolved: Resolved, hashes: HashMemo | None = None) -> LoadedModel:
             )
         n = quantize(model, resolved.quantize_bits)
         log.info("quantized %d layers to %d bit", n, resolved.quantize_bits)
+    if resolved.quant == FLOAT32:
+        if mx.default_device().type != mx.cpu:
+            log.warning("float32 on %s: twice bf16's memory and reads; it pays off on a CPU only", mx.default_device())
+        upcast(model)
+        log.info("the talker and code predictor compute in float32 (weights upcast at load)")
     mx.eval(model.parameters())
     speakers = sorted(s.lower() for s in model.get_supported_speakers()) if kind == "custom_voice" else []
     return LoadedModel(

@@ -1,5 +1,5 @@
 """Voice embeddings: computed once per (voice sha256, model weights), cast to the talker's
-embedding dtype, persisted in Redis (shared by hosts, survives restarts), injected on every
+embedding dtype, persisted in Redis by dtype (shared by hosts, survives restarts), injected on every
 sentence. On a hit the speaker encoder does not run; narrate runs it only in ``speaker_embedding``
 (a miss here, or the benchmark's one run per voice), which counts the runs (``SpeakerEncoderRuns``).
 
@@ -71,7 +71,8 @@ def speaker_embedding(loaded: LoadedModel, samples: mx.array) -> mx.array:
 
 def voice_embedding(r: redis.Redis, loaded: LoadedModel, voice_sha: str) -> tuple[mx.array, bool]:
     """(embedding in the talker's dtype, cache hit?)"""
-    key = store.embedding_key(voice_sha, loaded.key)
+    # A float32 talker's (--quant float32) kept apart from the bf16 one of the same weights.
+    key = store.embedding_key(voice_sha, loaded.key if loaded.talker_dtype == mx.bfloat16 else f"{loaded.key}+float32")
     fields = cast("dict[bytes, bytes]", r.hgetall(key))  # narrate's clients return bytes (decode_responses off)
     if fields:
         emb = decode(fields)
