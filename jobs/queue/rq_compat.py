@@ -62,6 +62,7 @@ REQUIRED_METHODS: dict[str, tuple[str, ...]] = {
     "BaseWorker.request_stop": ("signum", "frame"),
     "BaseWorker.handle_payload": ("message",),
     "BaseWorker.register_birth": (),
+    "BaseWorker.unsubscribe": (),  # overridden (claiming): its pubsub thread stopped before it leaves the channel
     "Job.func": (),
     "Job.perform": (),  # overridden: refuses a foreign job before rq runs anything
     "Job.success_callback": (),  # overridden properties: narrate jobs have no callbacks
@@ -81,7 +82,9 @@ _OWNERS = {
 CLASS_ATTRIBUTES = ("BaseWorker.max_connection_wait_time",)  # the longest wait while Redis is away
 # Instance attributes set in __init__, read or written by narrate: checked on probe instances.
 JOB_ATTRIBUTES = (*CALLBACK_ATTRIBUTES, "_dependency_ids", "redis_server_version")
-WORKER_ATTRIBUTES = ("_stop_requested",)  # claiming sets it on a stop while taking a job; rq's loop reads it
+# Set by rq, read or written by narrate: claiming sets the first two on a stop while taking a job (rq's loop
+# and its second-signal handler read them); claiming.unsubscribe stops the pubsub thread itself.
+WORKER_ATTRIBUTES = ("_stop_requested", "_shutdown_requested_date", "pubsub", "pubsub_thread")
 
 
 class RQInternalsChanged(RuntimeError):

@@ -13,6 +13,7 @@ or a kill in between left a job whose hash says "queued" that no queue holds. He
 
 from __future__ import annotations
 
+import inspect
 import logging
 import signal
 import time
@@ -26,6 +27,7 @@ from redis.exceptions import ConnectionError as ServerUnreachable
 from rq import Queue, SimpleWorker
 from rq.exceptions import NoSuchJobError
 from rq.job import Job
+from rq.utils import now
 from rq.worker import WorkerStatus
 
 log = logging.getLogger("narrate.worker")
@@ -45,9 +47,30 @@ class ClaimingWorker(SimpleWorker):
             return
         # rq would raise StopRequested here and drop a job just taken off its queue: only note it.
         self._stop_requested = True
+        self._shutdown_requested_date = now()  # rq's second-signal handler reads it (None: a TypeError there)
         self.handle_warm_shutdown_request()
         signal.signal(signal.SIGINT, self.request_force_stop)
         signal.signal(signal.SIGTERM, self.request_force_stop)
+
+    def unsubscribe(self) -> None:
+        """rq's, with the wait bounded. rq's pubsub thread waits for a command up to 60 s at a time
+        (``get_message(timeout=60)``) and rq leaves the channel before it stops the thread; since
+        redis-py 8.2 ``PubSubWorkerThread.stop()`` waits for the thread without a bound, so a thread
+        that read the UNSUBSCRIBE reply before it was stopped held a warm stop up to a minute (and a
+        second signal meanwhile found rq half stopped). Here the thread is stopped first, then the
+        channel left (its reply wakes the thread, which ends), and the thread waited for a second at
+        most; with an older redis-py ``stop()`` does not wait at all."""
+        thread = self.pubsub_thread
+        if thread is None or self.pubsub is None:
+            return
+        self.log.info("Worker %s: unsubscribing from channel %s", self.name, self.pubsub_channel_name)
+        if "timeout" in inspect.signature(thread.stop).parameters:
+            thread.stop(timeout=0)
+        else:
+            thread.stop()
+        self.pubsub.unsubscribe()
+        thread.join(timeout=1)
+        self.pubsub.close()
 
     def dequeue_job_and_maintain_ttl(
         self, timeout: int | None, max_idle_time: int | None = None

@@ -1,0 +1,68 @@
+"""A worker's command channel (rq's pubsub thread) and its stop signals, on a real Redis: leaving the channel never
+holds a stop, and a second signal while a job is being claimed is rq's cold stop, not a crash."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+import redis
+from narrate.worker.process.claiming import ClaimingWorker
+from rq import Queue
+
+
+@pytest.fixture
+def worker(external_redis):
+    r: redis.Redis = external_redis
+    w = ClaimingWorker([Queue("narrate-test", connection=r)], connection=r, host_id="test-host")
+    yield w
+    if w.pubsub_thread is not None and w.pubsub_thread.is_alive():
+        w.pubsub_thread.stop()
+
+
+def test_leaving_the_channel_is_at_once_even_when_its_thread_read_the_reply_first(worker):
+    """rq's pubsub thread waits up to 60 s for a command. The worst order: the thread reads the UNSUBSCRIBE reply and
+    goes back to its 60 s wait before the worker stops it (held here: the unsubscribe returns only once the thread
+    has gone back). The worker leaves within a second and the thread has ended."""
+    for _ in range(3):
+        worker.subscribe()
+        thread, pubsub = worker.pubsub_thread, worker.pubsub
+        assert thread is not None and pubsub is not None
+        deadline = time.monotonic() + 5
+        while not pubsub.subscribed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sent = pubsub.unsubscribe
+
+        def unsubscribe_then_let_the_thread_read_it(*args, _sent=sent, _pubsub=pubsub):
+            out = _sent(*args)
+            until = time.monotonic() + 2
+            while _pubsub.subscribed and time.monotonic() < until:  # the thread has read the reply
+                time.sleep(0.01)
+            time.sleep(0.2)  # and is waiting again, unless it was told to end first
+            return out
+
+        pubsub.unsubscribe = unsubscribe_then_let_the_thread_read_it  # type: ignore[method-assign]
+        t0 = time.monotonic()
+        worker.unsubscribe()
+        took = time.monotonic() - t0
+        assert took < 2.5, f"leaving the channel took {took:.1f} s"
+        thread.join(timeout=2)
+        assert not thread.is_alive()
+
+
+def test_a_second_signal_while_a_job_is_claimed_is_a_cold_stop_not_a_crash(worker):
+    assert threading.current_thread() is threading.main_thread()  # signal handlers are set here
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    try:
+        worker._claiming = True
+        worker.request_stop(signal.SIGTERM, None)  # a stop while a job is being claimed: only noted
+        assert worker._stop_requested
+        worker.request_force_stop(signal.SIGTERM, None)  # within a second of the first: ignored, as rq does
+        worker._shutdown_requested_date = worker._shutdown_requested_date.replace(year=2000)
+        with pytest.raises(SystemExit):  # later: rq's cold stop
+            worker.request_force_stop(signal.SIGTERM, None)
+    finally:
+        signal.signal(signal.SIGTERM, before[0])
+        signal.signal(signal.SIGINT, before[1])
