@@ -88,7 +88,7 @@ def test_faster_layers_are_in_place_only_while_narrate_decodes(loaded):
     puts mlx-audio's back; the swaps are built once per decoder."""
     worker = CodecWorker(loaded.model.speech_tokenizer.decoder, threaded=False)
     kinds = {type(new).__name__ for *_, new in worker.swaps}
-    assert {"DepthwiseConv1d", "PatchConv1d", "StridedTransposeConv1d", "array", "Settled"} <= kinds
+    assert {"DepthwiseConv1d", "PatchConv1d", "StridedTransposeConv1d", "FastLinear", "Settled"} <= kinds
     originals = [(owner, attr, old) for owner, attr, old, _ in worker.swaps]
 
     def now(owner, key):

@@ -7,6 +7,7 @@ them. The page logs no console error (its Content Security Policy allows no inli
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -126,3 +127,32 @@ def test_a_book_without_timings_shows_no_read_along(served, page, voice_wav):
     page.goto(f"{served.url}/jobs/{job_id}")
     page.wait_for_selector("#book-audio")
     assert page.locator(".readalong").count() == 0
+
+
+def test_an_epub_narration_with_word_timings_over_http(served, page, voice_wav):
+    """`format=epub` and `word_timings=auto` through the HTTP API: the narration's files are the EPUB (its audio
+    inside, its overlays word by word), the timing manifest and the word-level WebVTT, each fetched through its URL;
+    the Job page lists them and logs no console error."""
+    import io
+    import zipfile
+
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+    job_id, job = narrated(served, voice_wav, format="epub", word_timings="auto", subtitles="json")
+    names = sorted(f["name"] for f in job["outputs"])
+    assert [n.rsplit(".", 1)[-1] for n in names] == ["epub", "json", "vtt"] and names[2].endswith(".words.vtt"), names
+    files = {f["name"]: served.get(f["url"]) for f in job["outputs"]}
+    assert all(r.status_code == 200 for r in files.values())
+    with zipfile.ZipFile(io.BytesIO(files[names[0]].content)) as z:
+        assert z.read("mimetype") == b"application/epub+zip"
+        assert any("/audio/book." in n for n in z.namelist()), z.namelist()
+        smil = b"".join(z.read(n) for n in z.namelist() if n.endswith(".smil"))
+    assert b"-w1" in smil  # word by word
+    vtt = files[names[2]].text
+    assert vtt.startswith("WEBVTT") and "Ships came in at dawn." in re.sub(r"<[^>]+>", "", vtt)
+    page.goto(f"{served.url}/jobs/{job_id}")
+    page.wait_for_selector("ul.downloads a")
+    links = page.locator("ul.downloads a").evaluate_all("els => els.map(e => [e.getAttribute('href'), e.download])")
+    assert sorted(href for href, _ in links) == sorted(f["url"] for f in job["outputs"])
+    assert sorted(name.rsplit(".", 1)[-1] for _, name in links) == ["epub", "json", "vtt"]
+    assert console == []
