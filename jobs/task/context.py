@@ -19,7 +19,7 @@ from narrate.jobs.proof.hearing import Recognizer
 from narrate.jobs.queue.lifecycle import cancel_reason
 from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
-from narrate.jobs.task.riders import RiderDesk
+from narrate.jobs.task.rider_desk import RiderDesk
 from rq.job import Job
 
 ProgressListener = Callable[[int, int, float], None]  # (done, total, audio seconds)
