@@ -3,12 +3,13 @@ beside synthesis, judged (jobs.proof.verdict), a flagged one synthesized again w
 retakes, the best take kept.
 
 Threads: the job thread synthesizes and checkpoints as before; each checkpoint saved is handed to ``heard``, which
-queues it for the proof thread and returns at once, so the decode loop keeps its pace. The proof thread takes
-what has queued up (up to BATCH takes: as many as came while it transcribed the last batch), has the recognizer
-transcribe them together (the worker's recognizer runs on a thread of its own), judges each take and, once a
-sentence's proof is final (a take judged ok, or its retakes used up), writes the record into the sentence's
-checkpoint header, with the best take's audio if that is not the one there. The job thread hands final sentences
-to the stitcher (``on_final``), never earlier: a take that may still be replaced is not stitched.
+queues it for the proof thread and returns at once, so the decode loop keeps its pace. The proof thread gathers
+takes (up to BATCH: it waits at most GATHER_S for GATHER of them, and not at all once the job thread waits for it,
+since a decode of a few takes costs about as many steps as one of many), has the recognizer transcribe them together
+(the worker's recognizer runs on a thread of its own), judges each take and, once a sentence's proof is final (a
+take judged ok, or its retakes used up), writes the record into the sentence's checkpoint header, with the best
+take's audio if that is not the one there. The job thread hands final sentences to the stitcher (``on_final``),
+never earlier: a take that may still be replaced is not stitched.
 
 After synthesis, ``settle`` waits for what is queued, synthesizes the flagged sentences again (each round one
 more take with a new seed, as a batch), and finally keeps the best take of each sentence still open. A sentence
@@ -41,7 +42,8 @@ from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
 
 log = logging.getLogger("narrate.jobs")
-BATCH = 8  # takes transcribed together at most
+BATCH = 32  # takes transcribed together at most
+GATHER, GATHER_S = 16, 2.0  # the proof thread waits this long at most for this many takes before it transcribes
 WAIT_POLL_S = 1.0  # while the job thread waits for the proof thread: a beat and a cancel check this often
 Retake = Callable[[list[Sentence], OnBatch], Iterator[Chunk]]  # the engine's synthesis of retakes in the job's voice
 
@@ -63,6 +65,7 @@ class Proofing:
         self._pending = 0  # takes queued and not judged yet
         self._finals: list[int] = []  # final since the job thread last looked
         self._lock = threading.Condition()
+        self._flush = threading.Event()
         self._error: BaseException | None = None
         self._closing = False  # the job ends (a stop, a cancel, a failure, or done): what is queued is left
         self._thread: threading.Thread | None = None
@@ -196,6 +199,7 @@ class Proofing:
     def _wait(self) -> None:
         """Until every take queued is judged (beats for the hang watchdog, cancel checks)."""
         t0 = time.monotonic()
+        self._flush.set()  # nothing more comes before these are judged: the proof thread gathers no longer
         while True:
             with self._lock:
                 if self._pending == 0 or self._error is not None:
@@ -237,11 +241,18 @@ class Proofing:
             if first is None or self._closing:
                 return
             batch = [first]
+            until = time.monotonic() + GATHER_S
             while len(batch) < BATCH:
+                wait = until - time.monotonic()
                 try:
-                    more = self._queue.get_nowait()
+                    if len(batch) >= GATHER or wait <= 0 or self._flush.is_set():
+                        more = self._queue.get_nowait()
+                    else:
+                        more = self._queue.get(timeout=min(wait, 0.05))
                 except queue.Empty:
-                    break
+                    if len(batch) >= GATHER or wait <= 0 or self._flush.is_set():
+                        break
+                    continue
                 if more is None:
                     self._queue.put(None)
                     break

@@ -40,7 +40,7 @@ QWEN3_ASR_INTERNALS = {
                                  "batch_size", "verbose"},
     "extract_language": {"text"},
 }  # fmt: skip
-BATCH = 8  # takes decoded together (Qwen3-ASR)
+BATCH = 32  # takes decoded together (Qwen3-ASR)
 MIN_SECONDS = 0.1  # a shorter take is heard as nothing
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
