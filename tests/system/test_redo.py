@@ -53,6 +53,7 @@ class Watcher(threading.Thread):
         while not self.stop.is_set():
             with open(self.path, "rb") as f:  # the name always opens a whole file: the old or the new
                 self.seen.add(hashlib.sha256(f.read()).hexdigest())
+            self.stop.wait(0.002)  # a read every few milliseconds, not a core spent spinning beside the worker
 
 
 def _chapter_starts(path: Path) -> list[float]:
