@@ -101,12 +101,26 @@ def numpy_products() -> bool:
 def in_use() -> str:
     """Which BLAS MLX's float32 matrix products use in this process, in words (`narrate info`, the
     worker's record, `narrate bench`): the system OpenBLAS's library name where it was put ahead,
-    Apple's Accelerate on macOS, else MLX's own (bundled)."""
+    Apple's Accelerate on macOS, else MLX's own (bundled), and where the codec's go through numpy's."""
     if loaded is not None:
         return f"{loaded} (the system OpenBLAS)"
     if sys.platform == "darwin":
         return "Accelerate (macOS)"
+    gpu = _gpu()
+    if gpu is not None:
+        return f"the GPU's ({gpu}): MLX multiplies float32 there"
     why = f"NARRATE_BLAS={choice()}" if choice() != "auto" else "no system libopenblas.so.0 with 32-bit integers"
     own = f"MLX's own, the bundled reference BLAS ({why}; see docs/models.md)"
     path = numpy_openblas() if sys.platform == "linux" and choice() != "bundled" else None
     return own if path is None else f"{own}; the codec's through numpy's OpenBLAS ({path.name})"
+
+
+def _gpu() -> str | None:
+    """MLX's default device where it is not the CPU (imported after narrate.worker, so the system OpenBLAS is
+    ahead of it); None on the CPU or where MLX is not installed (a host that only submits)."""
+    try:
+        import mlx.core as mx
+    except ImportError:
+        return None
+    device = mx.default_device()
+    return None if device == mx.cpu else str(device)
