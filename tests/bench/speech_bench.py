@@ -35,7 +35,7 @@ sys.path.insert(0, str(TESTS))  # for helpers/, as tests/conftest.py has it for 
 
 from helpers.audio import write_voice  # noqa: E402
 from helpers.procs import wait_until  # noqa: E402
-from helpers.web import Served, serve  # noqa: E402
+from helpers.web import Served, add_voice, post_book, serve  # noqa: E402
 
 WAYS = {"alone": {}, "wait": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "0"},
         "yield": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "1"}, "ride": {}}  # fmt: skip
@@ -79,11 +79,9 @@ def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, eve
     # random weights never end a sentence: no second take of each (NARRATE_RUNAWAY_RETRIES=0)
     s = serve(model, NARRATE_MAX_FRAMES=str(frames), NARRATE_RUNAWAY_RETRIES="0", **WAYS[way]).with_worker()
     try:
-        with open(voice, "rb") as f:
-            assert s.post("/v1/audio/voices", files={"audio_sample": f}, data={"name": "alice", "consent": "1"}).ok
-        text = "\n\n".join(f"Paragraph {i} of the book is read here, slowly and well." for i in range(sentences))
+        add_voice(s, voice)
         t0 = time.monotonic()
-        book = s.post("/v1/narrations", data={"voice": "alice", "text": text, "format": "wav"}).json()
+        book = post_book(s, sentences)
 
         def status() -> dict:
             return s.get(f"/v1/narrations/{book['id']}").json()

@@ -135,6 +135,18 @@ class Served:
         return logs
 
 
+def add_voice(s: Served, sample: Path, name: str = "alice") -> None:
+    """Save `sample` as the voice `name` through the API."""
+    with open(sample, "rb") as f:
+        assert s.post("/v1/audio/voices", files={"audio_sample": f}, data={"name": name, "consent": "1"}).ok
+
+
+def post_book(s: Served, sentences: int, voice: str = "alice") -> dict:
+    """Submit a book of `sentences` one-sentence paragraphs as a WAV narration; the narration as answered."""
+    text = "\n\n".join(f"Paragraph {i} of the book is read here, slowly and well." for i in range(sentences))
+    return s.post("/v1/narrations", data={"voice": voice, "text": text, "format": "wav"}).json()
+
+
 def serve(checkpoint: Path, **extra: str) -> Served:
     env, home = serve_env(checkpoint, **extra)
     port = free_port()

@@ -15,16 +15,14 @@ import time
 
 from helpers.audio import decoded_samples
 from helpers.procs import narrate, wait_until
-from helpers.web import Served, serve
+from helpers.web import Served, add_voice, post_book, serve
 
 SENTENCES = 24  # three groups of 8 rows on a CPU
 
 
 def start_book(s: Served, voice_wav) -> dict:
-    with open(voice_wav, "rb") as f:
-        assert s.post("/v1/audio/voices", files={"audio_sample": f}, data={"name": "alice", "consent": "1"}).ok
-    text = "\n\n".join(f"Paragraph {i} of the book is read here, slowly and well." for i in range(SENTENCES))
-    book = s.post("/v1/narrations", data={"voice": "alice", "text": text, "format": "wav"}).json()
+    add_voice(s, voice_wav)
+    book = post_book(s, SENTENCES)
 
     def started() -> bool:
         now = s.get(f"/v1/narrations/{book['id']}").json()

@@ -23,13 +23,12 @@ import socket
 import statistics
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
 from helpers.procs import wait_until
 from helpers.servers import external_redis_url
-from helpers.web import Served, serve
+from helpers.web import Served, add_voice, post_book, serve
 from narrate.jobs.queue.queues import queue_for
 from narrate.jobs.server.records import queue as rq_queue
 from narrate.jobs.voices import clips
@@ -104,11 +103,6 @@ def client_of(s: Served, url: str | None) -> tuple[redis.Redis, int]:
     return r, int(r.connection_pool.connection_kwargs.get("db", 0))
 
 
-def alice(s: Served, voice_wav: Path) -> None:
-    with open(voice_wav, "rb") as f:
-        assert s.post("/v1/audio/voices", files={"audio_sample": f}, data={"name": "alice", "consent": "1"}).ok
-
-
 def the_clip(r: redis.Redis, but: tuple[str, ...] = ()) -> str:
     """The clip job a request has just enqueued (and its parts stream made)."""
     high = rq_queue(r, queue_for("narrate", "high"))
@@ -135,7 +129,7 @@ def test_a_waiting_speech_request_blocks_and_a_piece_wakes_it(server, checkpoint
     r, db = client_of(s, url)
     monitor = Monitor(r)
     try:
-        alice(s, voice_wav)
+        add_voice(s, voice_wav)
         answer = Raw(s, "Hello, waiting.")
         job_id = the_clip(r)
         t0 = time.time()
@@ -177,7 +171,7 @@ def test_a_client_that_goes_away_leaves_no_parts_stream_behind(checkpoint, voice
     s = serve(checkpoint)
     r, _ = client_of(s, None)
     try:
-        alice(s, voice_wav)
+        add_voice(s, voice_wav)
         early = Raw(s, "Gone before a word.")  # away while it waits for the first audio
         first = the_clip(r)
         early.close()
@@ -212,9 +206,8 @@ def test_a_books_clip_watch_reads_the_queue_when_a_clip_is_signalled(checkpoint,
     high = rq_queue(r, queue_for("narrate", "high")).key
     monitor = Monitor(r)
     try:
-        alice(s, voice_wav)
-        text = "\n\n".join(f"Paragraph {i} of the book is read here, slowly and well." for i in range(SENTENCES))
-        book = s.post("/v1/narrations", data={"voice": "alice", "text": text, "format": "wav"}).json()
+        add_voice(s, voice_wav)
+        book = post_book(s, SENTENCES)
 
         def reading() -> bool:
             now = s.get(f"/v1/narrations/{book['id']}").json()
@@ -250,9 +243,8 @@ def test_a_server_told_to_stop_does_not_wait_for_the_clips_its_requests_wait_for
     s = serve(checkpoint, NARRATE_CLIP_RIDE="0", NARRATE_CLIP_YIELD_S="0").with_worker()
     r, _ = client_of(s, None)
     try:
-        alice(s, voice_wav)
-        text = "\n\n".join(f"Paragraph {i} of the book is read here, slowly and well." for i in range(2 * SENTENCES))
-        book = s.post("/v1/narrations", data={"voice": "alice", "text": text, "format": "wav"}).json()
+        add_voice(s, voice_wav)
+        book = post_book(s, 2 * SENTENCES)
         wait_until(lambda: s.get(f"/v1/narrations/{book['id']}").json()["status"] == "in_progress", 120,
                    "the book to start", poll=0.1)  # fmt: skip
         waiting = Raw(s, "Waiting for the book.")
