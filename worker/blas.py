@@ -87,9 +87,7 @@ def numpy_products() -> bool:
     global _numpy_ready
     if _numpy_ready is None:
         _numpy_ready = False
-        import mlx.core as mx  # loaded by now (codec_fast.py asks): on a GPU its products stay there
-
-        if sys.platform == "linux" and loaded is None and choice() != "bundled" and mx.default_device() == mx.cpu:
+        if sys.platform == "linux" and loaded is None and choice() != "bundled" and _gpu() is None:  # a GPU's stay
             path = numpy_openblas()
             if path is not None:
                 lib = ctypes.CDLL(str(path))

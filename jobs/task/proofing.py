@@ -244,15 +244,13 @@ class Proofing:
             until = time.monotonic() + GATHER_S
             while len(batch) < BATCH:
                 wait = until - time.monotonic()
+                gathering = len(batch) < GATHER and wait > 0 and not self._flush.is_set()
                 try:
-                    if len(batch) >= GATHER or wait <= 0 or self._flush.is_set():
-                        more = self._queue.get_nowait()
-                    else:
-                        more = self._queue.get(timeout=min(wait, 0.05))
+                    more = self._queue.get(timeout=min(wait, 0.05)) if gathering else self._queue.get_nowait()
                 except queue.Empty:
-                    if len(batch) >= GATHER or wait <= 0 or self._flush.is_set():
-                        break
-                    continue
+                    if gathering:
+                        continue
+                    break
                 if more is None:
                     self._queue.put(None)
                     break

@@ -58,9 +58,15 @@ Swap = tuple[Any, str | int, Any, Any]  # (owner, attribute or list index, mlx-a
 NUMPY_MIN_MACS = 1 << 16
 
 
+def through_numpy(x: mx.array, w: mx.array, w_np: np.ndarray | None) -> bool:
+    """Whether ``product`` computes x @ w by numpy's OpenBLAS: `w_np` (w as numpy holds it) is given and the
+    product is large enough to gain."""
+    return w_np is not None and x.dtype == mx.float32 and x.size * w.shape[-1] >= NUMPY_MIN_MACS
+
+
 def product(x: mx.array, w: mx.array, w_np: np.ndarray | None) -> mx.array:
-    """x @ w; by numpy's OpenBLAS where `w_np` (w as numpy holds it) is given and the product is large."""
-    if w_np is None or x.dtype != mx.float32 or x.size * w.shape[-1] < NUMPY_MIN_MACS:
+    """x @ w; by numpy's OpenBLAS where ``through_numpy`` says so."""
+    if w_np is None or not through_numpy(x, w, w_np):
         return x @ w
     mx.eval(x)
     return mx.array(np.matmul(np.asarray(x), w_np))
@@ -152,7 +158,7 @@ class FastLinear(nn.Module):
             self.bias = linear.bias
 
     def __call__(self, x: mx.array) -> mx.array:
-        if self.flat_np is not None and x.dtype == mx.float32 and x.size * self.flat.shape[1] >= NUMPY_MIN_MACS:
+        if through_numpy(x, self.flat, self.flat_np):
             y = product(x, self.flat, self.flat_np)
             return y + self.bias if "bias" in self else y
         return mx.addmm(self.bias, x, self.flat) if "bias" in self else x @ self.flat
