@@ -34,20 +34,21 @@ def test_leaving_the_channel_is_at_once_even_when_its_thread_read_the_reply_firs
         while not pubsub.subscribed and time.monotonic() < deadline:
             time.sleep(0.01)
         sent = pubsub.unsubscribe
+        left: list[float] = []  # when the channel was left: what follows is the wait for the thread
 
-        def unsubscribe_then_let_the_thread_read_it(*args, _sent=sent, _pubsub=pubsub):
+        def unsubscribe_then_let_the_thread_read_it(*args, _sent=sent, _pubsub=pubsub, _left=left):
             out = _sent(*args)
             until = time.monotonic() + 2
             while _pubsub.subscribed and time.monotonic() < until:  # the thread has read the reply
                 time.sleep(0.01)
             time.sleep(0.2)  # and is waiting again, unless it was told to end first
+            _left.append(time.monotonic())
             return out
 
         pubsub.unsubscribe = unsubscribe_then_let_the_thread_read_it  # type: ignore[method-assign]
-        t0 = time.monotonic()
         worker.unsubscribe()
-        took = time.monotonic() - t0
-        assert took < 2.5, f"leaving the channel took {took:.1f} s"
+        took = time.monotonic() - left[0]  # the test's own wait above, however long a busy machine makes it, apart
+        assert took < 2.5, f"the wait for the channel's thread took {took:.1f} s"
         thread.join(timeout=2)
         assert not thread.is_alive()
 
