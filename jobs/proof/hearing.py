@@ -4,6 +4,7 @@ implement, and the model a job's proof pass uses."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -33,10 +34,11 @@ class Recognizer(Protocol):
 
     source: str  # what was loaded: a hub id or a local path
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (float samples at 24 kHz), in its language (what Qwen3-TTS calls it:
-        "english", ..., or "auto"), at most `limits` tokens each (a recognizer that runs on stops there). Takes
-        are transcribed together where the model can batch them."""
+        "english", ..., or "auto"); `texts` are what the takes should say, as spoken: a transcript stops at the
+        limit they give (``limit_of``, a recognizer that runs on stops there). Takes are transcribed together where
+        the model can batch them."""
         ...
 
 
@@ -82,7 +84,26 @@ def check_model_ref(value: str, what: str, option: str) -> str:
                    f"auto, an id or a directory (after the document: {option} takes the word after it)")  # fmt: skip
 
 
-def token_limit(text: str) -> int:
-    """Tokens a recognizer may spend on a take of `text`: about two thirds of a token a byte (English runs near a
-    quarter, a Chinese character is three bytes and one or two tokens), plus room for a made-up tail to show."""
-    return 24 + 2 * len(text.encode()) // 3
+LIMIT_EXTRA = 12  # tokens a transcript may have beyond what its take can hold: a language tag, a made-up tail
+TOKENS_A_SECOND = 10  # more than any speech holds: about 4 a second in English narration, 4-6 in Chinese and
+# Japanese, up to 8 where digits are read out (a digit is a token)
+
+
+def limit_of(tokens: int, seconds: float | None = None) -> int:
+    """Tokens a recognizer may spend on a take `seconds` long of a text of `tokens` tokens (in its own tokenizer):
+    half as many again as the text has, plus LIMIT_EXTRA, and never more than TOKENS_A_SECOND for every second of
+    the take, plus LIMIT_EXTRA (a take cut short cannot hold its whole text; a recognizer that makes up words on a
+    silence or a babble stops there). A transcript cut at either is flagged whatever it would have said next: it
+    has half the sentence's words too many (a word error rate of 0.5 or more), or more words than the take's
+    length can hold."""
+    limit = (3 * tokens + 1) // 2 + LIMIT_EXTRA
+    if seconds is not None:
+        limit = min(limit, math.ceil(TOKENS_A_SECOND * seconds) + LIMIT_EXTRA)
+    return limit
+
+
+def token_limit(text: str, seconds: float | None = None) -> int:
+    """``limit_of`` for a recognizer whose tokenizer narrate does not count with: the text's tokens estimated from
+    its bytes, four ninths of a token a byte (English runs near a quarter, a Chinese character is three bytes and
+    one or two tokens), so that the limit is two thirds of a token a byte, plus LIMIT_EXTRA."""
+    return limit_of(4 * len(text.encode()) // 9, seconds)

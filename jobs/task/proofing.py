@@ -3,13 +3,14 @@ beside synthesis, judged (jobs.proof.verdict), a flagged one synthesized again w
 retakes, the best take kept.
 
 Threads: the job thread synthesizes and checkpoints as before; each checkpoint saved is handed to ``heard``, which
-queues it for the proof thread and returns at once, so the decode loop keeps its pace. The proof thread gathers
-takes (up to BATCH: it waits at most GATHER_S for GATHER of them, and not at all once the job thread waits for it,
-since a decode of a few takes costs about as many steps as one of many), has the recognizer transcribe them together
-(the worker's recognizer runs on a thread of its own), judges each take and, once a sentence's proof is final (a
-take judged ok, or its retakes used up), writes the record into the sentence's checkpoint header, with the best
-take's audio if that is not the one there. The job thread hands final sentences to the stitcher (``on_final``),
-never earlier: a take that may still be replaced is not stitched.
+queues it for the proof thread and returns at once, so the decode loop keeps its pace. The proof thread has the
+worker load the recognizer as it starts (while the first takes are synthesized; the worker's recognizer runs on a
+thread of its own), then gathers takes (up to BATCH: it waits at most GATHER_S for GATHER of them, and not at all
+once the job thread waits for it, since a decode of a few takes costs about as many steps as one of many), has the
+recognizer transcribe them together, judges each take and, once a sentence's proof is final (a take judged ok, or
+its retakes used up), writes the record into the sentence's checkpoint header, with the best take's audio if that
+is not the one there. The job thread hands final sentences to the stitcher (``on_final``), never earlier: a take
+that may still be replaced is not stitched.
 
 After synthesis, ``settle`` waits for what is queued, synthesizes the flagged sentences again (each round one
 more take with a new seed, as a batch), and finally keeps the best take of each sentence still open. A sentence
@@ -34,7 +35,7 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.proof import report
-from narrate.jobs.proof.hearing import Recognizer, proof_model, token_limit
+from narrate.jobs.proof.hearing import Recognizer, proof_model
 from narrate.jobs.proof.report import Place
 from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
 from narrate.jobs.proof.verdict import Thresholds, judge
@@ -236,6 +237,16 @@ class Proofing:
     # The proof thread's side.
 
     def _serve(self) -> None:
+        try:  # at once: the recognizer loads while the first takes are synthesized
+            t0 = time.monotonic()
+            assert self.ctx.recognizer_for is not None
+            self._recognizer = self.ctx.recognizer_for(self.model)
+            self.heard_s += time.monotonic() - t0
+        except BaseException as e:  # noqa: BLE001 - the job thread raises it
+            with self._lock:
+                self._error = e
+                self._lock.notify_all()
+            return
         while True:
             first = self._queue.get()
             if first is None or self._closing:
@@ -278,11 +289,9 @@ class Proofing:
             if got is not None:  # None: removed since it was saved (its stitch synthesizes it again, unheard)
                 takes.append((index, seed, got, got.pcm.astype(np.float32) / 32767.0))  # as the verdict reads it
         sentences = [self.plan.sentences[i] for i, _, _, _ in takes]
-        if self._recognizer is None:
-            assert self.ctx.recognizer_for is not None
-            self._recognizer = self.ctx.recognizer_for(self.model)  # on its first batch: synthesis goes on meanwhile
+        assert self._recognizer is not None
         texts = self._recognizer.transcribe([pcm for *_, pcm in takes], [s.language for s in sentences],
-                                            [token_limit(s.text) for s in sentences])  # fmt: skip
+                                            [s.text for s in sentences])  # fmt: skip
         for (index, seed, got, pcm), s, text in zip(takes, sentences, texts, strict=True):
             verdict = judge(s.text, text, pcm, language=s.language, norm=self.norms.norm(s.voice),
                             thresholds=self.thresholds)  # fmt: skip

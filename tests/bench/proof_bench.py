@@ -3,7 +3,10 @@
 home, interleaved, on the tiny random-weight Qwen3-TTS and Qwen3-ASR checkpoints. `--retakes 0` by
 default, so that both make the same frames and the difference is the hearing alone (random weights
 make every take garbage: every one would be flagged and retaken). Prints the medians and the proof's
-added wall time as a share of the run without it; writes JSON (with the date).
+added wall time as a share of the run without it (`added_share`, the processes' wall), and the job's added wall
+as a share of the synthesis of the job without it (`added_share_of_synthesis`: the job's wall less the model's
+load, from the result's timings), also pair by pair (each run with the proof against the run without it just
+before: the machine's speed drifts) with their median; writes JSON (with the date).
 
     .venv/bin/python tests/bench/proof_bench.py [--runs 2] [--sentences 40] [--max-frames 16]
         [--retakes 0] [--model DIR] [--asr DIR] [--json FILE]
@@ -55,7 +58,9 @@ def one_run(model: Path, voice: Path, doc: Path, frames: int, proof: Path | None
         if proc.returncode != 0:
             raise SystemExit(f"narrate run failed: {proc.stderr[-2000:]}")
         result = json.loads(proc.stdout)["result"]
-        return {"wall_s": round(took, 2), "proof": result.get("proof")}
+        timings = result["timings"]  # the job's own: its wall, and the model's load within it
+        job, model = timings["wall_s"], timings["model_s"]
+        return {"wall_s": round(took, 2), "job_s": job, "synthesis_s": job - model, "proof": result.get("proof")}
     finally:
         shutil.rmtree(home, ignore_errors=True)
 
@@ -85,6 +90,7 @@ def main() -> None:
         for _ in range(args.runs):
             plain.append(one_run(model, voice, doc, args.max_frames, None, args.retakes))
             proofed.append(one_run(model, voice, doc, args.max_frames, asr, args.retakes))
+        pairs = [round((b["job_s"] - a["job_s"]) / a["synthesis_s"], 3) for a, b in zip(plain, proofed, strict=True)]
         p = statistics.median(r["wall_s"] for r in plain)
         q = statistics.median(r["wall_s"] for r in proofed)
         report = {
@@ -99,6 +105,16 @@ def main() -> None:
             "median_without_s": p,
             "median_with_s": q,
             "added_share": round((q - p) / p, 3),
+            "job_without_s": [r["job_s"] for r in plain],
+            "job_with_s": [r["job_s"] for r in proofed],
+            "added_share_of_synthesis": round(
+                (statistics.median(r["job_s"] for r in proofed) - statistics.median(r["job_s"] for r in plain))
+                / statistics.median(r["synthesis_s"] for r in plain),
+                3,
+            ),
+            # each run with the proof against the run without it just before (the machine's speed drifts)
+            "pair_shares_of_synthesis": pairs,
+            "median_pair_share_of_synthesis": statistics.median(pairs),
             "proof": {k: v for k, v in (proofed[-1]["proof"] or {}).items() if not isinstance(v, list | dict)},
         }
         print(json.dumps(report, indent=2))

@@ -41,9 +41,55 @@ def test_it_loads_through_mlx_audios_loader_and_transcribes_a_batch(asr_checkpoi
     monkeypatch.setattr(stt_utils, "base_load_model", spy)
     r = MlxRecognizer.load(str(asr_checkpoint))
     assert calls == [(str(asr_checkpoint.resolve()), "stt")] and r.family == "qwen3_asr" and r.sample_rate == 16_000
-    heard = r.transcribe(takes(1.0, 2.6, 0.4, 1.8, 0.05), ["english", "english", "auto", "german", "english"], [8] * 5)
+    heard = r.transcribe(takes(1.0, 2.6, 0.4, 1.8, 0.05), ["english", "english", "auto", "german", "english"],
+                         ["One two.", "Three four five.", "Six.", "Sieben acht.", "Nine."])  # fmt: skip
     assert len(heard) == 5 and all(isinstance(t, str) for t in heard) and heard[4] == ""  # too short to hear
     assert r.transcribe([], [], []) == []
+
+
+def _tokens(r, text: str) -> list[int]:
+    return r.model._tokenizer.encode(text, add_special_tokens=False)
+
+
+def test_the_batched_decode_is_mlx_audios_with_a_limit_per_take(asr_checkpoint):
+    """narrate's Qwen3-ASR decode (decode_qwen3_asr) against mlx-audio's own batched decode: with one limit for
+    every take (mlx-audio's budget for the batch is their sum, so each random-weight take, which never ends, gets
+    its share) the transcripts are the same; with a limit each, every take stops at its own (mlx-audio's would
+    let one take spend the others' share), and the batch that shrinks as takes stop keeps the rest the same."""
+    from mlx_audio.lm.sample_utils import make_sampler
+    from narrate.worker.engine.recognizer import SHRINK, MlxRecognizer, RecognizerThread, decode_qwen3_asr
+
+    r = MlxRecognizer.load(str(asr_checkpoint))
+    audio = [a[::3].copy() for a in takes(1.0, 2.6, 0.4, 1.8, 1.2)]  # (their rate does not matter to a decode)
+
+    def theirs(limit: int) -> list[str]:
+        texts, *_ = r.model._generate_chunks_batched(
+            [(a, 0.0) for a in audio], max_tokens=limit * len(audio), sampler=make_sampler(0.0),
+            logits_processors=None, language="English", system_prompt=None, batch_size=len(audio), verbose=False,
+        )  # fmt: skip
+        return texts
+
+    def ours(limits: list[int]) -> list[str]:
+        return decode_qwen3_asr(r.model, audio, limits, "English")
+
+    assert RecognizerThread.run(ours, [30] * 5) == RecognizerThread.run(theirs, 30)
+    limits = [5, 30, 12, 2, 20]  # the batch shrinks to the rows still going twice (SHRINK of them at most)
+    assert sum(n > 12 for n in limits) <= SHRINK * len(limits)
+    mine, long = RecognizerThread.run(ours, limits), RecognizerThread.run(ours, [30] * 5)
+    for text, limit, full in zip(mine, limits, long, strict=True):
+        assert len(_tokens(r, text)) == limit and _tokens(r, full)[:limit] == _tokens(r, text)
+
+
+def test_a_take_is_heard_up_to_its_limit(asr_checkpoint):
+    """The tiny recognizer's random weights never end a transcript: each runs to its limit, the text's tokens half
+    as many again (+12), capped by the take's length (10 tokens a second, +12)."""
+    from narrate.jobs.proof.hearing import limit_of
+    from narrate.worker.engine.recognizer import MlxRecognizer
+
+    r = MlxRecognizer.load(str(asr_checkpoint))
+    short, long = "Hello there.", " ".join(["A long sentence that goes on and on."] * 6)
+    heard = r.transcribe(takes(3.0, 1.0, 3.0), ["english"] * 3, [short, long, long])
+    assert [len(_tokens(r, t)) for t in heard] == [limit_of(len(_tokens(r, short))), 22, 42]
 
 
 def test_what_is_no_recognizer_is_refused_with_a_reason(checkpoint, tmp_path):

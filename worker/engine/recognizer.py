@@ -3,9 +3,12 @@ Moonshine, ...) loaded by mlx-audio's own loader from a hub id or a local direct
 It implements narrate.jobs.proof.hearing.Recognizer.
 
 Takes come at 24 kHz and are resampled to the model's rate (16 kHz for every family above) by mlx-audio's own
-resampler. A Qwen3-ASR model transcribes a batch of takes in one decode (its ``_generate_chunks_batched``: the
-takes of one language, sorted by length so that little padding is added, padded to the longest); every other
-family transcribes one take at a time through its public ``generate``.
+resampler. A Qwen3-ASR model transcribes a batch of takes in one greedy decode (``decode_qwen3_asr``: the takes of
+one language, sorted by length so that little padding is added, padded to the longest), each take stopping at its
+own token limit (mlx-audio's ``_generate_chunks_batched`` has one budget for the whole batch, so one take that runs
+on could spend every other take's share), and the batch shrinking as its takes end; every other family
+transcribes one take at a time through its public ``generate``. A take's limit is counted with the model's own
+tokenizer from the text it should say (jobs.proof.hearing.limit_of).
 
 The model runs on one thread of the process (``RecognizerThread``, with its own MLX stream, so the job's proof
 thread and the decode loop never share one), a daemon thread that lives as long as the process: MLX keeps a cache
@@ -30,17 +33,26 @@ from typing import Any, NamedTuple, TypeVar
 import mlx.core as mx
 import numpy as np
 from narrate.jobs.errors import BadInput
+from narrate.jobs.proof.hearing import limit_of, token_limit
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.worker.engine.models import quiet
 
 log = logging.getLogger("narrate.worker")
-# The Qwen3-ASR internals the batched path relies on (checked at load: a release that changes them fails there).
+# The Qwen3-ASR internals the batched decode relies on, with the parameters it passes (checked at load: a release
+# that changes them fails there), and the attributes of mlx-audio's KVCache it reads.
 QWEN3_ASR_INTERNALS = {
-    "_generate_chunks_batched": {"chunks", "max_tokens", "sampler", "logits_processors", "language", "system_prompt",
-                                 "batch_size", "verbose"},
+    "_preprocess_audio": {"audio"},
+    "get_audio_features": {"input_features", "feature_attention_mask"},
+    "_build_prompt": {"num_audio_tokens", "language", "system_prompt"},
+    "_build_inputs_embeds": {"input_ids", "audio_features"},
+    "_forward_with_embeds": {"inputs_embeds", "cache"},
+    "make_cache": set(),
+    "_eos_token_ids": set(),
     "extract_language": {"text"},
-}  # fmt: skip
+}
+KV_CACHE_FIELDS = ("keys", "values", "offset")
 BATCH = 32  # takes decoded together (Qwen3-ASR)
+SHRINK = 0.5  # the batch drops its ended takes once no more than this share of its rows is still going
 MIN_SECONDS = 0.1  # a shorter take is heard as nothing
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 
@@ -58,7 +70,7 @@ def family(model: Any) -> str:
 
 
 def check_internals(model: Any) -> None:
-    """The Qwen3-ASR internals the batched path uses are there, with the parameters it passes."""
+    """The Qwen3-ASR internals the batched decode uses are there, with the parameters it passes."""
     for name, wanted in QWEN3_ASR_INTERNALS.items():
         fn = getattr(model, name, None)
         if fn is None:
@@ -66,6 +78,12 @@ def check_internals(model: Any) -> None:
         missing = wanted - set(inspect.signature(fn).parameters)
         if missing:
             raise RuntimeError(f"mlx-audio's Qwen3-ASR {name} lacks {sorted(missing)}: the proof pass needs them")
+    for name in ("model", "lm_head", "_tokenizer", "config"):
+        if not hasattr(model, name):
+            raise RuntimeError(f"mlx-audio's Qwen3-ASR has no {name} any more: the proof pass needs it")
+    cache = model.make_cache()
+    if not cache or not all(hasattr(cache[0], f) for f in KV_CACHE_FIELDS):
+        raise RuntimeError(f"mlx-audio's KVCache lacks {', '.join(KV_CACHE_FIELDS)}: the proof pass needs them")
 
 
 class Role(NamedTuple):
@@ -102,55 +120,59 @@ class MlxRecognizer:
     def load(cls, source: str) -> MlxRecognizer:
         """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader, on the
         recognizer's thread."""
-        loaded: MlxRecognizer = RecognizerThread.run(cls._load, source)
+        loaded: MlxRecognizer = RecognizerThread.run(cls.load_here, source)
         return loaded
 
     @classmethod
-    def _load(cls, source: str) -> MlxRecognizer:
+    def load_here(cls, source: str) -> MlxRecognizer:
+        """``load`` on the calling thread (the recognizer's thread, or the recognizer process's own)."""
         resolved, model = load_stt(source, ROLE)
         return cls(resolved, model)
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (24 kHz floats), on the recognizer's thread."""
-        return RecognizerThread.run(self._transcribe, list(takes), list(languages), list(limits))
+        return RecognizerThread.run(self.transcribe_here, list(takes), list(languages), list(texts))
 
-    def _transcribe(self, takes: list[np.ndarray], languages: list[str], limits: list[int]) -> list[str]:
+    def limit(self, text: str, seconds: float) -> int:
+        """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.hearing.limit_of):
+        the text counted with the model's own tokenizer where it has one (Qwen3-ASR's), else from its bytes."""
+        tokenizer = getattr(self.model, "_tokenizer", None)
+        if tokenizer is None or not hasattr(tokenizer, "encode"):
+            return token_limit(text, seconds)
+        return limit_of(len(tokenizer.encode(text, add_special_tokens=False)), seconds)
+
+    def transcribe_here(self, takes: list[np.ndarray], languages: list[str], texts: list[str]) -> list[str]:
+        """``transcribe`` on the calling thread (the recognizer's thread, or the recognizer process's own)."""
         from mlx_audio.utils import resample_audio
 
         rate = self.sample_rate
         audio = [np.asarray(resample_audio(np.asarray(t, np.float32), SAMPLE_RATE, rate, axis=0), np.float32)
                  for t in takes]  # fmt: skip
         heard = [i for i, a in enumerate(audio) if a.size >= rate * MIN_SECONDS]  # shorter: nothing to hear
+        limits = [self.limit(texts[i], audio[i].size / rate) for i in heard]
         out = [""] * len(audio)
         try:
             if self.family == "qwen3_asr":
-                texts = self._batched([audio[i] for i in heard], [languages[i] for i in heard],
-                                      [limits[i] for i in heard])  # fmt: skip
+                got = self._batched([audio[i] for i in heard], [languages[i] for i in heard], limits)
             else:
-                texts = [self._one(audio[i], languages[i], limits[i]) for i in heard]
+                got = [self._one(audio[i], languages[i], n) for i, n in zip(heard, limits, strict=True)]
         finally:
             mx.synchronize()  # the decode's last step, evaluated ahead, is done before the thread goes on
-        for i, text in zip(heard, texts, strict=True):
+        for i, text in zip(heard, got, strict=True):
             out[i] = text
         return out
 
     def _batched(self, audio: list[np.ndarray], languages: list[str], limits: list[int]) -> list[str]:
         """Qwen3-ASR: the takes of one language in batches of BATCH, sorted by length."""
-        from mlx_audio.lm.sample_utils import make_sampler
-
         out = [""] * len(audio)
-        order = sorted(range(len(audio)), key=lambda i: (languages[i], len(audio[i])))
+        order = sorted(range(len(audio)), key=lambda i: (languages[i], len(audio[i]), limits[i]))
         for start in range(0, len(order), BATCH):
             group = order[start : start + BATCH]
             for lang in dict.fromkeys(languages[i] for i in group):
                 rows = [i for i in group if languages[i] == lang]
                 name = None if lang in ("", "auto") else lang.capitalize()
                 with quiet():
-                    texts, *_ = self.model._generate_chunks_batched(
-                        [(audio[i], 0.0) for i in rows], max_tokens=sum(limits[i] for i in rows),
-                        sampler=make_sampler(0.0), logits_processors=None, language=name, system_prompt=None,
-                        batch_size=len(rows), verbose=False,
-                    )  # fmt: skip
+                    texts = decode_qwen3_asr(self.model, [audio[i] for i in rows], [limits[i] for i in rows], name)
                 for i, text in zip(rows, texts, strict=True):
                     out[i] = self.model.extract_language(text)[1] if name is None else text
         return [t.strip() for t in out]
@@ -170,6 +192,60 @@ class MlxRecognizer:
         with quiet():
             result = self.model.generate(mx.array(audio) if self.family == "parakeet" else audio, **kwargs)
         return str(getattr(result, "text", result) or "").strip()
+
+
+def decode_qwen3_asr(model: Any, audio: list[np.ndarray], limits: list[int], language: str | None) -> list[str]:
+    """A Qwen3-ASR model's greedy transcripts of takes (16 kHz) in one batch, as mlx-audio's
+    ``_generate_chunks_batched`` makes them (the takes padded to the longest, so that every row has the same prompt;
+    the prompt through the model once, only its last position through the vocabulary head; the next step built and
+    started before the tokens of this one are read), except that each take stops at its own limit (or its end of
+    text), and that once no more than SHRINK of the rows are still going the batch drops the others: the rows that
+    go on are taken out of the next step's tokens and the KV cache, so a long take is no longer decoded in a batch
+    of finished ones."""
+    if not audio:
+        return []
+    pad_to = max(len(a) for a in audio)
+    embeds = []
+    prompt = None
+    for a in audio:
+        features, mask, tokens = model._preprocess_audio(np.pad(a, (0, pad_to - len(a))))
+        if prompt is None:  # the same for every row: the same number of audio tokens, the same language
+            prompt = model._build_prompt(tokens, language, None)
+        embeds.append(model._build_inputs_embeds(prompt, model.get_audio_features(features, mask))[0])
+    cache = model.make_cache()
+    hidden = model.model(inputs_embeds=mx.stack(embeds, axis=0), cache=cache)[:, -1:, :]
+    head = model.lm_head if model.lm_head is not None else model.model.embed_tokens.as_linear
+    y = mx.argmax(head(hidden)[:, -1, :], axis=-1)
+    mx.async_eval(y)
+    eos = model._eos_token_ids()
+    out: list[list[int]] = [[] for _ in audio]
+    rows: list[int | None] = list(range(len(audio)))  # the take of each row of the batch; None: ended
+    while True:
+        step = model._forward_with_embeds(model.model.embed_tokens(y[:, None]), cache)
+        following = mx.argmax(step[:, -1, :], axis=-1)
+        mx.async_eval(following)
+        ids: list[int] = y.tolist()  # type: ignore[assignment]  # a 1-D array of token ids
+        for row, token in enumerate(ids):
+            take = rows[row]
+            if take is None:
+                continue
+            if token in eos:
+                rows[row] = None
+                continue
+            out[take].append(token)
+            if len(out[take]) >= limits[take]:
+                rows[row] = None
+        going = [row for row, take in enumerate(rows) if take is not None]
+        if not going:
+            break
+        if len(going) <= SHRINK * len(rows):  # the rows that go on, alone
+            index = mx.array(going)
+            following = following[index]
+            for layer in cache:
+                layer.keys, layer.values = layer.keys[index], layer.values[index]
+            rows = [rows[row] for row in going]
+        y = following
+    return [model._tokenizer.decode(ids, skip_special_tokens=True) for ids in out]
 
 
 T = TypeVar("T")

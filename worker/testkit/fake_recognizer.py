@@ -37,7 +37,7 @@ class FakeRecognizer:
         self.hearings: Counter[str] = Counter()  # takes heard of each text, in this process
         self.batches: list[int] = []  # the size of each batch transcribed
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], limits: Sequence[int]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         time.sleep(int(os.environ.get("NARRATE_FAKE_PROOF_DELAY_MS", "0")) / 1000)
         self.batches.append(len(takes))
         return [self._hear(np.asarray(t), len(self.batches)) for t in takes]
