@@ -80,6 +80,15 @@ def asr_checkpoint(session_dir, checkpoint) -> Path:
 
 
 @pytest.fixture(scope="session")
+def parakeet_checkpoint(session_dir) -> Path:
+    """A tiny random-weight Parakeet TDT checkpoint: the family of the proof pass's default English recognizer,
+    heard take by take (it hears garbage)."""
+    from narrate.worker.testkit.random_checkpoint.parakeet import write_parakeet_checkpoint
+
+    return write_parakeet_checkpoint(session_dir / "tiny-parakeet")
+
+
+@pytest.fixture(scope="session")
 def aligner_checkpoint(session_dir, checkpoint) -> Path:
     """A tiny random-weight Qwen3-ForcedAligner checkpoint, the tiny TTS checkpoint's tokenizer: the word timings'
     aligner (its timings are meaningless)."""

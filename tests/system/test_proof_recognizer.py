@@ -92,6 +92,33 @@ def test_a_take_is_heard_up_to_its_limit(asr_checkpoint):
     assert [len(_tokens(r, t)) for t in heard] == [limit_of(len(_tokens(r, short))), 22, 42]
 
 
+def test_a_parakeet_recognizer_hears_take_by_take(parakeet_checkpoint):
+    """The tiny Parakeet TDT checkpoint (the family of the default English recognizer) in the published layout,
+    loaded by mlx-audio's STT loader from a directory of any name: each take is heard through the model's public
+    ``generate`` (the same text as calling it directly), as its vocabulary's word pieces (garbage), a take too short
+    as nothing."""
+    import shutil
+
+    import mlx.core as mx
+    from mlx_audio.utils import resample_audio
+    from narrate.worker.engine.recognizer import MlxRecognizer, RecognizerThread
+    from narrate.worker.testkit.random_checkpoint.parakeet import VOCABULARY
+
+    elsewhere = shutil.copytree(parakeet_checkpoint, parakeet_checkpoint.parent / "my-recognizer", dirs_exist_ok=True)
+    r = MlxRecognizer.load(str(elsewhere))
+    assert r.family == "parakeet" and r.sample_rate == 16_000
+    audio = takes(1.5, 0.05, 3.0)
+    heard = r.transcribe(audio, ["english"] * 3, ["One two three.", "Four.", "Five six seven."])
+
+    def directly() -> list[str]:
+        return [r.model.generate(mx.array(resample_audio(a, 24_000, 16_000, axis=0))).text.strip()
+                for a in (audio[0], audio[2])]  # fmt: skip
+
+    assert heard[1] == "" and [heard[0], heard[2]] == RecognizerThread.run(directly) and any(heard)
+    words = tuple(piece[1:] for piece in VOCABULARY if piece.startswith("\u2581"))
+    assert all(w.startswith(words) for w in " ".join(heard).split())
+
+
 def test_what_is_no_recognizer_is_refused_with_a_reason(checkpoint, tmp_path):
     from narrate.worker.engine.recognizer import MlxRecognizer, RecognizerUnavailable
 

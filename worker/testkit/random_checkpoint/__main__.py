@@ -1,6 +1,7 @@
 """``python -m narrate.worker.testkit.random_checkpoint OUT [--size tiny|0.6b|1.7b]
-[--kind base|custom-voice|voice-design|asr|aligner]`` (asr: the tiny Qwen3-ASR recognizer of the proof pass;
-aligner: the tiny Qwen3-ForcedAligner of word timings)"""
+[--kind base|custom-voice|voice-design|asr|parakeet|aligner]`` (asr: the tiny Qwen3-ASR recognizer of the proof
+pass; parakeet: a tiny Parakeet TDT recognizer, the family of its default English one; aligner: the tiny
+Qwen3-ForcedAligner of word timings)"""
 
 from __future__ import annotations
 
@@ -20,9 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--size", choices=SIZES, default="tiny")
     ap.add_argument(
-        "--kind", choices=[*KINDS, "asr", "aligner"], default="base", help="Base (clones samples), CustomVoice "
-        "(preset speakers), VoiceDesign (voices from a description), asr: a tiny Qwen3-ASR recognizer (the proof "
-        "pass), or aligner: a tiny Qwen3-ForcedAligner (word timings)",
+        "--kind", choices=[*KINDS, "asr", "parakeet", "aligner"], default="base", help="Base (clones samples), "
+        "CustomVoice (preset speakers), VoiceDesign (voices from a description), asr: a tiny Qwen3-ASR recognizer "
+        "(the proof pass), parakeet: a tiny Parakeet TDT recognizer (the proof pass's per-take path), or aligner: a "
+        "tiny Qwen3-ForcedAligner (word timings)",
     )  # fmt: skip
     ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=0)
@@ -33,6 +35,12 @@ def main(argv: list[str] | None = None) -> int:
 
         write_asr_checkpoint(args.out_dir, args.seed, args.dtype)
         print(f"wrote a tiny Qwen3-ASR checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
+        return 0
+    if args.kind == "parakeet":
+        from narrate.worker.testkit.random_checkpoint.parakeet import write_parakeet_checkpoint
+
+        write_parakeet_checkpoint(args.out_dir, args.seed, args.dtype)
+        print(f"wrote a tiny Parakeet TDT checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
         return 0
     if args.kind == "aligner":
         from narrate.worker.testkit.random_checkpoint.aligner import write_aligner_checkpoint
