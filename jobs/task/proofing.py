@@ -237,15 +237,7 @@ class Proofing:
     # The proof thread's side.
 
     def _serve(self) -> None:
-        try:  # at once: the recognizer loads while the first takes are synthesized
-            t0 = time.monotonic()
-            assert self.ctx.recognizer_for is not None
-            self._recognizer = self.ctx.recognizer_for(self.model)
-            self.heard_s += time.monotonic() - t0
-        except BaseException as e:  # noqa: BLE001 - the job thread raises it
-            with self._lock:
-                self._error = e
-                self._lock.notify_all()
+        if not self._timed(self._load):  # at once: the recognizer loads while the first takes are synthesized
             return
         while True:
             first = self._queue.get()
@@ -267,18 +259,30 @@ class Proofing:
                     break
                 batch.append(more)
             try:
-                t0 = time.monotonic()
-                self._judge(batch)
-                self.heard_s += time.monotonic() - t0
-            except BaseException as e:  # noqa: BLE001 - the job thread raises it
-                with self._lock:
-                    self._error = e
-                    self._lock.notify_all()
-                return
+                if not self._timed(self._judge, batch):
+                    return
             finally:
                 with self._lock:
                     self._pending -= len(batch)
                     self._lock.notify_all()
+
+    def _timed(self, work: Callable[..., None], *args: object) -> bool:
+        """`work` on the proof thread, its time counted in ``heard_s``; False if it raised (the error is kept for
+        the job thread to raise)."""
+        t0 = time.monotonic()
+        try:
+            work(*args)
+        except BaseException as e:  # noqa: BLE001 - the job thread raises it
+            with self._lock:
+                self._error = e
+                self._lock.notify_all()
+            return False
+        self.heard_s += time.monotonic() - t0
+        return True
+
+    def _load(self) -> None:
+        assert self.ctx.recognizer_for is not None
+        self._recognizer = self.ctx.recognizer_for(self.model)
 
     def _judge(self, batch: list[tuple[int, int, Checkpoint | None]]) -> None:
         import numpy as np

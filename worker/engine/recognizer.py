@@ -125,7 +125,7 @@ class MlxRecognizer:
 
     @classmethod
     def load_here(cls, source: str) -> MlxRecognizer:
-        """``load`` on the calling thread (the recognizer's thread, or the recognizer process's own)."""
+        """``load`` on the calling thread (the recognizer's)."""
         resolved, model = load_stt(source, ROLE)
         return cls(resolved, model)
 
@@ -142,7 +142,7 @@ class MlxRecognizer:
         return limit_of(len(tokenizer.encode(text, add_special_tokens=False)), seconds)
 
     def transcribe_here(self, takes: list[np.ndarray], languages: list[str], texts: list[str]) -> list[str]:
-        """``transcribe`` on the calling thread (the recognizer's thread, or the recognizer process's own)."""
+        """``transcribe`` on the calling thread (the recognizer's)."""
         from mlx_audio.utils import resample_audio
 
         rate = self.sample_rate
@@ -245,7 +245,7 @@ def decode_qwen3_asr(model: Any, audio: list[np.ndarray], limits: list[int], lan
                 layer.keys, layer.values = layer.keys[index], layer.values[index]
             rows = [rows[row] for row in going]
         y = following
-    return [model._tokenizer.decode(ids, skip_special_tokens=True) for ids in out]
+    return [model._tokenizer.decode(tokens, skip_special_tokens=True) for tokens in out]
 
 
 T = TypeVar("T")
