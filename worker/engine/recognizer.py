@@ -120,18 +120,18 @@ class MlxRecognizer:
     def load(cls, source: str) -> MlxRecognizer:
         """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader, on the
         recognizer's thread."""
-        loaded: MlxRecognizer = RecognizerThread.run(cls.load_here, source)
+        loaded: MlxRecognizer = RecognizerThread.run(cls._load, source)
         return loaded
 
     @classmethod
-    def load_here(cls, source: str) -> MlxRecognizer:
+    def _load(cls, source: str) -> MlxRecognizer:
         """``load`` on the calling thread (the recognizer's)."""
         resolved, model = load_stt(source, ROLE)
         return cls(resolved, model)
 
     def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (24 kHz floats), on the recognizer's thread."""
-        return RecognizerThread.run(self.transcribe_here, list(takes), list(languages), list(texts))
+        return RecognizerThread.run(self._transcribe, list(takes), list(languages), list(texts))
 
     def limit(self, text: str, seconds: float) -> int:
         """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.hearing.limit_of):
@@ -141,7 +141,7 @@ class MlxRecognizer:
             return token_limit(text, seconds)
         return limit_of(len(tokenizer.encode(text, add_special_tokens=False)), seconds)
 
-    def transcribe_here(self, takes: list[np.ndarray], languages: list[str], texts: list[str]) -> list[str]:
+    def _transcribe(self, takes: list[np.ndarray], languages: list[str], texts: list[str]) -> list[str]:
         """``transcribe`` on the calling thread (the recognizer's)."""
         from mlx_audio.utils import resample_audio
 
