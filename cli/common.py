@@ -128,31 +128,33 @@ model_option, quant_option = _option("model"), _option("quant")
 seed_option, max_frames_option = _option("seed"), _option("max_frames")
 
 
-def request_fields(queued: bool) -> tuple[str, ...]:
-    """The fields of the request a command offers: `queued` (submit, schedule add) or not (run)."""
+def request_fields(queued: bool, without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The fields of the request a command offers: `queued` (submit, schedule add) or not (run), less `without`."""
     return tuple(
         n for n in fields.RequestFields.model_fields
-        if fields.CLI in fields.where(n) or (queued and fields.QUEUED in fields.where(n))
+        if (fields.CLI in fields.where(n) or (queued and fields.QUEUED in fields.where(n))) and n not in without
     )  # fmt: skip
 
 
-def request_options(queued: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def request_options(
+    queued: bool = True, without: tuple[str, ...] = ()
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Every option of a request, generated from the request model (jobs/api/fields.py), the same for
     `submit`, `run` and `schedule add`; `queued`: also --priority, --fan-out and --feed (`run` has its
-    own private queue and one host). Read them with ``options_from``."""
-    return _options(request_fields(queued))
+    own private queue and one host); `without`: fields a command does not offer. Read them with ``options_from``."""
+    return _options(request_fields(queued, without))
 
 
-def options_from(kw: dict) -> tuple[Options, dict]:
-    """Pop the options of ``request_options`` out of a command's keyword arguments: (the request's
-    Options, checked by the request model; the job's numbers, seed, frame cap and pauses, as given).
-    Raises FieldError naming the first bad option as the command line spells it."""
+def options_from(kw: dict) -> Options:
+    """Pop the options of ``request_options`` out of a command's keyword arguments: the request's Options,
+    checked by the request model, the job's numbers (seed, frame cap, pauses) among them as given (they are
+    the request's, never this host's settings). Raises FieldError naming the first bad option as the command
+    line spells it."""
     raw = {name: kw.pop(name) for name in fields.RequestFields.model_fields if name in kw}
     env = settings_from_env()
     raw["library"] = raw.get("library") or env.library
     raw["abs_url"] = raw.get("abs_url") or env.abs_url
-    made = Options.make(**raw)
-    return made, made.knobs()
+    return Options.make(**raw)
 
 
 def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:

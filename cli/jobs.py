@@ -206,7 +206,9 @@ def status(job_id, as_json, follow) -> None:
         click.echo(f"output: {st['output']} ({st.get('duration_seconds', 0):.1f} s)")
     result = st.get("result") or {}
     if "reused" in result:
-        click.echo(f"sentences: {result['synthesized']} synthesized, {result['reused']} reused from the cache")
+        # First takes: what this job synthesized and what it found made already; the proof pass's retakes
+        # are counted on its own line (a job whose takes all came from the cache says 0 here, N retakes there).
+        click.echo(f"first takes: {result['synthesized']} synthesized, {result['reused']} reused from the cache")
     proof = result.get("proof") or st.get("proof")
     if proof:  # --proof: its counts (the result's once finished, else so far)
         click.echo(f"proof: {proof_line(st['id'], proof, 'proof' in result)}")

@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+
+
+def _leave_while_starting() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, RuntimeError, ValueError):  # a reentrant flush inside a write: nothing is lost by skipping
+            pass
+    os._exit(0)
+
 
 if sys.argv[1:2] in (["worker"], ["scheduler"]) and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
     # A service manager's stop that comes while the service is still starting (importing) is a
     # clean stop, not a death by signal: nothing ran yet. The service sets its own handler when ready.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # os._exit, not sys.exit: a SystemExit raised while the import machinery runs a callback of its
+    # own is printed and ignored ("Exception ignored in: _get_module_lock.<locals>.cb"), and the
+    # process went on starting and never stopped.
+    signal.signal(signal.SIGTERM, lambda *_: _leave_while_starting())
+
 
 import click  # noqa: E402
 from narrate.cli.cache import cache_group  # noqa: E402

@@ -19,7 +19,6 @@ from narrate.cli.common import (
     voice_option,
 )
 from narrate.jobs.counts import count
-from narrate.jobs.errors import BadInput
 from narrate.jobs.schedules import cron, tick
 from narrate.jobs.schedules import definitions as schedules
 from narrate.jobs.schedules import loop as scheduler_loop
@@ -50,7 +49,7 @@ def schedule() -> None:
 @click.option("--format", "fmt", default="mp3", show_default=True,
               help="Output format (extension): mp3, m4b, ...; epub: each book as its read-along EPUB.")  # fmt: skip
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
-@request_options()
+@request_options(without=("chapters",))  # chapters are picked in one document; a schedule reads a folder of them
 @one_line_errors
 def add(name, cron_expr, watch, output_dir, fmt, tz, **kw) -> None:
     """Add schedule NAME: at each tick, submit every document of the folder not narrated yet or changed,
@@ -58,10 +57,8 @@ def add(name, cron_expr, watch, output_dir, fmt, tz, **kw) -> None:
 
     The voice (a saved voice's sample too), the lexicon and the cover are read now and kept with the
     schedule (add it again to change them)."""
-    options, overrides = options_from(kw)
-    if options.reading.chapters:
-        raise BadInput("--chapters picks chapters of one document; a schedule reads every document of a folder")
-    settings = settings_from_env(**overrides)
+    options = options_from(kw)
+    settings = settings_from_env()
     with Connection(settings) as conn:
         chosen, cast = choose_voices(settings, kw, options, conn)
         sched = schedules.make(settings, name, cron_expr, watch, chosen, output_dir, fmt, tz, options, cast)

@@ -59,8 +59,8 @@ def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
 
     Every document, output and the voice are checked before anything is enqueued: one bad file
     and nothing is."""
-    options, overrides = options_from(kw)
-    settings = settings_from_env(**overrides)
+    options = options_from(kw)
+    settings = settings_from_env()
     due = when.due(at, delay)
     with Connection(settings) as conn:
         narrator, cast = choose_voices(settings, kw, options, conn)
@@ -74,6 +74,7 @@ def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
         for sub, req in zip(subs, reqs, strict=True):
             _report(sub, req, settings, as_json)
         if not wait:
+            _unattended(conn, subs)
             return
         finals = [wait_for(conn, sub.job.id, quiet=as_json) for sub in subs]
     if len(finals) == 1:
@@ -89,6 +90,16 @@ def submit(documents, output, fmt, at, delay, wait, as_json, **kw) -> None:
     bad = [st for st in finals if st["status"] != "finished"]
     if bad:
         raise click.ClickException(f"{len(bad)} of {count(len(finals), 'job')} did not finish")
+
+
+def _unattended(conn: Connection, subs: list[api.Submitted]) -> None:
+    """Said once, on stderr: a queued job waits on a queue no worker takes jobs from."""
+    for sub in subs:
+        name = api.unattended_queue(conn.redis, sub.job.id) if not sub.due else None
+        if name is not None:
+            click.echo(f"note: no worker is taking jobs from queue {name!r} now: the job waits there until one starts "
+                       "(`narrate worker`, in another terminal or as a service)", err=True)  # fmt: skip
+            return
 
 
 def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: bool) -> None:
@@ -154,9 +165,9 @@ def run(document, output, as_json, here, **kw) -> None:
     out = Path(output) if output else Path(Path(document).with_suffix(".mp3").name)
     out = out.expanduser().absolute()
     try:
-        options, overrides = options_from(kw)
-        root = whereabouts.run_root(out, settings_from_env(**overrides).output_dir)  # docs/usage.md#where-outputs-go
-        settings = settings_from_env(output_dir=root, **overrides)
+        options = options_from(kw)
+        root = whereabouts.run_root(out, settings_from_env().output_dir)  # docs/usage.md#where-outputs-go
+        settings = settings_from_env(output_dir=root)
         narrator, cast = choose_voices(settings, kw, options)
         [req] = api.prepare_many(settings, [document], narrator, [out], options, cast)
         if req.cast_line:

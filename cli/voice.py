@@ -167,7 +167,8 @@ def preview(voice, text, document, instruct, model, quant, language, output, no_
 @quant_option
 @language_option
 @click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=None,
-              help="Where the candidates go (default: NAME-candidates/ here).")  # fmt: skip
+              help="Where the candidates go (default: NAME-candidates/ under the output root, "
+              "NARRATE_OUTPUT_DIR).")  # fmt: skip
 @wait_option
 @one_line_errors
 def design(name, description, text, candidates, model, quant, language, output_dir, no_wait) -> None:
@@ -180,7 +181,7 @@ def design(name, description, text, candidates, model, quant, language, output_d
         click.echo(f"designing {draft.name}: {count(len(draft.seeds), 'candidate')} in job {job.id}", err=True)
         if not _wait(conn, job.id, no_wait):
             return
-        folder = output_dir or Path(f"{draft.name}-candidates")
+        folder = output_dir or settings.output_dir.expanduser() / f"{draft.name}-candidates"  # where outputs go
         for n in api.clip_numbers(conn.redis, job.id):
             click.echo(api.write_clip(conn.redis, job.id, n, folder / f"{draft.name}-{n}.wav"))
     click.echo(f"keep one: narrate voice keep {draft.name} N (N from 1 to {len(draft.seeds)})", err=True)

@@ -290,9 +290,9 @@ class Settings:
     )  # fmt: skip
     serve_connections: int = setting(
         "NARRATE_SERVE_CONNECTIONS", 512, reads=CLIENT, parse=_int(8),
-        doc="Open connections `narrate serve` keeps; past it, and past `NARRATE_SERVE_CLIENT_CONNECTIONS` of one "
-        "address, a new connection closes the one that has waited longest without sending a request (the "
-        "new one itself when every other is busy): idle sockets never lock people out.",
+        doc="Open connections `narrate serve` keeps; past it (or `NARRATE_SERVE_CLIENT_CONNECTIONS` of one address) a "
+        "new one closes the longest idle, else the slowest body under `NARRATE_SERVE_MIN_RATE_KIB` of an address "
+        "holding more than the new one's (else itself): idle sockets and trickling bodies never lock people out.",
     )  # fmt: skip
     serve_client_connections: int = setting(
         "NARRATE_SERVE_CLIENT_CONNECTIONS", 64, reads=CLIENT, parse=_int(2),

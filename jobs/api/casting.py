@@ -12,9 +12,9 @@ from pathlib import Path
 
 import redis
 from narrate.jobs.api.options import Options
-from narrate.jobs.audio.voices import Voice
+from narrate.jobs.audio.samples import Voice
 from narrate.jobs.cast.declare import build_cast
-from narrate.jobs.cast.reading import CastReading, make_reading, read_cast
+from narrate.jobs.cast.reading import DIALOGUE, CastReading, joined_dialogue, make_reading, read_cast
 from narrate.jobs.cast.summary import cast_line
 from narrate.jobs.cast.undeclared import warnings
 from narrate.jobs.documents.documents import Document
@@ -60,7 +60,8 @@ def choose_cast(
         raise BadInput("no voice given: --voice FILE|NAME (the narrator), or a cast (--cast cast.toml)")
     if is_plain(voice_args, cast_file, markup, dialogue_voice):
         return choose(r, voice_args[0], options.model, ffmpeg, instruct, settings.model), None
-    reading = make_reading(build_cast(voice_args, cast_file), markup, dialogue_voice, strict)
+    declared = build_cast(voice_args, cast_file)
+    reading = make_reading(declared, markup, dialogue_voice, strict)
     cast = reading.cast
     if cast.narrator is None:
         raise BadInput(
@@ -72,7 +73,9 @@ def choose_cast(
         try:
             voices[label] = choose(r, arg, options.model, ffmpeg, None, settings.model)
         except BadInput as e:
-            raise BadInput(f"cast voice {label!r}: {e}") from None
+            if dialogue_voice is not None and label == DIALOGUE and joined_dialogue(declared, reading):
+                raise BadInput(f"--dialogue-voice {dialogue_voice[:60]!r}: {e}", param="dialogue_voice") from None
+            raise BadInput(f"cast voice {label!r}: {e}", param="cast_voice") from None
     return narrator, CastChoice(reading, voices, cast.seed_of(NARRATOR))
 
 

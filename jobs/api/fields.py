@@ -2,23 +2,29 @@
 (pydantic v2), and where it is offered. The CLI's options (cli/common.py ``request_options``) and the
 HTTP form of ``POST /v1/narrations`` (jobs/web/submitting.py) are generated from this model, both
 parse what the caller sent through it, and ``Options.from_fields`` (jobs/api/options.py) turns it
-into the checked ``Options`` that a job, a batch or a schedule is made of.
+into the ``Options`` that a job, a batch or a schedule is made of.
 
-An error names the field as the caller spelled it: ``--sentence-pause`` on the command line,
-``sentence_pause_ms`` in the form (``FieldError``, ``spelled``)."""
+Every check of a field lives here, as the model's validators: its type and bounds, its domain check
+(``_CHECKS``: a language's name, a chapter list, a feed's name, ...) and what fields refuse together.
+The caller's spelling travels in the validation context, so an error is worded once, naming the field
+as the caller spelled it: ``--sentence-pause`` on the command line, ``sentence_pause_ms`` in the form
+(``FieldError``, ``spelled``); nothing rewrites a message afterwards."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+from narrate.jobs.audio.bookmeta import parse_readalong
 from narrate.jobs.constraints import Frames, Hours, PauseMs, Retakes, Seed
 from narrate.jobs.errors import BadInput
-from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, check_quant, default
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, default
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 CLI, QUEUED, HTTP = "cli", "queued", "http"  # submit/run/schedule add; submit and schedule add only; the HTTP form
 ALL = (CLI, QUEUED, HTTP)  # QUEUED: a CLI option of the commands with a queue (not `run`)
@@ -54,6 +60,49 @@ def opt(
 def _pause(what: str, name: str) -> Any:
     return opt(f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)}).",
                cli=f"--{name.removesuffix('_ms').replace('_', '-')}", metavar="MS")  # fmt: skip
+
+
+CHECKED = "narrate_check"  # the error type of a field's domain check (RequestFields._domain)
+Check = Callable[[Any, str], object]  # (the value, the field as the caller spells it); raises BadInput or ValueError
+
+
+def _checks() -> dict[str, tuple[Check, bool]]:
+    """Each field's domain check, and whether its message needs the field's name in front (the others word
+    it with the spelling they are given)."""
+    from narrate.jobs.api.model_choice import check_model
+    from narrate.jobs.audio.bookmeta import check_tag, check_year, parse_loudness
+    from narrate.jobs.audio.subtitles import parse_formats
+    from narrate.jobs.documents.languages import check_language
+    from narrate.jobs.documents.selection import check_chapters
+    from narrate.jobs.fanout.split import check_fan_out
+    from narrate.jobs.feeds.store import check_feed_name
+    from narrate.jobs.library.audiobookshelf import check_url
+    from narrate.jobs.proof.recognizer import check_proof
+    from narrate.jobs.readalong.aligning import check_aligner
+
+    tag: tuple[Check, bool] = (lambda v, o: check_tag(o, v), False)
+    return {
+        "model": (lambda v, o: check_model(v), False),  # names the model and --model (HTTP: never a path)
+        "language": (lambda v, o: check_language(v), True),
+        "chapters": (check_chapters, False),
+        "fan_out": (check_fan_out, False),
+        "feed": (lambda v, o: check_feed_name(v), True),
+        "abs_url": (check_url, False),
+        "proof": (check_proof, True),
+        "word_timings": (check_aligner, True),
+        "subtitles": (lambda v, o: parse_formats(v), True),
+        "readalong": (parse_readalong, False),
+        "loudness": (parse_loudness, False),
+        "year": (check_year, False),
+        **dict.fromkeys(("title", "series", "narrator", "author"), tag),
+    }
+
+
+_CHECKS = _checks()
+
+
+def _spelling(info: ValidationInfo) -> str:
+    return str((info.context or {}).get("spelling", CLI))
 
 
 class RequestFields(BaseModel):
@@ -170,31 +219,48 @@ class RequestFields(BaseModel):
         HTTP, spells it). None means "not given"."""
         given = {k: v for k, v in raw.items() if v is not None}
         try:
-            return cls.model_validate(given)
+            return cls.model_validate(given, context={"spelling": spelling})
         except ValidationError as e:
             first = e.errors()[0]
             name = str(first["loc"][0]) if first.get("loc") else ""
-            said = given.get(name)
-            shown = f" {str(said)[:60]!r}" if said is not None and not isinstance(said, Path) else ""
             if name not in cls.model_fields:
                 raise BadInput(f"unknown option {name!r}") from None
-            if first.get("type") == "literal_error" and name in _WORDED and isinstance(said, str):
-                with about(name):
-                    _WORDED[name](said)  # says what is wrong in the words the CLI has always used
+            if first.get("type") == CHECKED:  # a domain check's message, worded in `spelling` already
+                raise FieldError(name, first["msg"], spelling) from None
+            said = given.get(name)
+            shown = f" {str(said)[:60]!r}" if said is not None and not isinstance(said, Path) else ""
             raise FieldError(name, f"{spelled(name, spelling)}{shown}: {_reason(name, first)}", spelling) from None
+
+    @field_validator(*_CHECKS)
+    @classmethod
+    def _domain(cls, value: Any, info: ValidationInfo) -> Any:
+        """Each field's check beyond its type (a language's name, a chapter list, a feed's name, a model's
+        folder, ...): its message worded with the field as the caller spells it; the value is kept as given."""
+        name = str(info.field_name)
+        if value is None:
+            return value
+        check, prefixed = _CHECKS[name]
+        option = spelled(name, _spelling(info))
+        try:
+            check(value, option)
+        except (BadInput, ValueError) as e:
+            said = f"{option}: {e}" if prefixed else str(e)
+            raise PydanticCustomError(CHECKED, "{said}", {"said": said}) from None
+        return value
+
+    @model_validator(mode="after")
+    def _together(self, info: ValidationInfo) -> RequestFields:
+        """What fields refuse together: a read-along book plays the whole book's one file."""
+        if self.readalong and parse_readalong(self.readalong) and (self.split == "chapters" or self.max_part_hours):
+            s = functools.partial(spelled, spelling=_spelling(info))
+            raise FieldError("readalong", f"{s('readalong')}: a read-along book plays the whole book's file; not with "
+                             f"{s('split')} chapters or {s('max_part_hours')} ({s('split')} chapters+book keeps the "
+                             "book)", _spelling(info))  # fmt: skip
+        return self
 
     def knobs(self) -> dict[str, int | None]:
         """The job's numbers a caller may set (seed, frame cap, pauses), None where not given."""
         return {k: getattr(self, k) for k in KNOBS}
-
-
-def _worded() -> dict[str, Callable[[str], object]]:
-    from narrate.jobs.documents.readers import check_input_format
-    from narrate.jobs.library.layout import check_layout
-    from narrate.jobs.queue.queues import check_priority
-
-    return {"quant": check_quant, "priority": check_priority, "input_format": check_input_format,
-            "library_layout": check_layout}  # fmt: skip
 
 
 KNOBS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")
@@ -240,8 +306,18 @@ def _extra(name: str) -> dict[str, Any]:
     return extra
 
 
+# The request's parts that are not fields of the model yet (the document, the voice and cast, the output and its
+# time): their CLI spelling, for messages that name them.
+OTHER_FLAGS = {
+    "format": "--format", "at": "--at", "in": "--in", "markup": "--markup", "voice": "--voice",
+    "dialogue_voice": "--dialogue-voice", "cast_voice": "--voice NAME=VOICE", "strict": "--strict",
+}  # fmt: skip
+
+
 def flag(name: str) -> str:
     """The CLI's spelling of a field: --sentence-pause, --layout, --max-part-hours."""
+    if name in OTHER_FLAGS:
+        return OTHER_FLAGS[name]
     return str(_extra(name)["cli"] or f"--{name.replace('_', '-')}")
 
 
@@ -250,8 +326,8 @@ def spelled(name: str, spelling: str) -> str:
 
 
 class FieldError(BadInput):
-    """A field's value is refused: `param` the field (as the model names it), the message in the
-    caller's `spelling`; ``as_spelled`` words it for another."""
+    """A field's value is refused: `param` the field (as the model names it), the message worded in the
+    caller's `spelling` (the CLI's --flag, the API's field name) where it was made."""
 
     param: str  # always a field (NarrateError's may be None)
 
@@ -259,24 +335,16 @@ class FieldError(BadInput):
         super().__init__(message, param=param)
         self.spelling = spelling
 
-    def as_spelled(self, spelling: str) -> FieldError:
-        if spelling == self.spelling:
-            return self
-        said = str(self).replace(spelled(self.param, self.spelling), spelled(self.param, spelling))
-        return FieldError(self.param, said, spelling)
-
 
 @contextmanager
-def about(name: str) -> Iterator[None]:
-    """Inside: a BadInput is about field `name` (a FieldError in the CLI's spelling, naming it)."""
+def about(name: str, spelling: str = CLI) -> Iterator[None]:
+    """Inside: a BadInput is about field `name` (a FieldError with its message, which names the file it read)."""
     try:
         yield
     except FieldError:
         raise
     except BadInput as e:
-        text, named = str(e), flag(name)
-        said = named in text or name.split("_")[-1] in text.lower()  # the message names it already
-        raise FieldError(name, text if said else f"{named}: {text}") from None
+        raise FieldError(name, str(e), spelling) from None
 
 
 def form_schema(surface: str = HTTP) -> dict[str, dict[str, Any]]:
@@ -297,6 +365,3 @@ def form_schema(surface: str = HTTP) -> dict[str, dict[str, Any]]:
             out.pop("const", None)
         props[name] = out
     return props
-
-
-_WORDED = _worded()

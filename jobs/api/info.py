@@ -8,6 +8,7 @@ from __future__ import annotations
 import redis
 from narrate.jobs.api.listing import REGISTRIES
 from narrate.jobs.queue.queues import priority_of, queue_names
+from narrate.jobs.queue.runs import run_queues
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.server.records import queue
 from rq.job import Job
@@ -43,7 +44,7 @@ def server(conn: Connection) -> dict:
 def queue_counts(r: redis.Redis, base_queue: str) -> list[dict]:
     """Jobs per state of each of the queue's three priorities (registry sizes: an entry whose job
     expired a moment ago is counted until rq's maintenance drops it)."""
-    names = queue_names(base_queue)
+    names = queue_names(base_queue) + run_queues(r)  # and `narrate run`'s private queues (jobs/queue/runs.py)
     with r.pipeline(transaction=False) as p:
         for name in names:
             q = queue(r, name)

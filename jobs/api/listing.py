@@ -1,7 +1,8 @@
-"""``narrate list``: every job of a queue's three priorities, newest first, in two round trips
-whatever the number of jobs (one pipeline reads the queues and registries, one reads the fields
-of every job it found); or a page of them (``list_page``: one more round trip picks the page, and
-only its jobs are read). A registry entry whose job expired or was deleted is skipped."""
+"""``narrate list``: every job of a queue's three priorities (and of `narrate run`'s private queues),
+newest first, in three round trips whatever the number of jobs (one names the private queues, one
+pipeline reads the queues and registries, one reads the fields of every job it found); or a page of
+them (``list_page``: one more round trip picks the page, and only its jobs are read). A registry
+entry whose job expired or was deleted is skipped."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import redis
 from narrate.jobs.queue.books import book_state
 from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of, queue_names
+from narrate.jobs.queue.runs import run_queues
 from narrate.jobs.server.records import queue
 from narrate.jobs.voices.clips import CLIP_PREFIX
 from rq.job import Job
@@ -122,8 +124,9 @@ def _newest(r: redis.Redis, ids: list[str], limit: int, after: str | None) -> tu
 def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[list, list]:
     """Every queue list and registry of the wanted states, in one pipeline."""
     sources: list[tuple[str, BaseRegistry | None]] = []
+    names = queue_names(base_queue) + run_queues(r)  # and `narrate run`'s private queues (jobs/queue/runs.py)
     with r.pipeline(transaction=False) as p:
-        for name in queue_names(base_queue):
+        for name in names:
             q = queue(r, name)
             for state in wanted:
                 if state == "queued":
@@ -159,6 +162,8 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
         "error": meta.get("error") if state in ("failed", "stopped") else None,
         "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),
         "host": (meta.get("hostname") or meta.get("host")) if state == "started" else None,  # the host running it
+        "redo_of": meta.get("redo_of"),  # `narrate redo`: the job it redoes (jobs/task/superseding.py)
+        "superseded_by": meta.get("superseded_by"),  # ... and the one that redid it
         "voice": meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
         "voice_name": meta.get("voice_name"),
         "voice_sample": meta.get("voice_sample"),  # canceled: it stops within a second

@@ -11,24 +11,25 @@ in the scheduler's)."""
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about
+from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about, spelled
 from narrate.jobs.api.model_choice import check_model
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.documents.selection import check_chapters
-from narrate.jobs.errors import BadInput
 from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.outputs.outputs import EPUB
-from narrate.jobs.proof.hearing import check_proof
+from narrate.jobs.proof.recognizer import check_proof
 from narrate.jobs.readalong.aligning import check_aligner
+from narrate.jobs.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -65,33 +66,19 @@ class Options:
         return cls.from_fields(RequestFields.parse({**(book or {}), **given}, CLI))
 
     @classmethod
-    def from_fields(cls, f: RequestFields) -> Options:
-        """The checks of each field that need more than its type (a model's folder, a language's name,
-        a chapter list, a cover's bytes, ...), each error naming its field."""
-        with about("model"):
-            model = check_model(f.model)
-        with about("language"):
-            language = check_language(f.language)
-        with about("chapters"):
-            chapters = check_chapters(f.chapters)
-        with about("lexicon"):
+    def from_fields(cls, f: RequestFields, spelling: str = CLI) -> Options:
+        """The options of a validated request (its fields' checks ran in the model): a model's folder and
+        a language in the form a job carries, the lexicon's and the cover's files read (an error names the
+        field as `spelling` spells it)."""
+        model, language, chapters = check_model(f.model), check_language(f.language), check_chapters(f.chapters)
+        with about("lexicon", spelling):
             lexicon = read_lexicon(Path(f.lexicon)) if f.lexicon is not None else []
-        book: dict[str, Any] = {}
-        for name in BOOK:
-            book[name] = getattr(f, name)
-        with about(_book_field(book)):
-            made_book = BookOptions.make(**book)
+        with about("cover", spelling):
+            made_book = BookOptions.make(**{name: getattr(f, name) for name in BOOK})
         kept = "epub" in made_book.readalong.split(",")  # a read-along EPUB marks up the pages read
-        with about("fan_out"):
-            fan_out = check_fan_out(f.fan_out)
-        with about("feed"):
-            feed = check_feed_name(f.feed) if f.feed is not None else None
-        with about("abs_url"):
-            abs_url = check_url(f.abs_url) if f.abs_url else None
-        with about("proof"):
-            proof = check_proof(f.proof)
-        with about("word_timings"):
-            word_timings = check_aligner(f.word_timings)
+        fan_out, proof, word_timings = check_fan_out(f.fan_out), check_proof(f.proof), check_aligner(f.word_timings)
+        feed = check_feed_name(f.feed) if f.feed is not None else None
+        abs_url = check_url(f.abs_url) if f.abs_url else None
         return cls(
             model=model,
             quant=f.quant,
@@ -111,33 +98,44 @@ class Options:
             **f.knobs(),
         )
 
-    def for_output(self, output: str | Path | None) -> Options:
+    def for_output(self, output: str | Path | None, spelling: str = CLI) -> Options:
         """These options for an output: for an EPUB (`--format epub`, `-o book.epub`), the book delivered as its
         read-along EPUB: `--readalong epub` implied (an EPUB document kept whole, its pages marked up); what
         needs an audio file beside it is refused (BadInput saying what to write instead)."""
         if output is None or Path(output).suffix.lower() != EPUB:
             return self
-        book = self.book
-        instead = "-o book.m4b --readalong epub"
-        whole = "an EPUB output (--format epub) is one read-along EPUB holding the whole book's audio"
+        book, s = self.book, functools.partial(spelled, spelling=spelling)
+        instead = "-o book.m4b --readalong epub" if spelling == CLI else "format=m4b readalong=epub"
+        whole = f"an EPUB output ({s('format')} epub) is one read-along EPUB holding the whole book's audio"
         if book.split:
-            raise FieldError("split", f"{whole}; not with --split (chapter files beside the book and its read-along "
-                             "EPUB: -o book.m4b --readalong epub --split chapters+book)")  # fmt: skip
+            with_book = f"{instead} {s('split')} chapters+book"
+            raise FieldError("split", f"{whole}; not with {s('split')} (chapter files beside the book and its "
+                             f"read-along EPUB: {with_book})", spelling)  # fmt: skip
         if book.max_part_hours is not None:
-            raise FieldError("max_part_hours", f"{whole}; not with --max-part-hours")
+            raise FieldError("max_part_hours", f"{whole}; not with {s('max_part_hours')}", spelling)
         beside = [f for f in book.readalong.split(",") if f in ("manifest", "w3c")]
         if beside:
-            raise FieldError("readalong", f"an EPUB output (--format epub) holds its audio inside: --readalong "
-                             f"{beside[0]} (a manifest of an audio file beside it) cannot go with it (write "
-                             f"{instead},{','.join(beside)})")  # fmt: skip
+            raise FieldError("readalong", f"an EPUB output ({s('format')} epub) holds its audio inside: "
+                             f"{s('readalong')} {beside[0]} (a manifest of an audio file beside it) cannot go with "
+                             f"it (write {instead},{','.join(beside)})", spelling)  # fmt: skip
         if self.feed:
-            raise FieldError("feed", "an EPUB output (--format epub) is not audio: a podcast feed's episodes are "
-                             f"audio files (write {instead})")  # fmt: skip
+            raise FieldError("feed", f"an EPUB output ({s('format')} epub) is not audio: a podcast feed's episodes "
+                             f"are audio files (write {instead})", spelling)  # fmt: skip
         return replace(self, book=replace(book, readalong="epub"), reading=replace(self.reading, keep_source=True))
 
     def knobs(self) -> dict[str, int | None]:
         """The job's numbers as given (None: not given)."""
         return {k: getattr(self, k) for k in KNOBS}
+
+    def knob(self, name: str, settings: Settings) -> int:
+        """One of the job's numbers: as given, else as `settings` (this host's NARRATE_*) have it."""
+        given = getattr(self, name)
+        return int(given if given is not None else getattr(settings, name))
+
+    def with_knobs_of(self, settings: Settings) -> Options:
+        """These options with every number not given taken from `settings` (a schedule keeps them so)."""
+        numbers: dict[str, Any] = {k: self.knob(k, settings) for k in KNOBS}
+        return replace(self, **numbers)
 
     def to_json(self, knobs: bool = True) -> dict[str, Any]:
         """JSON-able (a schedule keeps its options so): the cover as base64; what is unset is left out,
@@ -187,18 +185,6 @@ class Options:
     @property
     def language(self) -> str:
         return self.reading.language or "auto"
-
-
-def _book_field(book: dict[str, Any]) -> str:
-    """The field a BookOptions error is about: the first that BookOptions.make refuses alone."""
-    for name, value in book.items():
-        if value is None:
-            continue
-        try:
-            BookOptions.make(**{name: value})
-        except BadInput:
-            return name
-    return "title"
 
 
 DEFAULTS = Options.make()  # every option at its default

@@ -9,9 +9,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from narrate.jobs.api.casting import CastChoice, read_with_cast
+from narrate.jobs.api.offline import check_helpers_offline
 from narrate.jobs.api.options import DEFAULTS, Options
 from narrate.jobs.audio.bookmeta import BookOptions
-from narrate.jobs.audio.voices import Voice, read_voice
+from narrate.jobs.audio.samples import Voice, read_voice
 from narrate.jobs.cast.undeclared import tags_in, warnings
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.readers import read_any
@@ -130,6 +131,7 @@ def prepare_read_many(settings: Settings, docs: list[Document], documents: list[
         relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)
     ]
+    check_helpers_offline(settings, docs, options.proof, options.word_timings)  # before synthesis, not after
     v = (
         voice
         if isinstance(voice, VoiceChoice)
@@ -147,4 +149,5 @@ def prepare_read(
     once, so what it hashed is what is narrated); the options were checked by ``Options.make``, the
     output is checked here."""
     rel = relative_output(settings.output_dir, output)
+    check_helpers_offline(settings, [document], options.proof, options.word_timings)
     return Request(document, voice, rel, options.for_output(output), source=source)

@@ -19,7 +19,7 @@ from pathlib import Path
 import redis
 from narrate.jobs.api.submit import JOB_FUNCTION, job_id_for
 from narrate.jobs.api.unfinished import not_finished
-from narrate.jobs.book.spec import MAX_OVERRIDE_TEXT, MAX_OVERRIDES, BadSpec, JobSpec
+from narrate.jobs.book.spec import MAX_OVERRIDE_TEXT, MAX_OVERRIDES, BadSpec, JobSpec, corrected
 from narrate.jobs.constraints import MAX_SEED
 from narrate.jobs.counts import count
 from narrate.jobs.documents.documents import Document
@@ -27,6 +27,7 @@ from narrate.jobs.errors import BadInput, Conflict, JobNotFound
 from narrate.jobs.outputs import ownership
 from narrate.jobs.queue.lifecycle import requeue_front
 from narrate.jobs.queue.queues import queue_for
+from narrate.jobs.queue.runs import base_queue_of
 from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import check_key_types, find, queue
@@ -105,7 +106,7 @@ def redo(settings: Settings, r: redis.Redis, job_id: str, change: Change, priori
     if new_spec == spec:
         raise BadInput(f"nothing would change: job {job_id} already reads those sentences so and accepts those takes",
                        param="sentences")  # fmt: skip
-    base = _base_queue(old.origin)
+    base = _base_queue(base_queue_of(old.origin, settings.queue))  # a `narrate run` job's: the workers' queue
     new_id = job_id_for(new_spec, base)
     with durable_writes(r):
         return _enqueue(settings, r, old, new_spec, new_id, queue_for(base, priority), doc, redone, accepted)
@@ -173,8 +174,9 @@ def _chosen(change: Change, spec: JobSpec, result: dict, n: int, job_id: str, wo
     if change.text is not None:
         if len(chosen) != 1 or change.flagged:
             raise BadInput(f"{words.text} corrects one sentence; {count(len(chosen), 'sentence')} named", param="text")
-        if not change.text.strip() or len(change.text) > MAX_OVERRIDE_TEXT:
-            raise BadInput(f"{words.text} is empty or longer than {MAX_OVERRIDE_TEXT} characters", param="text")
+        if not corrected(change.text) or len(change.text) > MAX_OVERRIDE_TEXT:
+            raise BadInput(f"{words.text} is empty (once control characters are taken out) or longer than "
+                           f"{MAX_OVERRIDE_TEXT} characters", param="text")  # fmt: skip
     if change.seed is not None and not 0 <= change.seed <= MAX_SEED:
         raise BadInput(f"{words.seed} {change.seed} is out of range 0-{MAX_SEED}", param="seed")
     return sorted(chosen)
@@ -188,7 +190,7 @@ def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], ac
         i = number - 1
         entry = overrides.setdefault(str(i), {})
         if change.text is not None:
-            entry["text"] = " ".join(change.text.split())
+            entry["text"] = corrected(change.text)
         if change.lexicon:
             entry["lexicon"] = [[w, s] for w, s in dict([*entry.get("lexicon", []), *change.lexicon]).items()]
         if change.seed is not None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import redis
 from narrate.jobs.api.options import Options
@@ -72,10 +72,9 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
     """The job a request makes, without touching a server. Its id depends on the document, voice,
     settings, output and base queue (not on its priority or due time: the same book submitted
     again, sooner or later, is the same job)."""
-    given: dict[str, Any] = {k: v for k, v in req.options.knobs().items() if v is not None}
-    settings = replace(settings, **given) if given else settings  # the request's numbers win over this host's
+    knob = functools.partial(req.options.knob, settings=settings)  # the request's numbers, else this host's
     spoken = [s for para in spoken_paragraphs(req.document, req.lexicon) for s in para]
-    budgets = [frame_budget(s, settings.max_frames) for s in spoken]
+    budgets = [frame_budget(s, knob("max_frames")) for s in spoken]
     proof, retakes = req.options.proof, req.options.retakes if req.options.retakes is not None else DEFAULT_RETAKES
     timeout = job_timeout(budgets, settings.runaway_retries, retakes if proof else 0)
     wait_s = max(0, int((at - datetime.now(UTC)).total_seconds())) if at is not None else 0
@@ -87,13 +86,13 @@ def plan(settings: Settings, req: Request, queue_name: str | None = None, at: da
         output=req.output,
         model=req.model,
         quant=req.quant,
-        seed=req.narrator_seed if req.narrator_seed is not None else settings.seed,
-        max_frames=settings.max_frames,
-        sentence_pause_ms=settings.sentence_pause_ms,
-        paragraph_pause_ms=settings.paragraph_pause_ms,
+        seed=req.narrator_seed if req.narrator_seed is not None else knob("seed"),
+        max_frames=knob("max_frames"),
+        sentence_pause_ms=knob("sentence_pause_ms"),
+        paragraph_pause_ms=knob("paragraph_pause_ms"),
         overwrite=req.overwrite,
         lexicon=req.lexicon,
-        chapter_pause_ms=settings.chapter_pause_ms,
+        chapter_pause_ms=knob("chapter_pause_ms"),
         speaker_pause_ms=settings.speaker_pause_ms,
         library=req.options.library,
         library_layout=req.options.library_layout,

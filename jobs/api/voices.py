@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 from narrate.jobs.api.listing import list_jobs
 from narrate.jobs.api.model_choice import check_model
-from narrate.jobs.audio.voices import normalize_voice, read_voice
+from narrate.jobs.audio.samples import normalize_voice, read_voice
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.readers import ReadOptions, read_any
 from narrate.jobs.errors import BadInput, NarrateError

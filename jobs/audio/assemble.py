@@ -154,7 +154,7 @@ def write_book(
         start = book.samples
         book.write_pcm(to_int16(x * gains[index]) if gains is not None else to_int16(x))
         cues.append(
-            Cue(index, start, book.samples, None, plan.originals[index], plan.speaker(index))
+            Cue(index, start, book.samples, None, plan.originals[index], plan.speaker(index), plan.paragraph_of(index))
         )  # as the document writes it
         if pause:
             book.write_pcm(np.zeros(pause, dtype="<i2"))

@@ -20,12 +20,12 @@ SPLITS = ("chapters", "chapters+book")
 READALONG_FORMATS = ("epub", "manifest", "w3c")
 
 
-def parse_readalong(value: str | None) -> str:
+def parse_readalong(value: str | None, option: str = "--readalong") -> str:
     """`--readalong epub,manifest,w3c` in a canonical order ("" for none); BadInput naming what is unknown."""
     asked = [v.strip().lower() for v in (value or "").split(",") if v.strip()]
     unknown = [v for v in asked if v not in READALONG_FORMATS]
     if unknown:
-        raise BadInput(f"--readalong: unknown format {unknown[0]!r}; use one or more of {','.join(READALONG_FORMATS)}")
+        raise BadInput(f"{option}: unknown format {unknown[0]!r}; use one or more of {','.join(READALONG_FORMATS)}")
     return ",".join(f for f in READALONG_FORMATS if f in asked)
 
 
@@ -70,16 +70,16 @@ def check_tag(option: str, value: str | None) -> str | None:
     return value.strip() or None
 
 
-def check_year(value: str | None) -> str | None:
+def check_year(value: str | None, option: str = "--year") -> str | None:
     """`--year`: 2026, 2026-12 or 2026-12-01 (mp3's date frame drops anything else without a word)."""
     if not value:
         return None
     if not _YEAR.fullmatch(value.strip()):
-        raise BadInput(f"--year {value!r}: give a year such as 2026 (or a date such as 2026-12-01)")
+        raise BadInput(f"{option} {value!r}: give a year such as 2026 (or a date such as 2026-12-01)")
     return value.strip()
 
 
-def parse_loudness(value: str | float | None) -> float | None:
+def parse_loudness(value: str | float | None, option: str = "--loudness") -> float | None:
     """'off' -> None; '-19' -> -19.0 (a LUFS target between -40 and -5)."""
     if value is None:
         return -19.0
@@ -88,9 +88,9 @@ def parse_loudness(value: str | float | None) -> float | None:
     try:
         target = float(value)
     except ValueError:
-        raise BadInput(f"--loudness {value!r}: give a LUFS target such as -19 or -16, or off") from None
+        raise BadInput(f"{option} {value!r}: give a LUFS target such as -19 or -16, or off") from None
     if not math.isfinite(target) or not -40.0 <= target <= -5.0:
-        raise BadInput(f"--loudness {value!r}: a LUFS target between -40 and -5, such as -19 or -16, or off")
+        raise BadInput(f"{option} {value!r}: a LUFS target between -40 and -5, such as -19 or -16, or off")
     return target
 
 

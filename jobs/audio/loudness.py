@@ -13,8 +13,6 @@ import math
 from typing import cast
 
 import numpy as np
-import scipy.signal
-from pyloudnorm.iirfilter import IIRfilter
 
 BLOCK_S = 0.4
 SUB = 4  # sub-blocks per gating block (75 % overlap)
@@ -23,6 +21,8 @@ RELATIVE_GATE = -10.0
 
 
 def _k_weighting(rate: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    from pyloudnorm.iirfilter import IIRfilter  # with scipy: 1.5 s of CPU to import, so when a book is measured
+
     stages = [
         IIRfilter(4.0, 1 / np.sqrt(2), 1500.0, rate, "high_shelf"),
         IIRfilter(0.0, 0.5, 38.0, rate, "high_pass"),
@@ -37,6 +37,8 @@ class LoudnessMeter:
     def __init__(self, rate: int):
         self.rate = rate
         self.sub_len = int(round(BLOCK_S * rate / SUB))
+        import scipy.signal  # imported when a book is measured, not by every process that could measure one
+
         self._filters = _k_weighting(rate)
         self._state = [scipy.signal.lfilter_zi(b, a) * 0.0 for b, a, _ in self._filters]
         self._energies: list[float] = []  # sum of squares of each complete sub-block
@@ -46,6 +48,8 @@ class LoudnessMeter:
         self.peak = 0.0  # true peak (linear)
 
     def feed(self, x: np.ndarray) -> None:
+        import scipy.signal
+
         x = np.asarray(x, dtype=np.float64)
         if x.size == 0:
             return
@@ -95,6 +99,8 @@ class LoudnessMeter:
 
 def true_peak(x: np.ndarray) -> float:
     """The largest absolute value of `x` oversampled 4x (linear)."""
+    import scipy.signal
+
     x = np.asarray(x, dtype=np.float64)
     if x.size == 0:
         return 0.0

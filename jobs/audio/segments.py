@@ -173,7 +173,15 @@ class Segmenter:
             if i in self.plan.chapter_at:
                 self.chapters.append((at, self.plan.chapter_at[i]))
             self.cues.append(
-                Cue(i, at, at + got.samples, None, self.plan.originals[i], self.plan.speaker(i))
+                Cue(
+                    i,
+                    at,
+                    at + got.samples,
+                    None,
+                    self.plan.originals[i],
+                    self.plan.speaker(i),
+                    self.plan.paragraph_of(i),
+                )
             )  # as written
             self._filled += got.samples
             self.next += 1

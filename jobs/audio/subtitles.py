@@ -19,6 +19,7 @@ class Cue:
     chapter: int | None  # index into the chapter list, None before the first chapter
     text: str
     voice: str | None = None  # a cast's label of the voice that reads it (None: the narrator of a one-voice book)
+    paragraph: int | None = None  # the paragraph it is in (0 first): the timing manifest's, for pages that lay it out
 
 
 def parse_formats(value: str | None) -> str:
@@ -94,6 +95,7 @@ def manifest(cues: list[Cue], rate: int, audio: str, samples: int, chapters: lis
                 "start": c.start / rate,
                 "end": c.end / rate,
                 "chapter": c.chapter,
+                **({"paragraph": c.paragraph} if c.paragraph is not None else {}),
                 "text": c.text,
                 **({"voice": c.voice} if c.voice else {}),
             }

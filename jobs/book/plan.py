@@ -4,7 +4,9 @@ where paragraphs end and chapters start, and the checkpoint key of every sentenc
 from __future__ import annotations
 
 import zlib
+from bisect import bisect_left
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 
 from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
@@ -35,6 +37,14 @@ class Plan:
         verified); the others are what this attempt has to synthesize."""
         found = {s.index: checkpoints.samples(self.keys[s.index]) for s in self.sentences}
         return {i: n for i, n in found.items() if n is not None}
+
+    @cached_property
+    def _paragraph_ends(self) -> list[int]:
+        return sorted(self.paragraph_end)
+
+    def paragraph_of(self, index: int) -> int:
+        """The number of the paragraph sentence `index` is in (0 first): how many paragraphs end before it."""
+        return bisect_left(self._paragraph_ends, index)
 
     def speaker(self, index: int) -> str | None:
         """The cast's label of the sentence's voice, for subtitles (None in a book of one voice)."""

@@ -11,6 +11,7 @@ from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
 from narrate.jobs.constraints import Frames, Hours, Lufs, PauseMs, Retakes, Seed
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.settings import default
+from narrate.jobs.xmltext import xml_text
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 SUBTITLE_FORMATS = ("srt", "vtt", "json")
@@ -212,12 +213,27 @@ def _absolute(value: str) -> str:
     return value
 
 
+def corrected(text: str) -> str:
+    """A redo's corrected sentence as it is spoken and written into the book's captions, manifests and EPUB: the
+    characters XML refuses (NUL, U+FFFF...) and the bidi controls taken out (jobs/xmltext.py), whitespace as
+    single spaces. Empty: nothing to say."""
+    return " ".join(xml_text(text).split())
+
+
+def _clean_text(value: str) -> str:
+    """A corrected sentence in a spec is already ``corrected`` (the redo cleans what it is given: a forged spec's
+    raw text would reach the captions, manifests and EPUB)."""
+    if value != corrected(value):
+        raise ValueError("a corrected text holds control characters or runs of whitespace")
+    return value
+
+
 class _Override(BaseModel):
     """A sentence's override in a redo (strict, like _Values)."""
 
     model_config = ConfigDict(strict=True)
     seed: Seed | None = None
-    text: Annotated[str, Field(min_length=1, max_length=MAX_OVERRIDE_TEXT)] | None = None
+    text: Annotated[str, Field(min_length=1, max_length=MAX_OVERRIDE_TEXT), AfterValidator(_clean_text)] | None = None
     lexicon: list[Annotated[list[Annotated[str, Field(max_length=200)]], Field(min_length=2, max_length=2)]] | None = (
         None
     )

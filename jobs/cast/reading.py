@@ -113,33 +113,38 @@ class CastReading:
         return _checked(cast, data.get("markup") or "narrate", data.get("dialogue"), bool(data.get("strict")))
 
 
-def make_reading(
-    cast: Cast, markup: str | None = None, dialogue_voice: str | None = None, strict: bool = False
-) -> CastReading:
+def make_reading(cast: Cast, markup: str | None = None, dialogue_voice: str | None = None, strict: bool = False,
+                 names: tuple[str, str] = ("--markup", "--dialogue-voice")) -> CastReading:  # fmt: skip
     """How to read a document with `cast`. `markup`: "narrate" (None) or an importer's name.
     `dialogue_voice` (`--dialogue-voice`): a member's name or alias, or a voice argument (a file, a
-    saved voice, a preset speaker), which joins the cast as the member "dialogue"."""
+    saved voice, a preset speaker), which joins the cast as the member "dialogue". `names`: how the
+    caller spells the two (errors name them, their `param` the field)."""
     label = None
+    said = names[1]
     if dialogue_voice is not None:
         if not dialogue_voice.strip():
-            raise BadInput("--dialogue-voice is empty: name a cast member or give a voice (FILE|NAME)")
+            raise BadInput(f"{said} is empty: name a cast member or give a voice (FILE|NAME)", param="dialogue_voice")
         label = cast.resolve(dialogue_voice)
         if label == NARRATOR:
-            raise BadInput("--dialogue-voice names the narrator: name another voice, or leave it out")
+            raise BadInput(f"{said} names the narrator: name another voice, or leave it out", param="dialogue_voice")
         if label is None:
             if DIALOGUE in cast.voices:
-                raise BadInput(
-                    f"--dialogue-voice {dialogue_voice}: the cast already has a member named {DIALOGUE}; "
-                    f"name it (--dialogue-voice {DIALOGUE}) or rename that member"
-                )
+                raise BadInput(f"{said} {dialogue_voice}: the cast already has a member named {DIALOGUE}; name it "
+                               f"({said} {DIALOGUE}) or rename that member", param="dialogue_voice")  # fmt: skip
             cast = cast.with_voice(DIALOGUE, dialogue_voice.strip())
             label = DIALOGUE
-    return _checked(cast, (markup or "narrate").lower(), label, strict)
+    return _checked(cast, (markup or "narrate").lower(), label, strict, names[0])
 
 
-def _checked(cast: Cast, markup: str, dialogue: str | None, strict: bool) -> CastReading:
+def joined_dialogue(declared: Cast, reading: CastReading) -> bool:
+    """Whether the reading's dialogue voice joined the `declared` cast as a member of its own (a dialogue voice
+    that names no member): what is wrong with that voice is the dialogue voice's, not a cast member's."""
+    return reading.dialogue == DIALOGUE and DIALOGUE not in declared.voices
+
+
+def _checked(cast: Cast, markup: str, dialogue: str | None, strict: bool, said: str = "--markup") -> CastReading:
     if markup not in MARKUPS:
-        raise BadInput(f"unknown --markup {markup!r}: use one of {', '.join(MARKUPS)}")
+        raise BadInput(f"{said} {markup[:40]!r}: use one of {', '.join(MARKUPS)}", param="markup")
     if dialogue is not None and dialogue not in cast.voices:
         raise BadInput(f"the dialogue voice {dialogue!r} is not in the cast (declared: {', '.join(cast.voices)})")
     return CastReading(cast, markup, dialogue, strict)

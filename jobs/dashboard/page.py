@@ -72,7 +72,7 @@ progress { width: 10rem; } .desc { max-width: 40rem; overflow-wrap: anywhere; } 
 <td>{{ row.ended_at|when(now) }}</td><td>{{ f.audio_seconds|duration }}</td><td class="desc">{{ row.output or "" }}</td>
 {%- else %}
 <td>{{ row.ended_at|when(now) }}</td><td>{{ f.percent|percent }} ({{ f.done }}/{{ f.total }})</td>
-<td class="desc error">{{ row.error }}</td>{% endif %}
+<td class="desc error">{{ row.error or "" }}</td>{% endif %}
 </tr>
 {% endfor %}</tbody></table>
 {% if q.counts[state] > q.rows[state]|length %}<p class="muted">{{ q.counts[state] - q.rows[state]|length }}

@@ -1,5 +1,5 @@
 """Cleaning decoded text for speech: line breaks made uniform, and what cannot be spoken removed
-(terminal escape sequences, control characters, invisible format characters, floods of
+(terminal escape sequences, control characters, noncharacters, invisible format characters, floods of
 combining marks) before the text is split into sentences."""
 
 from __future__ import annotations
@@ -17,11 +17,15 @@ _LINE_BREAKS = str.maketrans({"\r": "\n", "\x85": "\n", "\u2028": "\n", "\u2029"
 _ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 _SPACING_CONTROLS = re.compile(r"[\x0b\x0c\x1c-\x1f]+")  # vertical tab, form feed, separators: spaces
 _CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]+")  # the others (bell, backspace, C1...): nothing
+# Noncharacters (U+FDD0-U+FDEF and the last two of every plane: U+FFFE, U+FFFF, ...) and lone
+# surrogates: no text holds them, and XML 1.0 refuses some (an EPUB's pages, SMIL and package).
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufffe\uffff\ud800-\udfff" + "".join(
+    f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17)) + "]+")  # fmt: skip
 
 
 def clean_text(text: str) -> str:
     text = text.replace("\r\n", "\n").translate(_LINE_BREAKS)
-    text = _SPACING_CONTROLS.sub(" ", _CONTROLS.sub("", _ESCAPES.sub("", text)))
+    text = _SPACING_CONTROLS.sub(" ", _NONCHARACTERS.sub("", _CONTROLS.sub("", _ESCAPES.sub("", text))))
     text = unicodedata.normalize("NFC", text)
     chars = set(text)
     format_chars = {ord(ch): None for ch in chars if unicodedata.category(ch) == "Cf"}

@@ -75,7 +75,7 @@ class Document:
     paragraphs: list[list[str]]
     chapters: list[tuple[int, str]] = field(default_factory=list)
     language: str = DEFAULT_LANGUAGE  # ISO 639-1 code (jobs.documents.languages): splitting, normalization, synthesis
-    meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML); None for text and Markdown
+    meta: BookMeta | None = None  # from the book's own metadata (EPUB, HTML, Markdown front matter); None for text
     # Each paragraph's own language where a passage is marked as another one (EPUB/HTML lang
     # attributes); empty when every paragraph is in the document's language.
     languages: list[str] = field(default_factory=list)
@@ -161,10 +161,14 @@ def parse_document(
     language: str | None = None,
     metadata_language: str | None = None,
     voicing: Voicing | None = None,
+    meta: BookMeta | None = None,
 ) -> Document:
     """`language` as asked (None/"auto": `metadata_language`, e.g. an EPUB's, else detected).
-    `voicing`: a cast's markup, importer or dialogue voice (jobs.cast), applied before splitting."""
+    `voicing`: a cast's markup, importer or dialogue voice (jobs.cast), applied before splitting.
+    `meta`: what the document says about itself (a Markdown file's front matter, taken out of `raw`)."""
     text = decode_text(raw, origin)
+    if meta is not None:
+        title, metadata_language = meta.title or title, meta.language or metadata_language
     if voicing is not None:
         text = voicing.prepare(text, origin)
     lang = resolve_language(language, text, metadata_language)
@@ -177,7 +181,7 @@ def parse_document(
         raise BadInput(f"{origin} has no text to narrate (it is empty or only whitespace/punctuation)")
     if sum(len(p) for p in paragraphs) > MAX_SENTENCES:
         raise BadInput(f"{origin} has more than {MAX_SENTENCES} sentences, the limit (split it into parts)")
-    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, voices=voices)
+    return Document(title=title, paragraphs=paragraphs, chapters=chapters, language=lang, voices=voices, meta=meta)
 
 
 def split_paragraphs(text: str) -> list[list[str]]:

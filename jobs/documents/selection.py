@@ -13,7 +13,7 @@ MAX_CHAPTER = 100_000
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
 
-def check_chapters(spec: str | None) -> tuple[int, ...]:
+def check_chapters(spec: str | None, option: str = "--chapters") -> tuple[int, ...]:
     """The chapter numbers of a `--chapters` value ("1-3,5"), sorted; () for none given (all of them)."""
     if spec is None or not spec.strip():
         return ()
@@ -21,11 +21,11 @@ def check_chapters(spec: str | None) -> tuple[int, ...]:
     for piece in spec.split(","):
         m = _RANGE.match(piece)
         if not m:
-            raise BadInput(f"--chapters {spec.strip()[:60]!r}: give chapter numbers and ranges, e.g. 1-3,5 "
+            raise BadInput(f"{option} {spec.strip()[:60]!r}: give chapter numbers and ranges, e.g. 1-3,5 "
                            "(as `narrate chapters DOC` numbers them)")  # fmt: skip
         first, last = int(m.group(1)), int(m.group(2) or m.group(1))
         if first < 1 or last < first or last > MAX_CHAPTER:
-            raise BadInput(f"--chapters {piece.strip()!r}: a range runs from 1 up, its first number not above its last")
+            raise BadInput(f"{option} {piece.strip()!r}: a range runs from 1 up, its first number not above its last")
         numbers.update(range(first, last + 1))
     return tuple(sorted(numbers))
 

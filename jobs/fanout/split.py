@@ -35,13 +35,13 @@ HOST_FIELD = "narrate_host"  # worker hash field: the worker's host identity (jo
 _MINUTES = re.compile(r"^\d+(\.\d+)?$")
 
 
-def check_fan_out(value: str | None) -> str | None:
+def check_fan_out(value: str | None, option: str = "--fan-out") -> str | None:
     """`--fan-out`: chapters, none or a number of minutes (None: the default rule)."""
     if value is None or value in ("chapters", "none"):
         return value
     if _MINUTES.match(value) and float(value) > 0:
         return value
-    raise BadInput(f"--fan-out {value!r}: use chapters, none, or the minutes of audio a part should hold (e.g. 30)")
+    raise BadInput(f"{option} {value!r}: use chapters, none, or the minutes of audio a part should hold (e.g. 30)")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """A feed in Redis: ``narrate:feed:<name>`` (a hash: name, title, created_at, token) and
 ``narrate:feed-items:<name>`` (a sorted set: each narration's id by when it was submitted). The
 token is the feed's secret in its URL (podcast apps send no headers); revoking it makes a new one,
-so every URL given out before answers 404."""
+so every URL given out before answers 404. Two indexes spare every request a scan of the keyspace:
+``narrate:feeds`` (a set of the feeds' names) and ``narrate:job-feeds:<job id>`` (the feeds a narration
+is in), built once over feeds made before them (jobs/server/schema.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.errors import BadInput, NotFound
+from narrate.jobs.server import schema
 from narrate.jobs.server.store import PREFIX, text
 
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -41,6 +44,34 @@ def _items(name: str) -> str:
     return f"{PREFIX}feed-items:{name}"
 
 
+FEEDS = f"{PREFIX}feeds"
+INDEX, INDEX_VERSION = "feeds", 1
+
+
+def _job_feeds(job_id: str) -> str:
+    return f"{PREFIX}job-feeds:{job_id}"
+
+
+def index_old_feeds(r: redis.Redis) -> None:
+    """The indexes over feeds made before them (a scan, once: jobs/server/schema.py)."""
+    for raw in r.scan_iter(match=f"{PREFIX}feed:*", count=200, _type="hash"):
+        name = text(raw).removeprefix(f"{PREFIX}feed:")
+        with r.pipeline(transaction=False) as p:
+            p.sadd(FEEDS, name)
+            for job_id in _members(r.zrange(_items(name), 0, -1)):
+                p.sadd(_job_feeds(job_id), name)
+            p.execute()
+
+
+def _members(reply: object) -> list[str]:
+    """A sorted set's members as redis-py returns them (bytes; without scores), as text."""
+    return [text(v) for v in reply if isinstance(v, bytes | str)] if isinstance(reply, list) else []
+
+
+def _indexed(r: redis.Redis) -> None:
+    schema.ensure(r, INDEX, INDEX_VERSION, index_old_feeds)
+
+
 @dataclass(frozen=True)
 class Feed:
     name: str
@@ -60,51 +91,73 @@ def get(r: redis.Redis, name: str) -> Feed:
 
 
 def add(r: redis.Redis, name: str, job_ids: list[str], title: str | None = None) -> Feed:
-    """Put narrations in feed `name`, making the feed (and its token) on first use."""
+    """Put narrations in feed `name`, making the feed (and its token) on first use; past MAX_ITEMS the oldest
+    leave it."""
     name = check_feed_name(name)
+    _indexed(r)
     now = time.time()
     with r.pipeline() as p:
         p.hsetnx(_key(name), "name", name)
         p.hsetnx(_key(name), "title", title or name)
         p.hsetnx(_key(name), "created_at", datetime.now(UTC).isoformat(timespec="seconds"))
         p.hsetnx(_key(name), "token", secrets.token_urlsafe(24))
+        p.sadd(FEEDS, name)
         p.zadd(_items(name), {job_id: now + i * 1e-6 for i, job_id in enumerate(job_ids)}, nx=True)
+        for job_id in job_ids:
+            p.sadd(_job_feeds(job_id), name)
+        p.zrange(_items(name), 0, -MAX_ITEMS - 1)
         p.zremrangebyrank(_items(name), 0, -MAX_ITEMS - 1)
-        p.execute()
+        *_, gone, _ = p.execute()
+    if gone:
+        with r.pipeline() as p:
+            for job_id in _members(gone):
+                p.srem(_job_feeds(job_id), name)
+            p.execute()
     return get(r, name)
 
 
 def items(r: redis.Redis, name: str) -> list[str]:
     """The feed's narrations, newest first."""
-    return [text(v) for v in r.zrevrange(_items(check_feed_name(name)), 0, -1) if isinstance(v, bytes | str)]
+    return _members(r.zrevrange(_items(check_feed_name(name)), 0, -1))
 
 
 def replace(r: redis.Redis, old_id: str, new_id: str) -> list[str]:
     """A redo's job takes the place of the job it redoes in every feed that has it, at its place (its
     score); returns those feeds' names."""
+    _indexed(r)
     names = []
-    for key in r.scan_iter(match=f"{PREFIX}feed-items:*", count=200):
-        score = r.zscore(key, old_id)
+    for name in sorted(text(n) for n in r.smembers(_job_feeds(old_id))):
+        score = r.zscore(_items(name), old_id)
         if score is None:
             continue
         with r.pipeline() as p:  # one transaction: the feed never has both, or neither
-            p.zadd(key, {new_id: float(score)})
-            p.zrem(key, old_id)
+            p.zadd(_items(name), {new_id: float(score)})
+            p.zrem(_items(name), old_id)
+            p.sadd(_job_feeds(new_id), name)
             p.execute()
-        names.append(text(key).removeprefix(f"{PREFIX}feed-items:"))
-    return sorted(names)
+        names.append(name)
+    r.delete(_job_feeds(old_id))
+    return names
 
 
 def forget(r: redis.Redis, job_id: str) -> None:
     """Take a deleted narration out of every feed."""
-    for key in r.scan_iter(match=f"{PREFIX}feed-items:*", count=200):
-        r.zrem(key, job_id)
+    _indexed(r)
+    with r.pipeline() as p:
+        for name in r.smembers(_job_feeds(job_id)):
+            p.zrem(_items(text(name)), job_id)
+        p.delete(_job_feeds(job_id))
+        p.execute()
 
 
 def all_feeds(r: redis.Redis) -> list[tuple[Feed, int]]:
+    _indexed(r)
     out = []
-    for key in sorted(text(k) for k in r.scan_iter(match=f"{PREFIX}feed:*", count=200)):
-        feed = get(r, key.removeprefix(f"{PREFIX}feed:"))
+    for name in sorted(text(n) for n in r.smembers(FEEDS)):
+        try:
+            feed = get(r, name)
+        except FeedNotFound:
+            continue
         out.append((feed, int(r.zcard(_items(feed.name)))))
     return out
 
@@ -118,7 +171,14 @@ def revoke(r: redis.Redis, name: str) -> Feed:
 
 def remove(r: redis.Redis, name: str) -> Feed:
     feed = get(r, name)
-    r.delete(_key(feed.name), _items(feed.name))
+    _indexed(r)
+    held = _members(r.zrange(_items(feed.name), 0, -1))
+    with r.pipeline() as p:
+        for job_id in held:
+            p.srem(_job_feeds(job_id), feed.name)
+        p.srem(FEEDS, feed.name)
+        p.delete(_key(feed.name), _items(feed.name))
+        p.execute()
     return feed
 
 

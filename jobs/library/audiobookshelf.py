@@ -37,10 +37,10 @@ class AbsError(NarrateError):
     """The Audiobookshelf server refused or could not be reached (the export itself stands)."""
 
 
-def check_url(url: str) -> str:
+def check_url(url: str, option: str = "--abs-url") -> str:
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadInput(f"--abs-url {url[:100]!r}: give the server's http(s) address, e.g. http://abs.local:13378")
+        raise BadInput(f"{option} {url[:100]!r}: give the server's http(s) address, e.g. http://abs.local:13378")
     return url.strip().rstrip("/")
 
 

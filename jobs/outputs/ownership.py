@@ -148,11 +148,14 @@ def check_before_write(r: redis.Redis, rel: str, job_id: str, final: Path, overw
     _existing(final, rec, job_id, overwrite)
 
 
-def record_written(r: redis.Redis, rel: str, job_id: str, sha256: str) -> None:
+def record_written(r: redis.Redis, rel: str, job_id: str, sha256: str, keep_s: int) -> None:
+    """`job_id` wrote `rel` (its content's `sha256`): the record, and the job's index of paths, kept as
+    long as the job (`keep_s`)."""
     k = key(rel)
     with r.pipeline() as p:
         p.hset(k, mapping={"job": job_id, "sha256": sha256})
         p.sadd(files_key(job_id), rel)
+        p.expire(files_key(job_id), keep_s)
         p.hdel(k, "pending")
         p.delete(folded_key(rel))
         p.execute()

@@ -12,7 +12,9 @@ from pathlib import Path, PurePosixPath
 import redis
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import FORMATS
-from narrate.jobs.server.store import PREFIX, text
+from narrate.jobs.server import schema
+from narrate.jobs.server.store import text
+from narrate.jobs.settings import DAY_S, default
 
 AUDIO = frozenset(FORMATS)  # the audio files a job writes (by extension); the rest are subtitles and manifests
 _GLOB = str.maketrans({c: f"\\{c}" for c in "*?[]\\"})
@@ -37,15 +39,17 @@ def recorded(r: redis.Redis, root: Path, job_id: str, output_relative: str) -> l
 def recorded_many(r: redis.Redis, root: Path, jobs: list[tuple[str, str]]) -> dict[str, list[OutputFile]]:
     """``recorded`` for many jobs ((job id, output relative) pairs) in two round trips whatever their
     number: one reads each job's index of paths (ownership.files_key), one the records of every path
-    found. A job written before the index existed is found by a scan of the records (once: its index
-    is written then)."""
+    found. Jobs written before the index existed were indexed once (``index_old_records``, behind the
+    schema version read in the first round trip): no request scans the keyspace."""
     with r.pipeline(transaction=False) as p:
+        p.hget(schema.SCHEMA, FILES_INDEX)
         for job_id, _ in jobs:
             p.smembers(ownership.files_key(job_id))
-        indexed = p.execute()
-    paths: dict[str, list[str]] = {}
-    for (job_id, rel), members in zip(jobs, indexed, strict=True):
-        paths[job_id] = sorted(text(m) for m in members) if members else _scanned(r, job_id, rel)
+        version, *indexed = p.execute()
+    if not schema.built(version, FILES_INDEX_VERSION):
+        schema.ensure(r, FILES_INDEX, FILES_INDEX_VERSION, index_old_records)
+        return recorded_many(r, root, jobs)
+    paths = {job_id: sorted(text(m) for m in members) for (job_id, _), members in zip(jobs, indexed, strict=True)}
     with r.pipeline(transaction=False) as p:
         for job_id, _ in jobs:
             for relative in paths[job_id]:
@@ -54,18 +58,35 @@ def recorded_many(r: redis.Redis, root: Path, jobs: list[tuple[str, str]]) -> di
     return {job_id: _files(root, job_id, rel, [(x, next(records)) for x in paths[job_id]]) for job_id, rel in jobs}
 
 
-def _scanned(r: redis.Redis, job_id: str, output_relative: str) -> list[str]:
-    """The paths under the output's stem whose record names `job_id` (the keyspace scanned), indexed."""
-    stem = PurePosixPath(output_relative).with_suffix("").as_posix()
-    found = []
-    for raw in r.scan_iter(match=ownership.key(stem).translate(_GLOB) + "*", count=1000):
-        key = text(raw)
-        who = r.hget(key, "job")
-        if who is not None and text(who) == job_id:
-            found.append(key.removeprefix(f"{PREFIX}output:"))
-    if found:
-        r.sadd(ownership.files_key(job_id), *found)
-    return sorted(found)
+FILES_INDEX, FILES_INDEX_VERSION = "job-files", 1
+
+
+def index_old_records(r: redis.Redis) -> None:
+    """Each job's index of paths, from the ownership records written before there was one (a scan of the
+    records, once: jobs/server/schema.py); kept as long as a job is (NARRATE_KEEP_DAYS)."""
+    keep_s = default("keep_days") * DAY_S
+    prefix = ownership.key("")
+    batch: list[str] = []
+
+    def flush() -> None:
+        with r.pipeline(transaction=False) as p:
+            for key in batch:
+                p.hget(key, "job")
+            owners = p.execute()
+        with r.pipeline(transaction=False) as p:
+            for key, who in zip(batch, owners, strict=True):
+                if who is not None:
+                    p.sadd(ownership.files_key(text(who)), key.removeprefix(prefix))
+                    p.expire(ownership.files_key(text(who)), keep_s, nx=True)
+            p.execute()
+        batch.clear()
+
+    for raw in r.scan_iter(match=prefix.translate(_GLOB) + "*", count=1000, _type="hash"):
+        batch.append(text(raw))
+        if len(batch) >= 1000:
+            flush()
+    if batch:
+        flush()
 
 
 def _files(root: Path, job_id: str, output_relative: str, records: list[tuple[str, list]]) -> list[OutputFile]:

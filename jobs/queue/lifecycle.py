@@ -93,6 +93,14 @@ def requeue_front(r: redis.Redis, job: Job, why: Why, pipeline: Pipeline | None 
     return job
 
 
+def move_queued(r: redis.Redis, job: Job, into: str) -> None:
+    """A queued job taken out of its queue and put at the front of queue `into` (a person asked)."""
+    with r.pipeline() as p:
+        p.lrem(queue(r, job.origin).key, 0, job.id)
+        requeue_front(r, job, "resume", pipeline=p, into=into)
+        p.execute()
+
+
 def reschedule(r: redis.Redis, job: Job, at: datetime, into: str | None = None) -> Job:
     """A failed, stopped or canceled job, scheduled again for `at` (a person asked: a fresh start)."""
     fresh_start(job)
@@ -109,7 +117,7 @@ def reschedule(r: redis.Redis, job: Job, at: datetime, into: str | None = None) 
     return job
 
 
-def take_back(r: redis.Redis, job: Job, why: Why) -> bool:
+def take_back(r: redis.Redis, job: Job, why: Why, into: str | None = None) -> bool:
     """Requeue (at the front) a started job judged abandoned, only if it is still started by the worker
     it was judged by: between reading it and requeueing it, another host's takeover, a person's
     `resume` or its own host's recovery may have requeued it, and a worker may have started it again.
@@ -124,7 +132,7 @@ def take_back(r: redis.Redis, job: Job, why: Why) -> bool:
             if status != JobStatus.STARTED.value or worker != seen:
                 return False
             p.multi()
-            requeue_front(r, job, why, pipeline=p)
+            requeue_front(r, job, why, pipeline=p, into=into)
             p.execute()
         except redis.WatchError:
             return False

@@ -11,12 +11,14 @@ from dataclasses import dataclass
 import redis
 from narrate.jobs.counts import count
 from narrate.jobs.queue.books import is_book, resume_book
-from narrate.jobs.queue.lifecycle import abandoned, kept_canceled, requeue_front, take_back
+from narrate.jobs.queue.lifecycle import abandoned, kept_canceled, move_queued, requeue_front, take_back
 from narrate.jobs.queue.queues import queue_names
 from narrate.jobs.queue.rq_compat import started_job_ids
+from narrate.jobs.queue.runs import is_run_queue
 from narrate.jobs.server.records import fetch, queue
 from rq.job import JobStatus
 from rq.registry import CanceledJobRegistry, FailedJobRegistry, StartedJobRegistry
+from rq.worker import Worker
 
 
 class Resume(enum.Enum):
@@ -102,20 +104,25 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[Resumed]
             out.append(Resumed(job_id, outcome, parts=did.parts, parts_requeued=did.requeued,
                                parts_waiting=did.waiting))  # fmt: skip
             continue
+        into = queue_name if is_run_queue(job.origin) else None  # a `narrate run` job: to the workers' queue
         if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
-            requeue_front(r, job, "resume")
+            requeue_front(r, job, "resume", into=into)
             out.append(Resumed(job_id, Resume.REQUEUED))
             continue
         if state == JobStatus.STARTED:
             gone, why = abandoned(r, job)
             if gone and not asked and kept_canceled(r, job):
                 out.append(Resumed(job_id, Resume.KEPT_CANCELED))
-            elif gone and take_back(r, job, "resume"):
+            elif gone and take_back(r, job, "resume", into=into):
                 out.append(Resumed(job_id, Resume.REQUEUED_GONE))
             elif gone:
                 out.append(Resumed(job_id, Resume.LEFT_RACED))
             else:
                 out.append(Resumed(job_id, Resume.LEFT_RUNNING, why=why))
+            continue
+        if asked and state == JobStatus.QUEUED and into and not Worker.all(queue=queue(r, job.origin)):
+            move_queued(r, job, into)  # waiting on a run's private queue that nobody serves
+            out.append(Resumed(job_id, Resume.REQUEUED))
             continue
         out.append(Resumed(job_id, Resume.LEFT_ENDED, state=state.value if state else "unknown"))
     return out

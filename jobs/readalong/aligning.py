@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from narrate.jobs.proof.hearing import check_model_ref
+from narrate.jobs.proof.recognizer import check_model_ref
 from narrate.jobs.readalong.timing import Word
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ class Aligner(Protocol):
 
     source: str  # what was loaded: a hub id or a local path
 
-    def align(self, takes: Sequence[np.ndarray], texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
+    def align(self, takes: Sequence[np.ndarray], *, texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
         """Each take's words (float samples at 24 kHz; `texts` what was spoken, in its language as Qwen3-TTS calls
         it: "english", ..., or "auto") as (word, start, end), seconds from the start of the take, in the order
         spoken; an empty list where it found none (a take it could not align)."""
@@ -45,14 +45,14 @@ def align_model(asked: str, configured: str) -> str:
     return configured if asked in AUTO else asked
 
 
-def check_aligner(value: str | None) -> str | None:
+def check_aligner(value: str | None, option: str = "--word-timings") -> str | None:
     """`--word-timings` as a job carries it: None (off), "auto", a hub id unchanged, or a local aligner directory
     as an absolute path (BadInput otherwise)."""
     if value is None:
         return None
     if value.strip().lower() in AUTO:
         return "auto"
-    return check_model_ref(value, "aligner", "--word-timings")
+    return check_model_ref(value, "aligner", option)
 
 
 def language_name(language: str) -> str:

@@ -1,11 +1,12 @@
 """An EPUB 3 with media overlays: the book's text with each sentence (and, given word timings, each
 word) tied to its clip of the book's audio, which the package holds.
 
-From an EPUB read for it (Document.source): the EPUB itself, every file kept, with the pages its
-reader read marked (pages.mark), one SMIL document a page, the audio, a stylesheet for the active
-class and, where it had none (an EPUB 2), a navigation document; the package document says
-version 3.0. From any other document: a package of narrate's own, one page a chapter
-(pages.document_pages). The mimetype comes first and stored, as the OCF container asks."""
+From an EPUB read for it (Document.source): the files its package document lists, cleaned of
+anything that runs or loads from elsewhere (documents.readers.epub_clean), with the pages its reader read
+marked (pages.mark), one SMIL document a page, the audio, a stylesheet for the active class and,
+where it had none (an EPUB 2), a navigation document; the package document says version 3.0.
+From any other document: a package of narrate's own, one page a chapter (pages.document_pages).
+The mimetype comes first and stored, as the OCF container asks."""
 
 from __future__ import annotations
 
@@ -14,16 +15,16 @@ import posixpath
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from io import BytesIO
 from pathlib import Path
 
 from lxml import etree
 from narrate.jobs.audio.bookmeta import image_kind
 from narrate.jobs.documents.documents import Document
-from narrate.jobs.readalong.package import CONTAINER, STYLE, BookInfo, Package, container, nav_document, new_package
-from narrate.jobs.readalong.pages import Page, document_pages, mark, mark_words, parse_xhtml
+from narrate.jobs.documents.readers.epub_clean import clean_source, container
+from narrate.jobs.readalong.package import STYLE, BookInfo, Package, nav_document, new_package
 from narrate.jobs.readalong.smil import overlay, relative
 from narrate.jobs.readalong.timing import Clip, Word, placed
+from narrate.jobs.readalong.xhtml_pages import Page, document_pages, mark, mark_words, parse_xhtml
 
 AUDIO_TYPES = {".mp3": "audio/mpeg", ".m4a": "audio/mp4"}  # EPUB 3's core audio types
 _XML = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, load_dtd=False)
@@ -66,14 +67,6 @@ def write_epub(out: Path, doc: Document, narration: Narration, info: BookInfo, a
     return Written(len(narration.sentences), marked)
 
 
-def _opf_path(raw: bytes) -> str:
-    root = etree.fromstring(raw, _XML)
-    found = root.find(f".//{{{CONTAINER}}}rootfile")
-    if found is None or not found.get("full-path"):
-        raise ValueError("META-INF/container.xml names no package document")
-    return str(found.get("full-path"))
-
-
 def _folder(files: dict[str, bytes], base: str) -> str:
     """A folder of narrate's own in the package, beside the package document."""
     name, n = "narrate", 1
@@ -85,11 +78,11 @@ def _folder(files: dict[str, bytes], base: str) -> str:
 
 def _from_source(doc: Document, narration: Narration, info: BookInfo, ext: str,
                  kind: str) -> tuple[dict[str, bytes], str, int]:  # fmt: skip
-    with zipfile.ZipFile(BytesIO(doc.source)) as z:
-        files = {i.filename: z.read(i) for i in z.infolist() if not i.is_dir() and i.filename != "mimetype"}
-    opf_path = _opf_path(files["META-INF/container.xml"])
+    source = clean_source(doc.source)  # what the package lists, nothing that runs or loads from elsewhere
+    if source.dropped:
+        log.info("read-along EPUB: left out of the source EPUB: %s", "; ".join(source.dropped[:20]))
+    files, opf_path = source.files, source.opf_path
     pkg = Package(etree.fromstring(files[opf_path], _XML), posixpath.dirname(opf_path))
-    was_epub2 = not pkg.version.startswith("3")
     pages = []
     for name in doc.source_pages:
         path = posixpath.normpath(posixpath.join(pkg.base, name))
@@ -116,8 +109,6 @@ def _from_source(doc: Document, narration: Narration, info: BookInfo, ext: str,
         ident = pkg.add_item(smil_path, "application/smil+xml", f"narrate-overlay-{n}")
         item.set("media-overlay", ident)
         files[page.path], files[smil_path], durations[ident] = page.xhtml(), body, seconds
-    if was_epub2:
-        _html5_pages(files, pkg, {p.path for p in pages if p.marked})
     if not pkg.has_nav():
         nav_path = f"{folder}/nav.xhtml"
         entries = [(title, relative(target, nav_path)) for title, target in _chapters(pages, narration)]
@@ -126,20 +117,6 @@ def _from_source(doc: Document, narration: Narration, info: BookInfo, ext: str,
     pkg.overlays(durations, info.narrator)
     files[opf_path] = pkg.xml()
     return files, audio_path, marked
-
-
-def _html5_pages(files: dict[str, bytes], pkg: Package, done: set[str]) -> None:
-    """An EPUB 2's other XHTML pages with the doctype of EPUB 3's (an XHTML 1.1 one is refused)."""
-    for item in pkg.manifest:
-        if not isinstance(item.tag, str) or item.get("media-type") != "application/xhtml+xml":
-            continue
-        path = posixpath.normpath(posixpath.join(pkg.base, item.get("href") or ""))
-        if path in done or path not in files:
-            continue
-        try:
-            files[path] = Page(path, parse_xhtml(files[path], path)).xhtml()
-        except ValueError:
-            continue
 
 
 def _chapters(pages: Sequence[Page], narration: Narration) -> list[tuple[str, str]]:

@@ -10,13 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from lxml import etree
-from narrate.jobs.readalong.pages import OPS, XHTML, XML_LANG
+from narrate.jobs.documents.readers.epub_clean import OPF
 from narrate.jobs.readalong.smil import clock
+from narrate.jobs.readalong.xhtml_pages import OPS, XHTML, XML_LANG
 from narrate.jobs.xmltext import xml_text
 
-OPF = "http://www.idpf.org/2007/opf"
 DC = "http://purl.org/dc/elements/1.1/"
-CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
 ACTIVE_CLASS = "-epub-media-overlay-active"
 STYLE = f""".{ACTIVE_CLASS} {{
   background-color: #fff1a8;
@@ -37,16 +36,6 @@ class BookInfo:
     narrator: str | None = None
     cover: bytes | None = None  # a JPEG or PNG (a book made from a document; an EPUB keeps its own)
     chapters: list[tuple[str, str]] = field(default_factory=list)  # (title, path#fragment in the package)
-
-
-def container(opf_path: str) -> bytes:
-    root = etree.Element(f"{{{CONTAINER}}}container", nsmap={None: CONTAINER})
-    root.set("version", "1.0")
-    rootfile = etree.SubElement(etree.SubElement(root, f"{{{CONTAINER}}}rootfiles"), f"{{{CONTAINER}}}rootfile")
-    rootfile.set("full-path", opf_path)
-    rootfile.set("media-type", "application/oebps-package+xml")
-    out: bytes = etree.tostring(root, xml_declaration=True, encoding="utf-8")
-    return out
 
 
 def nav_document(title: str, language: str, entries: Sequence[tuple[str, str]]) -> bytes:

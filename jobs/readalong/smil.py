@@ -9,8 +9,8 @@ import posixpath
 from collections.abc import Mapping, Sequence
 
 from lxml import etree
-from narrate.jobs.readalong.pages import OPS, Page
 from narrate.jobs.readalong.timing import Clip, Word, word_clips
+from narrate.jobs.readalong.xhtml_pages import OPS, Page
 
 SMIL = "http://www.w3.org/ns/SMIL"
 

@@ -22,13 +22,14 @@ import logging
 import os
 import re
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 import redis
 from narrate.jobs.api.casting import CastChoice
+from narrate.jobs.api.fields import KNOBS
 from narrate.jobs.api.options import DEFAULTS, Options
-from narrate.jobs.audio.voices import Voice, voice_samples
+from narrate.jobs.audio.samples import Voice, voice_samples
 from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.cast.reading import CastReading
 from narrate.jobs.documents.readers import ReadOptions
@@ -47,7 +48,6 @@ log = logging.getLogger("narrate.scheduler")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 PROBE = "narrate-schedule-probe"  # a file name used only to check the output folder at add time
 PARTS = ("state", "docs", "skipped", "seen", "tick", "problem")  # the keys of one schedule
-JOB_SETTINGS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")  # part of each job
 
 
 class ScheduleNotFound(NarrateError):
@@ -72,8 +72,9 @@ class Schedule:
     format: str  # output extension, e.g. ".mp3"
     voice: str  # sha256 of the stored sample, or preset:NAME (jobs.book.voice.VoiceRef.spec_voice)
     queue: str
-    options: dict = field(default_factory=dict)  # the request's options (api.options.Options.to_json), checked
-    job_settings: dict = field(default_factory=dict)  # JOB_SETTINGS as they were when it was added
+    # The request's options (api.options.Options.to_json), checked; the job's numbers (seed, frame cap, pauses) in
+    # them as given or, where not, as the adding host's settings had them: every tick submits the same request.
+    options: dict = field(default_factory=dict)
     created: float = 0.0
     instruct: str | None = None  # a preset speaker's instruction
     voice_name: str | None = None  # the saved voice or preset it was added with (pinned: jobs.voices.library)
@@ -96,6 +97,9 @@ class Schedule:
                 model=data.get("model"), quant=data.get("quant"), lexicon=data.get("lexicon") or [],
                 reading=ReadOptions(language=data.get("language", "auto")),
             ).to_json()  # fmt: skip
+        for k, v in (data.pop("job_settings", None) or {}).items():  # kept beside the options before
+            if k in KNOBS and data["options"].get(k) is None:
+                data["options"][k] = v
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -103,10 +107,6 @@ class Schedule:
     def opts(self) -> Options:
         """The options every document of the folder is submitted with."""
         return Options.from_json(self.options)
-
-    def settings(self, base: Settings) -> Settings:
-        """The settings a tick submits with: this host's, with the job settings the schedule keeps."""
-        return replace(base, **{k: v for k, v in self.job_settings.items() if k in JOB_SETTINGS})
 
     def output_for(self, root: Path, stem: str) -> Path:
         return root.expanduser().resolve().joinpath(*PurePosixPath(self.output_dir).parts) / f"{stem}{self.format}"
@@ -184,8 +184,7 @@ def make(
     rel = _output_dir(settings, output_dir, ext)
     return Schedule(
         name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=voice.ref.spec_voice,
-        queue=settings.queue, options=options.for_output(f"x{ext}").to_json(),
-        job_settings={k: getattr(settings, k) for k in JOB_SETTINGS}, created=now,
+        queue=settings.queue, options=options.for_output(f"x{ext}").with_knobs_of(settings).to_json(), created=now,
         instruct=voice.ref.instruct, voice_name=voice.name, cast=_cast_json(cast),
     )  # fmt: skip
 
@@ -364,16 +363,17 @@ def describe(r: redis.Redis, sched: Schedule, root: Path, now: float | None = No
 
 
 def _shown_options(opts: Options) -> dict:
-    """The options that differ from the defaults, JSON-able (the cover as its size)."""
+    """The options that differ from the defaults, JSON-able (the cover as its size). Every option a schedule can
+    hold is shown, those the defaults leave out of the JSON (a feed, a library, the proof pass, a seed...) too."""
     shown, base = {}, DEFAULTS.to_json()
-    for k, v in opts.to_json(knobs=False).items():  # the job's numbers are shown with its settings
+    for k, v in opts.to_json().items():
         if k == "book":
-            book = {b: x for b, x in v.items() if x != base["book"][b]}
+            book = {b: x for b, x in v.items() if x != base["book"].get(b)}
             if book.get("cover"):
                 book["cover"] = f"{len(opts.book.cover or b'')} bytes"
             if book:
                 shown["book"] = book
-        elif k not in ("model", "quant", "lexicon", "priority") and v != base[k]:
+        elif k not in ("model", "quant", "lexicon", "priority") and v != base.get(k):
             shown[k] = v
     return shown
 

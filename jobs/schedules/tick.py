@@ -191,7 +191,7 @@ class _Tick:
         lease: Lease,
         stop: threading.Event | None,
     ) -> None:
-        self.settings = sched.settings(settings)
+        self.settings = settings
         self.r, self.sched, self.folder, self.lease, self.stop = r, sched, folder, lease, stop
         self.keys = {part: key(sched.name, part) for part in ("docs", "skipped", "seen")}
         self.docs, self.skipped, self.seen = (_load(r, k) for k in self.keys.values())

@@ -13,15 +13,15 @@ import time
 
 import numpy as np
 import redis
-from narrate.jobs.audio.voices import wav_bytes
+from narrate.jobs.audio.samples import wav_bytes
 from narrate.jobs.book.synthesis import Chunk, Engine, Sentence, VoiceEmbedding
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.documents.languages import tts_name
 from narrate.jobs.documents.normalize import Normalizer
 from narrate.jobs.queue import riding
 from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.task.attempt import begin_attempt, record_failure
 from narrate.jobs.task.context import JobContext, StopRequested
-from narrate.jobs.task.job import _begin_attempt, record_failure
 from narrate.jobs.task.progress import Progress, save_meta
 from narrate.jobs.voices.clips import ClipSpec, put_clip, put_piece
 from rq.job import Job
@@ -72,7 +72,7 @@ def result_of(spec: ClipSpec, clips: list[dict], engine: Engine, warnings: list[
 def _clip(ctx: JobContext, spec: ClipSpec) -> dict:
     job = ctx.job
     r = job.connection
-    _begin_attempt(ctx)
+    begin_attempt(ctx)
     engine = ctx.engine_for(spec.model, spec.quant)
     job.meta["model"] = f"{engine.source} ({engine.quant})"
     voice = engine.voice(r, spec.ref)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from narrate.jobs.book.synthesis import Engine
-from narrate.jobs.proof.hearing import Recognizer
+from narrate.jobs.proof.recognizer import Recognizer
 from narrate.jobs.queue.lifecycle import cancel_reason
 from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings

@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
-import numpy as np
-from narrate.jobs.book import cache
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
 from narrate.jobs.book.plan import Plan, make_plan
 from narrate.jobs.book.result import JobResult, Timings
 from narrate.jobs.book.spec import JobSpec
-from narrate.jobs.book.synthesis import Engine, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.documents.selection import spans
-from narrate.jobs.documents.voicing import NARRATOR
-from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.errors import NarrateError
 from narrate.jobs.fanout import partaudio
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.library.deliver import Abs, deliver
@@ -38,18 +33,23 @@ from narrate.jobs.library.export import info_of
 from narrate.jobs.outputs.outputs import OutputRoot, output_path
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
-from narrate.jobs.task.batch_log import BatchLog
+from narrate.jobs.task.attempt import (
+    Voices,
+    begin_attempt,
+    engine_voice,
+    keep_inputs,
+    record_failure,
+    settle_cache,
+    synthesize,
+)
 from narrate.jobs.task.context import JobContext, StopRequested
-from narrate.jobs.task.progress import Progress, save_meta
-from narrate.jobs.task.proofing import Proofing
+from narrate.jobs.task.progress import Progress
+from narrate.jobs.task.proof_pass import ProofPass
 from narrate.jobs.task.stitcher import Stitcher
 from narrate.jobs.task.superseding import REDO_OF, take_over
-from narrate.jobs.task.wording import Wording
-from rq.job import Job
+from narrate.jobs.task.word_timings import WordTimings
 
 log = logging.getLogger("narrate.jobs")
-Voices = VoiceEmbedding | dict[str, VoiceEmbedding]  # one voice, or a cast's by label
-CANCEL_POLL_S = 1.0  # while a batch runs, how often the job asks whether it was canceled (one Redis round trip)
 
 
 def preload() -> None:
@@ -61,10 +61,6 @@ def preload() -> None:
     import mutagen.mp4  # noqa: F401
     import num2words  # noqa: F401
     from narrate.jobs.documents.normalize import en as normalize_en  # noqa: F401
-
-
-class SynthesisError(RuntimeError):
-    """The engine failed; the message names the sentences that were in flight."""
 
 
 class CheckpointVanished(RuntimeError):
@@ -110,20 +106,10 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
         return {"error": f"{e}; the book stays at {data['output']} (narrate export {ctx.job.id} tries again)"}
 
 
-def record_failure(job: Job, e: Exception) -> str:
-    """The one-line error in the job's meta; a bad input is not retried. Returns the line."""
-    said = str(e) if isinstance(e, NarrateError) else f"{type(e).__name__}: {e}"  # ours: already a sentence
-    job.meta["error"] = said.splitlines()[0][:500]
-    save_meta(job)
-    if isinstance(e, BadInput | LookupError):  # a bad model, path or missing document: no retry
-        job.retries_left = 0
-    return cast(str, job.meta["error"])  # set above
-
-
 def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobResult:
     job = ctx.job
-    _begin_attempt(ctx)
-    _keep_inputs(job, spec)
+    begin_attempt(ctx)
+    keep_inputs(job, spec)
     doc = store.get_document(job.connection, spec.document)
     root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
     final = output_path(root.path, spec.output)
@@ -137,9 +123,9 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
     cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
     todo = [s for s in plan.sentences if s.index not in cached]
-    proofing = Proofing.open(ctx, spec, plan, checkpoints) if spec.proof else None  # --proof (jobs/task/proofing.py)
+    proofing = ProofPass.open(ctx, spec, plan, checkpoints) if spec.proof else None  # --proof (jobs/task/proof_pass.py)
     to_hear = proofing.to_hear(cached) if proofing else []  # checkpointed, not heard to the end yet
-    wording = Wording.open(ctx, spec, plan, checkpoints) if spec.word_timings else None  # jobs/task/wording.py
+    wording = WordTimings.open(ctx, spec, plan, checkpoints) if spec.word_timings else None  # jobs/task/word_timings.py
     chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
     progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
                         audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=chapters,
@@ -158,7 +144,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
         progress.done -= 1  # counted at planning; counted again once synthesized
         progress.audio_seconds -= cached.pop(s.index, 0) / SAMPLE_RATE
-        _synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
+        synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
         cp = checkpoints.load(plan.keys[s.index])
         if cp is None:
             raise CheckpointVanished(
@@ -181,11 +167,11 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
             proofing.start(final_take, to_hear, bool(todo))
             saved = proofing.heard
         if todo:
-            first_audio = _synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, saved)
+            first_audio = synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, saved)
         if proofing:
             proofing.settle(lambda retakes, on_batch: engine.synthesize(retakes, voice(), on_batch))
         book = stitcher.finish(again)
-    _settle_cache(ctx, checkpoints, plan)
+    settle_cache(ctx, checkpoints, plan)
     if fanned_out:
         partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
     if voices:
@@ -193,7 +179,7 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
         voice_cache = "hit" if all(v.cache_hit for v in every) else "miss"
         encoder_runs = sum(v.encoder_runs for v in every)
     progress.save()
-    _keep_inputs(job, spec)
+    keep_inputs(job, spec)
     wall = time.monotonic() - t0
     duration = book.samples / SAMPLE_RATE
     return JobResult(
@@ -247,126 +233,3 @@ def _per_voice(plan: Plan, checkpoints: CheckpointStore) -> dict[str, dict]:
         row["sentences"] += 1
         row["seconds"] = round(row["seconds"] + samples.get(s.index, 0) / SAMPLE_RATE, 3)
     return out
-
-
-def engine_voice(ctx: JobContext, engine: Engine, spec: JobSpec) -> Voices:
-    """The job's voice (a cast's: every voice by label), ready for the engine (BadInput if this
-    model cannot speak one: no retry, the message names the cast's voice); warnings (an instruction
-    the model ignores) go into the job's meta and the worker's log."""
-    if not spec.cast:
-        found: dict[str, VoiceEmbedding] = {NARRATOR: engine.voice(ctx.job.connection, spec.voice_ref)}
-    else:
-        found = {}
-        for label, ref in spec.voice_refs().items():
-            try:
-                found[label] = engine.voice(ctx.job.connection, ref)
-            except BadInput as e:
-                raise BadInput(f"the cast's voice {label!r}: {e}") from None
-    warnings = list(dict.fromkeys(v.warning for v in found.values() if v.warning))
-    if warnings:
-        for w in warnings:
-            log.warning("job %s: %s", ctx.job.id, w)
-        ctx.job.meta["warnings"] = warnings
-        save_meta(ctx.job)
-    return found if spec.cast else found[NARRATOR]
-
-
-def _begin_attempt(ctx: JobContext) -> None:
-    """Record who runs this attempt: a new worker on this host then knows the job is abandoned,
-    and `resume` elsewhere knows how often this worker beats."""
-    job = ctx.job
-    job.meta["host"] = ctx.host_id
-    job.meta["hostname"] = socket.gethostname()  # what people see (the host id is a hash)
-    job.meta["heartbeat_s"] = ctx.settings.heartbeat_s
-    job.meta["grace_s"] = ctx.settings.abandoned_grace_s
-    job.meta["attempts"] = int(job.meta.get("attempts", 0)) + 1
-    job.meta.pop("error", None)
-    save_meta(job)
-
-
-def _settle_cache(ctx: JobContext, checkpoints: CheckpointStore, plan: Plan) -> None:
-    """The output is in place: keep the checkpoints as a cache within its cap (or discard them)."""
-    try:
-        cache.after_job(checkpoints, plan.keys, cache.cap_bytes(ctx.settings.cache_max_gb))
-    except OSError as e:  # the book is written: a cache that could not be trimmed is no failure
-        log.warning("could not trim the sentence cache in %s: %s", checkpoints.root, e)
-
-
-def _keep_inputs(job: Job, spec: JobSpec) -> None:
-    """Keep the stored document and voice as long as this job's status and result are kept."""
-    keep_s = int(job.result_ttl or 0) + int(job.timeout or 0)
-    if keep_s > 0:
-        samples = [ref.sample for ref in spec.voice_refs().values() if ref.sample]
-        store.keep(job.connection, spec.document, samples, keep_s)
-        if spec.cover:
-            job.connection.expire(store.cover_key(spec.cover), keep_s, gt=True)
-
-
-def _synthesize(
-    ctx: JobContext,
-    engine: Engine,
-    voice: Voices,
-    plan: Plan,
-    todo: list[Sentence],
-    checkpoints: CheckpointStore,
-    progress: Progress,
-    on_saved: Callable[[int], None] | None = None,
-) -> float:
-    """Run the engine over the missing sentences, checkpointing each as it completes (then told
-    to `on_saved`). Returns the monotonic time of the first audio."""
-    job = ctx.job
-    progress.start_synthesis()
-    batch_log = BatchLog(job.id, len(todo), progress)  # one INFO line per batch in the worker log
-
-    def on_batch(indices: list[int]) -> None:
-        """Called between batches: every earlier sentence is checkpointed by now."""
-        batch_log.start(indices)  # logs the batch before
-        try:
-            ctx.check_stop(progress.done, progress.total)
-        except StopRequested:
-            progress.save()  # what is checkpointed, for `status` and `resume` (not once another worker has the job)
-            raise
-        job.meta["in_flight"] = indices  # named in the error if this batch kills the worker
-        save_meta(job)
-        ctx.beat()
-
-    parts: dict[int, list] = {}
-    first_audio = None
-    asked = time.monotonic()
-    rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.clip_watch)
-    chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None,
-                               on_dropped=lambda c: batch_log.chunk(c.frames, c.pcm.size, c.index))  # fmt: skip
-    try:
-        for chunk in chunks:
-            ctx.beat()
-            if ctx.cancel.is_set() or time.monotonic() - asked >= CANCEL_POLL_S:  # a cancel ends the batch in flight
-                asked = time.monotonic()
-                ctx.check_canceled(progress.done, progress.total)
-            if first_audio is None:
-                first_audio = time.monotonic()
-            parts.setdefault(chunk.index, []).append(chunk)
-            if not chunk.final:
-                batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index)
-                continue
-            done = parts.pop(chunk.index)
-            pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
-            checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
-                             runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
-            progress.sentence_done(pcm.size / SAMPLE_RATE, chunk.index)
-            batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index, final=True)  # after: its line counts it done
-            if on_saved is not None:
-                on_saved(chunk.index)
-        batch_log.finish()
-    except StopRequested:
-        progress.save()  # what is checkpointed, for `status` and `resume`
-        raise
-    except Exception as e:
-        texts = {s.index: s.text for s in todo}
-        names = "; ".join(f"{i} ({texts.get(i, '')[:80]!r})" for i in job.meta.get("in_flight", []))
-        raise SynthesisError(f"synthesis failed on sentence(s) {names}: {type(e).__name__}: {e}") from e
-    finally:
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()  # a cancel mid-batch: the engine drops the rows in flight (its riders go back)
-        ctx.riders.close()
-    return first_audio if first_audio is not None else time.monotonic()

@@ -22,8 +22,8 @@ from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.queue.books import fail_book
 from narrate.jobs.server import store
 from narrate.jobs.settings import DAY_S, SAMPLE_RATE
+from narrate.jobs.task.attempt import begin_attempt, engine_voice, keep_inputs, record_failure, settle_cache, synthesize
 from narrate.jobs.task.context import JobContext, StopRequested
-from narrate.jobs.task.job import _begin_attempt, _keep_inputs, _settle_cache, _synthesize, engine_voice, record_failure
 from narrate.jobs.task.progress import Progress
 
 
@@ -62,8 +62,8 @@ def part_job(ctx: JobContext, spec_json: dict, part_json: dict) -> dict:
 def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
     job = ctx.job
     r = job.connection
-    _begin_attempt(ctx)
-    _keep_inputs(job, spec)
+    begin_attempt(ctx)
+    keep_inputs(job, spec)
     doc = store.get_document(r, spec.document)
     engine = ctx.engine_for(spec.model, spec.quant)
     job.meta["model"] = f"{engine.source} ({engine.quant})"
@@ -88,12 +88,12 @@ def _part(ctx: JobContext, spec: JobSpec, part: Part) -> dict:
     ctx.check_canceled(progress.done, progress.total)
     try:
         if todo:
-            _synthesize(ctx, engine, engine_voice(ctx, engine, spec), plan, todo, checkpoints, progress)
+            synthesize(ctx, engine, engine_voice(ctx, engine, spec), plan, todo, checkpoints, progress)
     finally:
         if ctx.canceled != "taken":  # taken over by another worker (this one was away): it sends the part
             uploader.flush()  # what is synthesized travels, also when the job stops here
     progress.save()
-    _settle_cache(ctx, checkpoints, plan)
+    settle_cache(ctx, checkpoints, plan)
     return {
         "book": part.book,
         "part": part.index,

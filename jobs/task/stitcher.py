@@ -39,11 +39,11 @@ from narrate.jobs.documents.selection import spans
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs import ownership
 from narrate.jobs.outputs.outputs import OutputRoot, audio_of
-from narrate.jobs.readalong import words as word_subtitles
+from narrate.jobs.readalong import word_vtt as word_subtitles
 from narrate.jobs.readalong import writer as readalong
 from narrate.jobs.readalong.timing import Word
 from narrate.jobs.server import store
-from narrate.jobs.settings import SAMPLE_RATE
+from narrate.jobs.settings import DAY_S, SAMPLE_RATE, default
 from narrate.jobs.task.context import JobContext
 from narrate.jobs.task.superseding import REDO_OF
 from redis import RedisError
@@ -134,7 +134,9 @@ class Stitched:
     words: dict[int, list[Word]] = field(default_factory=dict)  # --word-timings: each sentence's words, if any
 
 
-WordsOf = Callable[[], dict[int, list[Word]]]  # every sentence's words, once every take is final (jobs/task/wording.py)
+WordsOf = Callable[
+    [], dict[int, list[Word]]
+]  # every sentence's words, once every take is final (jobs/task/word_timings.py)
 
 
 class Stitcher:
@@ -235,7 +237,7 @@ class Stitcher:
             text = subtitles.render(fmt, cues, SAMPLE_RATE, self.final.name, book.samples, spans)
             book.add_text(f"{self.final.stem}.{fmt}", text)
         words = self.words_of() if self.words_of is not None else {}
-        if self.words_of is not None:  # --word-timings: karaoke-style WebVTT (jobs/readalong/words.py)
+        if self.words_of is not None:  # --word-timings: karaoke-style WebVTT (jobs/readalong/word_vtt.py)
             book.add_text(f"{self.final.stem}.words.vtt", word_subtitles.word_vtt(cues, SAMPLE_RATE, words))
         along = self.spec.readalong if self.audio == self.final else "epub"  # an EPUB output is that EPUB alone
         if along:  # an EPUB with media overlays, an audiobook manifest (jobs/readalong)
@@ -307,4 +309,7 @@ class _Owned:
         ownership.check_before_write(self.job.connection, rel, self.job.id, path, self.spec.overwrite)
 
     def after(self, path: Path, sha256: str) -> None:
-        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256)
+        ttl = self.job.result_ttl  # the job's keep time: its index of paths goes with it
+        keep_s = int(ttl) if ttl is not None and ttl > 0 else default("keep_days") * DAY_S
+        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256,
+                                 keep_s)  # fmt: skip

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from narrate.jobs.audio.voices import Voice, read_voice
+from narrate.jobs.audio.samples import Voice, read_voice
 from narrate.jobs.book.voice import MAX_INSTRUCT_CHARS, VoiceRef
 from narrate.jobs.errors import BadInput
 from narrate.jobs.voices import library

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 import redis
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
 from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.scripts import load_script
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import DAY_S, MAX_FRAMES_CAP, default
 
@@ -52,9 +53,31 @@ def open_parts(r: redis.Redis, job_ids: list[str], number: int = 1) -> None:
         p.execute()
 
 
-def drop_parts(r: redis.Redis, job_ids: list[str], number: int = 1) -> None:
-    if job_ids:
-        r.delete(*(parts_key(job_id, number) for job_id in job_ids))
+def waiters_key(job_id: str) -> str:
+    """How many speech requests wait for a clip job right now: identical requests share their clip jobs (the ids
+    come from the text), and a clip is cancelled, its stream removed, only when the last of them lets it go."""
+    return f"{PREFIX}clip:{job_id}:waiting"
+
+
+def hold(r: redis.Redis, job_ids: list[str]) -> None:
+    """One more request waits for each of these clips (before it enqueues them: a request that lets go of the
+    same clip meanwhile sees it held)."""
+    with r.pipeline(transaction=False) as p:
+        for job_id in dict.fromkeys(job_ids):  # a line said twice in one request is one clip, held once
+            p.incr(waiters_key(job_id))
+            p.expire(waiters_key(job_id), PARTS_KEEP_S)  # a server killed mid-request: the count goes in time
+        p.execute()
+
+
+_RELEASE = load_script("clip_release")
+
+
+def release(r: redis.Redis, job_ids: list[str], number: int = 1) -> list[str]:
+    """A request lets go of its clips (however it ended); the ids of those no request waits for any more (their
+    parts streams removed: the caller cancels what of them is not done, if it went away early)."""
+    script = r.register_script(_RELEASE)
+    return [job_id for job_id in dict.fromkeys(job_ids)
+            if script(keys=[waiters_key(job_id), parts_key(job_id, number)])]  # fmt: skip
 
 
 def put_piece(r: redis.Redis | redis.client.Pipeline, job_id: str, number: int, at: int, pcm: bytes) -> None:

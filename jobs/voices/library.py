@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 import redis
-from narrate.jobs.audio.voices import Voice, voice_samples
+from narrate.jobs.audio.samples import Voice, voice_samples
 from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import SAMPLE_RATE

@@ -132,7 +132,8 @@ def serve(app: Guard, bind: str, port: int, settings: Settings) -> None:
             super().handle_exit(sig, frame)
 
     proxies = settings.serve_trusted_proxies
-    http = protocol(settings.serve_header_s, settings.serve_client_connections, settings.serve_connections)
+    http = protocol(settings.serve_header_s, settings.serve_client_connections, settings.serve_connections,
+                    settings.serve_min_rate_kib << 10)  # fmt: skip
     config = uvicorn.Config(app, host=bind, port=port, log_level="info", server_header=False, timeout_keep_alive=5,
                             proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None, http=http,
                             limit_concurrency=None, log_config=log_config())  # fmt: skip

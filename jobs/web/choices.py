@@ -9,12 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 from pathlib import Path
 
 import redis
 from narrate.jobs.api.model_choice import DEFAULT_MODELS, is_hub_id, is_published
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.proof.recognizer import AUTO
 from narrate.jobs.settings import MAX_VOICE_BYTES, Settings
 from narrate.jobs.voices.choice import VoiceChoice, choose
 from narrate.jobs.web.errors import ApiError
@@ -42,6 +44,40 @@ def check_model(model: str, settings: Settings) -> str | None:
         return model
     raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default) or a "
                    "published Qwen3-TTS id (Qwen/... or mlx-community/Qwen3-TTS-12Hz-...)", "model")  # fmt: skip
+
+
+# The speech recognizers and forced aligners a request of the HTTP API may name besides "auto" (the worker's own):
+# the published families narrate hears with (Parakeet TDT, Whisper and Qwen3-ASR as mlx-community converts them, and
+# Qwen's own ids), never another hub id nor a path (the server's folder is not the worker's).
+RECOGNIZER_ID = re.compile(
+    r"^(?:mlx-community/(?:parakeet-tdt-0\.6b-v[23]|whisper-(?:tiny|base|small|medium|large-v3|large-v3-turbo)"
+    r"(?:-(?:asr-)?(?:fp16|bf16|4bit|8bit))?)|(?:Qwen|mlx-community)/Qwen3-ASR-(?:0\.6B|1\.7B)(?:-(?:bf16|4bit|6bit|8bit))?)$"
+)
+ALIGNER_ID = re.compile(r"^(?:Qwen|mlx-community)/Qwen3-ForcedAligner-0\.6B(?:-(?:bf16|4bit|6bit|8bit))?$")
+
+
+def check_helper_model(field: str, value: str | None, settings: Settings) -> str | None:
+    """`proof` or `word_timings` (`field`) as the HTTP API takes it: off (empty), "auto" (the worker's own
+    NARRATE_PROOF_MODEL / NARRATE_ALIGN_MODEL, or narrate's choice), the server's own setting, or a published
+    recognizer / aligner id; anything else (another hub id, a path, relative or not) is refused before anything is
+    stored, naming the field and nothing of the server's folders: the same policy as `model`."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if value.lower() in (*AUTO, "true", "on", "1"):  # the form's checkbox sends a truth
+        return "auto"
+    own = settings.proof_model if field == "proof" else settings.align_model
+    allowed = RECOGNIZER_ID if field == "proof" else ALIGNER_ID
+    if value == own or (allowed.match(value) and is_hub_id(value)):
+        return value
+    kind = (
+        "speech recognizer (mlx-community/parakeet-tdt-0.6b-v2, mlx-community/whisper-large-v3-turbo, "
+        "Qwen/Qwen3-ASR-0.6B...)"
+        if field == "proof"
+        else "forced aligner (mlx-community/Qwen3-ForcedAligner-0.6B-8bit)"
+    )
+    raise ApiError(400, f"unknown {field} model {value[:80]!r}: send auto (the worker's own) or a published {kind}; "
+                   "a path or another hub id is not taken", field)  # fmt: skip
 
 
 def sample_from_data_url(url: str, folder: Path) -> Path:

@@ -34,6 +34,7 @@ TYPES = {
     415: "unsupported_media_type",
     416: "invalid_request_error",
     422: "invalid_request_error",
+    429: "rate_limit_error",  # OpenAI's type for 429 (its SDK raises RateLimitError)
     500: "server_error",
     502: "server_error",
     503: "service_unavailable",
@@ -139,7 +140,9 @@ def response(status: int, message: str, param: str | None = None, headers: dict[
 def install(app: FastAPI) -> None:
     """Exception handlers: narrate's errors, FastAPI's validation errors and HTTP errors, anything else."""
     from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import Response
     from starlette.exceptions import HTTPException
+    from starlette.requests import ClientDisconnect
 
     async def narrate_error(_request: Request, e: Exception) -> JSONResponse:
         status = status_of(e)
@@ -167,10 +170,17 @@ def install(app: FastAPI) -> None:
         log.exception("request failed")
         return response(500, message_of(e))
 
+    async def client_left(request: Request, _e: Exception) -> Response:
+        """A client that goes away before its request is read is not an error: one line, and no answer (nobody
+        is there to read it)."""
+        log.info("%s %s: the client left before sending its whole request", request.method, request.url.path)
+        return Response(status_code=400)
+
     app.add_exception_handler(NarrateError, narrate_error)
     app.add_exception_handler(ApiError, narrate_error)
     app.add_exception_handler(redis.RedisError, narrate_error)
     app.add_exception_handler(RequestValidationError, invalid)
+    app.add_exception_handler(ClientDisconnect, client_left)
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(Exception, unexpected)
 

@@ -26,8 +26,8 @@ submissions.
   before a byte of it is read, a streamed one as soon as it passes the cap. A body that stalls
   longer than NARRATE_SERVE_STALL_S between pieces, that averages under NARRATE_SERVE_MIN_RATE_KIB
   once its first NARRATE_SERVE_STALL_S are past, or that takes longer than NARRATE_SERVE_BODY_S in
-  all, is 408 (a slow client holds nothing for long; what it uploaded is removed,
-  jobs/web/uploads.py).
+  all (a small body, SMALL_BODY_CAP: SMALL_BODY_S), is 408 (a slow client holds nothing for long;
+  what it uploaded is removed, jobs/web/uploads.py).
 - Submissions: the routes that make work (SUBMIT_ROUTES, and a narration's redo: REDO_PATH) take
   NARRATE_SERVE_SUBMITS_PER_MIN requests a minute from one address; 429 with Retry-After past it.
 - Every response forbids framing and sniffing and carries a Content Security Policy.
@@ -61,6 +61,7 @@ App = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 JSON_BODY_CAP = 8 << 20  # a JSON request: the speech body, 4,096 characters and perhaps a sample as a data: URL
 SMALL_BODY_CAP = 64 << 10  # every other route: a login, a button's form, a small JSON body
+SMALL_BODY_S = 5.0  # ... which arrives whole within this (64 KiB in 5 s is 13 KiB/s): a trickle holds nothing long
 UPLOAD_ROUTES = frozenset({"/v1/narrations", "/v1/audio/voices", "/new", "/new/inspect", "/voices/add"})  # POST
 SUBMIT_ROUTES = UPLOAD_ROUTES | {"/v1/audio/speech", "/voices/design"}  # POST: each one makes work
 REDO_PATH = re.compile(r"/(?:v1/narrations|jobs)/[^/]+/redo")  # POST: a redo (jobs/web/redo.py) makes work too
@@ -183,7 +184,8 @@ class Guard:
 
     def credential(self, headers: dict[str, str], client: str) -> Credential:
         """What the request carries: the key or a live session's cookie (raises ApiError 429 for an
-        address that sent too many wrong keys and sends one again)."""
+        address that sent too many wrong keys and sends a wrong one again: the right key always passes, so that
+        people behind one proxy address are not locked out by someone guessing there)."""
         assert self.key is not None
         cookie = _cookie(headers.get("cookie", ""), SESSION_COOKIE)
         if cookie and self.session_valid(cookie):
@@ -192,10 +194,10 @@ class Guard:
         given = _key_of(sent)
         if not given:
             return Credential.WRONG if sent else Credential.NONE
+        if hmac.compare_digest(given.encode(), self.key):  # the right key is never refused, whoever guessed before
+            return Credential.VALID
         if self.limits.wrong_keys.wait_s(client) > 0:
             raise self.wrong_keys_refusal(client)
-        if hmac.compare_digest(given.encode(), self.key):
-            return Credential.VALID
         self.limits.wrong_keys.record(client)
         return Credential.WRONG
 
@@ -216,6 +218,8 @@ class Guard:
     def _receive(self, receive: Receive, cap: int, hint: str) -> Receive:
         seen, complete, started = 0, False, time.monotonic()
         rules = self.body_rules
+        if cap <= SMALL_BODY_CAP:  # a small body (a login form, a button) has a few seconds, not an hour
+            rules = BodyRules(min(rules.stall_s, SMALL_BODY_S), rules.min_rate, min(rules.total_s, SMALL_BODY_S))
 
         async def bounded() -> Message:
             nonlocal seen, complete

@@ -44,10 +44,10 @@ async def login(request: Request, web: WebDep) -> Response:
         return RedirectResponse(goto, status_code=303)
     limits: Limits = request.app.state.limits
     client = client_of(request.scope.get("client"))
-    wait = limits.wrong_keys.wait_s(client)
-    if wait > 0:
-        raise too_many("too many wrong keys from this address", wait)
     if not isinstance(given, str) or not hmac.compare_digest(given.strip().encode(), key.encode()):
+        wait = limits.wrong_keys.wait_s(client)  # the right key always signs in; wrong ones past the limit wait
+        if wait > 0:
+            raise too_many("too many wrong keys from this address", wait)
         limits.wrong_keys.record(client)
         await asyncio.sleep(WRONG_KEY_DELAY_S)
         return render(request, "login.html", {"next": goto, "error": "That is not the server's key."}, status=401)

@@ -22,8 +22,10 @@ from narrate.jobs.queue.resume import Resume, Resumed
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.web import callbacks, submitting, views
 from narrate.jobs.web.auth import SIGNED_IN
+from narrate.jobs.web.epub_audio import epub_audio
 from narrate.jobs.web.errors import ApiError, api_error, documented, message_of
 from narrate.jobs.web.limits import Limits, client_of
+from narrate.jobs.web.outputs import AUDIO
 from narrate.jobs.web.schemas import Deleted, Narration, NarrationList, sse
 from narrate.jobs.web.state import Web, WebDep
 from narrate.jobs.web.uploads import read_form
@@ -186,6 +188,25 @@ def file(web: WebDep, narration_id: str, name: str) -> FileResponse:
             )
     listed = ", ".join(f.name for f in found) or "none yet: it has not finished"
     raise ApiError(404, f"narration {narration_id} wrote no file {name[:100]!r} here (its files: {listed})")
+
+
+@router.get(
+    "/v1/narrations/{narration_id}/audio",
+    response_class=FileResponse,
+    responses={200: {"content": {"audio/mp4": {"schema": {"type": "string", "format": "binary"}}},
+                     "description": "the book's audio (HTTP Range: 206)"},
+               206: {"description": "part of it (Range)"}, **documented(401, 403, 404, 416)},
+)  # fmt: skip
+def book_audio(web: WebDep, narration_id: str) -> FileResponse:
+    """The book's audio, for a player: its audio file, or the audio inside its EPUB (`format=epub`)."""
+    found = views.files_of(web.redis, web.settings, narration_id)
+    for out in found:
+        if out.path.suffix.lower() in AUDIO:
+            return FileResponse(out.path, media_type=_media(out.path.suffix))
+    for out in found:
+        if out.path.suffix.lower() == ".epub" and (inside := epub_audio(out.path, web.settings.home)) is not None:
+            return FileResponse(inside, media_type=_media(inside.suffix))
+    raise ApiError(404, f"narration {narration_id} has no audio here (yet: it has not finished, or its files are gone)")
 
 
 @router.get(

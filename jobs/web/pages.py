@@ -35,24 +35,30 @@ from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(include_in_schema=False, dependencies=[SIGNED_IN])
 MISSING = "There is no narration by that id: it was deleted, it expired, or the link is wrong."
-FORMATS = ("mp3", "m4b", "m4a", "flac", "ogg", "opus", "wav", "epub")  # epub: the read-along EPUB, its audio inside
-KEPT_FIELDS = (
-    "text",
-    "voice",
-    "format",
-    "title",
-    "series",
-    "narrator",
-    "author",
-    "year",
-    "at",
-    "in",
-    "priority",
-    "language",
-    "split",
-    "feed",
-    "model",
-)  # a refused form shows these again
+# The New page offers every field of the form (jobs/web/submitting.py FORM, made from the request model): these
+# are laid out by hand (new.html, _book.html: the document, the voice, the output, the time, the tags, the chapters
+# of a chosen file), the rest are made from the form's schema (``control`` in new.html), the proof pass and the
+# read-along in a fieldset of their own. A callback is a program's (the API's), not a person's.
+PLACED = ("file", "text", "voice", "voice_sample", "model", "format", "split", "subtitles", "language", "cover", "feed",
+          "priority", "in", "at", "title", "series", "author", "narrator", "year", "chapters")  # fmt: skip
+FOR_PROGRAMS = ("callback_url",)
+CHECKS = ("proof", "retakes", "readalong", "word_timings")
+MORE = tuple(n for n in submitting.FIELDS if n not in (*PLACED, *FOR_PROGRAMS, *CHECKS))
+REPEATED_INPUTS = 3  # inputs offered for a field the form takes again and again (cast_voice)
+
+
+def _controls(names: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Each field as the page's ``control`` lays it out: its name as a label, its description as a hint."""
+    return [{"name": n, "label": n.replace("_", " ").capitalize(), **submitting.FIELDS[n]} for n in names]
+
+
+def _new_context(web: Web, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "voices": _voices(web), "formats": submitting.FORMAT_NAMES, "priorities": submitting.FIELDS["priority"]["enum"],
+        "values": values, "pangram": PANGRAM, "models": views.offered_models(web.settings),
+        "checks": _controls(CHECKS), "more": _controls(MORE), "repeated": range(REPEATED_INPUTS),
+    }  # fmt: skip
+
 
 # The paged pages' `after`: the id of the last narration of the page before.
 After = Annotated[str | None, Query(max_length=200)]
@@ -96,7 +102,8 @@ def _queue(web: Web, after: str | None) -> dict[str, Any]:
     newest first, a page of them (after narration `after`): the rows and the link to older ones."""
     active = views.listed_page(web.redis, web.settings, ("in_progress", "queued", "scheduled"))[0]
     ended, more = views.listed_page(web.redis, web.settings, views.TERMINAL, ENDED_A_PAGE, after)
-    jobs = _titled(web, views.queue_order(web.redis, web.settings, active) + ended)
+    shown = [job for job in ended if not job.get("superseded_by")]  # one card a book: its redo stands for it
+    jobs = _titled(web, views.queue_order(web.redis, web.settings, active) + shown)
     return {"jobs": jobs, "after": after, "older": ended[-1]["id"] if more and ended else None}
 
 
@@ -125,7 +132,10 @@ def _day(iso: str | None) -> str | None:
 
 
 def _audio(job: dict[str, Any]) -> dict[str, Any] | None:
-    return next((f for f in job["outputs"] if PurePosixPath(f["name"]).suffix.lower() in AUDIO), None)
+    """What the player plays: the book's audio file, or the audio inside its EPUB (`--format epub`)."""
+    found = next((f for f in job["outputs"] if PurePosixPath(f["name"]).suffix.lower() in AUDIO), None)
+    epub = next((f for f in job["outputs"] if PurePosixPath(f["name"]).suffix.lower() == ".epub"), None)
+    return found or ({**epub, "url": f"/v1/narrations/{job['id']}/audio"} if epub else None)
 
 
 @router.get("/jobs/{job_id}")
@@ -190,7 +200,8 @@ async def act(request: Request, web: WebDep, job_id: str,
 def books_page(request: Request, web: WebDep, after: After = None) -> Response:
     """The finished books, newest first, a page at a time (a link to older ones)."""
     rows, more = views.listed_page(web.redis, web.settings, ("completed",), BOOKS_A_PAGE, after)
-    found = views.finished_narrations(web.redis, web.settings, [row["id"] for row in rows])  # deleted: left out
+    ids = [row["id"] for row in rows if not row.get("superseded_by")]  # one card a book: its redo stands for it
+    found = views.finished_narrations(web.redis, web.settings, ids)  # deleted: left out
     titled = _titled(web, [job for job, _ in found])
     books = [{"job": shown, "audio": _audio(shown), "cover": _cover(job, files) is not None}
              for (job, files), shown in zip(found, titled, strict=True)]  # fmt: skip
@@ -220,9 +231,7 @@ def _voices(web: Web) -> list[dict[str, Any]]:
 
 @router.get("/new")
 def new_page(request: Request, web: WebDep) -> Response:
-    context: dict[str, Any] = {"voices": _voices(web), "formats": FORMATS, "values": {}, "pangram": PANGRAM,
-                               "models": views.offered_models(web.settings), **_flash(request)}  # fmt: skip
-    return render(request, "new.html", context)
+    return render(request, "new.html", {**_new_context(web, {}), **_flash(request)})
 
 
 def inspect(form: Form) -> dict[str, Any]:
@@ -267,9 +276,9 @@ async def new_submit(request: Request, web: WebDep) -> Response:
     try:
         made = await run_in_threadpool(submitting.submit, web, form)
     except (NarrateError, ApiError) as e:
-        values = {k: form.shown(k) for k in KEPT_FIELDS}
-        context = {"voices": _voices(web), "formats": FORMATS, "values": values, "pangram": PANGRAM,
-                   "models": views.offered_models(web.settings), "error": form.plain(flash.words_of(e))}  # fmt: skip
+        values: dict[str, Any] = {k: form.shown(k) for k in submitting.FIELDS}  # shown again, files aside
+        values["cast_voice"] = form.fields.get("cast_voice", [])
+        context = {**_new_context(web, values), "error": form.plain(flash.words_of(e))}
         return render(request, "new.html", context, status=status_of(e))
     finally:
         form.remove()

@@ -71,7 +71,7 @@ async def speech(request: Request, web: WebDep, body: SpeechRequest) -> Streamin
         first = await _first(rest, request)  # the first audio, or the status code of what went wrong
     except BaseException:
         await rest.aclose()
-        await run_in_threadpool(clips.drop, web.redis, job_ids)
+        await run_in_threadpool(clips.let_go, web.redis, job_ids, True)
         raise
     single = len(job_ids) == 1 and not streamed.pieces  # the whole answer in one block
     audio = clips.encoded(clips.pcm_stream(web, job_ids, first, rest, streamed), body.response_format,
@@ -112,7 +112,8 @@ async def _guarded(
     audio: AsyncIterator[bytes], web: Web, job_ids: list[str], tell: bool = False
 ) -> AsyncIterator[bytes]:
     """The audio; when a later clip fails, the answer (already begun) just ends (`tell`: raises it
-    for the events to say); the clips not yet spoken are dropped when it ends early."""
+    for the events to say); the request lets its clips go when it ends (those no other request waits
+    for are cancelled if it ended early)."""
     done = False
     try:
         async for block in audio:
@@ -123,9 +124,8 @@ async def _guarded(
         if tell:
             raise
     finally:
-        if not done:  # the client went away, or a clip failed
-            with anyio.CancelScope(shield=True):  # gone: the answer's task is cancelled, so shielded or not run
-                await run_in_threadpool(clips.drop, web.redis, job_ids)
+        with anyio.CancelScope(shield=True):  # gone: the answer's task is cancelled, so shielded or not run
+            await run_in_threadpool(clips.let_go, web.redis, job_ids, not done)
 
 
 async def _events(audio: AsyncIterator[bytes], web: Web, job_ids: list[str], chars: int) -> AsyncIterator[bytes]:

@@ -10,8 +10,11 @@ Waiting for a clip is a blocking read of its parts stream (jobs/voices/clips.py 
 BLOCK, on a connection of the request's own, connection.async_blocking_client): the worker's XADD
 of a piece, or of the clip's end once it is stored whole, wakes it at once. Only when BLOCK_S passes
 without an entry is the job's state looked at (failed, canceled, no worker, too long, the server
-stopping). The request removes the streams when it ends, however it ends; a worker writes to no
-stream that is gone (a client that went away leaves nothing behind)."""
+stopping). Identical requests share their clip jobs (the ids come from the text): each request holds
+the clips it waits for (clips.py `hold`, a count in Redis), and lets them go when it ends, however it
+ends (`let_go`); only the last one to let a clip go removes its stream, and cancels its job if it
+went away before the clip was spoken. A worker writes to no stream that is gone (clients that went
+away leave nothing behind), and one client's hang-up never cuts another's audio short."""
 
 from __future__ import annotations
 
@@ -101,23 +104,37 @@ def prepare(r: redis.Redis, settings: Settings, body: dict, folder: Path) -> Spe
     return Speech(lines, chosen, language, model)
 
 
+GIVEN_UP = ("canceled", "stopped")  # a clip another request let go of just before this one held it
+
+
 def enqueue(r: redis.Redis, settings: Settings, speech: Speech) -> list[str]:
-    """One clip job per line, in order (identical lines, and requests, share their clip jobs), and
-    the parts streams the request reads them from."""
-    ids = [voices_api.preview(settings, r, speech.voice, line, speech.language, speech.model).id
-           for line in speech.lines]  # fmt: skip
+    """One clip job per line, in order (identical lines, and requests, share their clip jobs), held by
+    this request, and the parts streams the request reads them from."""
+
+    def clip(line: str) -> str:
+        return voices_api.preview(settings, r, speech.voice, line, speech.language, speech.model).id
+
+    ids = [clip(line) for line in speech.lines]
+    clips.hold(r, ids)
     clips.open_parts(r, ids)
+    for i, line in enumerate(speech.lines):  # cancelled by the last request that held it, before this one did
+        if _state(r.hget(Job.key_for(ids[i]), "status")) in GIVEN_UP:
+            clip(line)  # made anew under the same id (voices_api: a cancelled clip job is not reused)
     return ids
 
 
-def drop(r: redis.Redis, job_ids: list[str]) -> None:
-    """Cancel the clip jobs not yet done (the client went away, or no worker takes them) and remove
-    their parts streams."""
-    for job_id in job_ids:
-        with contextlib.suppress(Exception):
-            cancel(r, job_id, "narrate serve: the speech request ended")
-    with contextlib.suppress(redis.RedisError):
-        clips.drop_parts(r, job_ids)
+def let_go(r: redis.Redis, job_ids: list[str], early: bool) -> None:
+    """This request no longer waits for its clips (it ended: `early` when the client went away or a
+    clip failed before the answer was whole); the clips no other request waits for lose their parts
+    streams and, when `early`, those not yet done are cancelled."""
+    try:
+        last = clips.release(r, job_ids)
+    except redis.RedisError:
+        return  # the streams expire (clips.PARTS_KEEP_S); the jobs finish and are kept as clips
+    if early:
+        for job_id in last:
+            with contextlib.suppress(Exception):
+                cancel(r, job_id, "narrate serve: the speech request ended")
 
 
 def _state(raw: object) -> str:
@@ -180,9 +197,7 @@ async def clip_audio(web: Web, job_id: str, deadline: float, streamed: Streamed)
         if len(whole) > len(sent) or not sent:
             yield whole[len(sent) :]
     finally:
-        with anyio.CancelScope(shield=True):  # the client went away: its stream goes all the same
-            with contextlib.suppress(redis.RedisError, OSError):
-                await reader.delete(key)
+        with anyio.CancelScope(shield=True):  # the client went away: its connection is closed all the same
             await reader.aclose()
 
 

@@ -21,7 +21,7 @@ from narrate.jobs.api.casting import CastChoice
 from narrate.jobs.api.fields import HTTP, FieldError, RequestFields, form_schema
 from narrate.jobs.api.options import Options
 from narrate.jobs.cast.declare import LABEL, parse_voice_args
-from narrate.jobs.cast.reading import MARKUPS, make_reading
+from narrate.jobs.cast.reading import DIALOGUE, MARKUPS, joined_dialogue, make_reading
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
@@ -85,9 +85,9 @@ def _documents(form: Form) -> list[Upload]:
     return files or typed
 
 
-def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
+def options(form: Form, settings: Settings) -> Options:
     """The request's Options, parsed and checked by the request model (jobs/api/fields.py; errors name
-    the form's field), and the job's numbers as given (seed, frame cap, pauses: None where not sent)."""
+    the form's field), the job's numbers (seed, frame cap, pauses) among them as sent."""
     raw: dict[str, Any] = {}
     for name, prop in OPTION_FIELDS.items():
         if prop.get("format") == "binary":
@@ -101,11 +101,14 @@ def options(form: Form, settings: Settings) -> tuple[Options, dict[str, Any]]:
             raw[name] = form.value(name)
     if raw["model"]:
         raw["model"] = choices.check_model(raw["model"], settings)
+    for helper in ("proof", "word_timings"):  # one model policy for every model field
+        if helper in raw:
+            raw[helper] = choices.check_helper_model(helper, raw[helper], settings)
     try:
-        made = Options.from_fields(RequestFields.parse(raw, HTTP))
+        made = Options.from_fields(RequestFields.parse(raw, HTTP), HTTP)
     except FieldError as e:
-        raise ApiError(400, form.plain(str(e.as_spelled(HTTP))), e.param) from None
-    return made, made.knobs()
+        raise ApiError(400, form.plain(str(e)), e.param) from None
+    return made
 
 
 def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoice:
@@ -124,7 +127,7 @@ def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoic
 def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoice | None:
     """The cast of `cast_voice`, `markup`, `dialogue_voice` and `strict` (None: a book of one voice).
     A member's voice is a saved voice, a preset speaker or a data: URL: never a file of the server."""
-    args = form.fields.get("cast_voice", [])
+    args = [a for a in form.fields.get("cast_voice", []) if a.strip()]  # the New page sends its empty inputs too
     markup, dialogue = form.value("markup"), form.value("dialogue_voice")
     if not args and markup is None and dialogue is None:
         return None
@@ -132,23 +135,25 @@ def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoi
         if not LABEL.fullmatch(arg.partition("=")[0].strip().lower()) or "=" not in arg:
             raise ApiError(400, f"cast_voice {arg[:60]!r}: write LABEL=VOICE (alice=grandma); the narrator is voice "
                            "or voice_sample", "cast_voice")  # fmt: skip
-    reading = make_reading(parse_voice_args(args), markup, dialogue, form.flag("strict"))
+    declared = parse_voice_args(args)
+    reading = make_reading(declared, markup, dialogue, form.flag("strict"), ("markup", "dialogue_voice"))
     voices = {}
     for label, arg in reading.cast.voices.items():
         try:
             voices[label] = choices.choose_voice(web.redis, settings, arg, opts.model, None, form.folder)
         except ApiError as e:
+            if dialogue is not None and label == DIALOGUE and joined_dialogue(declared, reading):
+                raise ApiError(400, f"dialogue_voice {dialogue[:60]!r}: {e.message}", "dialogue_voice") from None
             raise ApiError(400, f"cast voice {label!r}: {e.message}", "cast_voice") from None
     return CastChoice(reading, voices, reading.cast.seed_of(NARRATOR))
 
 
-def output_name(doc: Upload, choice: VoiceChoice, opts: Options, overrides: dict[str, Any], ext: str,
-                cast: list[str] | None = None) -> str:  # fmt: skip
+def output_name(doc: Upload, choice: VoiceChoice, opts: Options, ext: str, cast: list[str] | None = None) -> str:
     digest = hashlib.sha256()
     with open(doc.path, "rb") as f:
         while block := f.read(1 << 20):
             digest.update(block)
-    said: list[Any] = [choice.ref.spec_voice, choice.ref.instruct, opts.to_json(knobs=False), overrides, ext]
+    said: list[Any] = [choice.ref.spec_voice, choice.ref.instruct, opts.to_json(knobs=False), opts.knobs(), ext]
     said += [cast] if cast else []
     digest.update(json.dumps(said, sort_keys=True, default=str).encode())
     return f"{OUTPUT_FOLDER}/{Path(doc.name).stem or 'document'}-{digest.hexdigest()[:10]}{ext}"
@@ -160,20 +165,24 @@ def submit(web: Web, form: Form) -> list[dict[str, Any]]:
     if unknown:
         raise ApiError(400, f"unknown field {unknown[0][:40]!r}; the fields are listed at /docs", unknown[0])
     docs = _documents(form)
-    opts, overrides = options(form, web.settings)
-    settings = Settings.from_env(**overrides)
-    due = when.due(form.value("at"), form.value("in"))
+    opts = options(form, web.settings)
+    settings = web.settings
+    due = when.due(form.value("at"), form.value("in"), spelling=HTTP)
     url = callbacks.check(form.value("callback_url"), settings.callback_hosts)
     fmt = (form.value("format") or "mp3").lower().lstrip(".")
     if f".{fmt}" not in OUTPUTS:
-        raise BadInput(f"format {fmt!r}: use one of {', '.join(FORMAT_NAMES)}")
+        raise BadInput(f"format {fmt[:40]!r}: use one of {', '.join(FORMAT_NAMES)}", param="format")
+    try:
+        opts.for_output(f"book.{fmt}", HTTP)  # what an EPUB output refuses, in the form's words
+    except FieldError as e:
+        raise ApiError(400, str(e), e.param) from None
     chosen = voice(web, settings, form, opts)
     cast = cast_of(web, settings, form, opts)
-    said: list[str] = [*form.fields.get("cast_voice", [])]
+    said: list[str] = [a for a in form.fields.get("cast_voice", []) if a.strip()]
     said += [form.value(k) or "" for k in ("markup", "dialogue_voice", "strict")]
     requests = []
     for doc in docs:
-        out = output_name(doc, chosen, opts, overrides, f".{fmt}", said if cast else None)
+        out = output_name(doc, chosen, opts, f".{fmt}", said if cast else None)
         requests += batch.prepare_batch(settings, [doc.path], chosen, out, fmt, opts, cast)
     if url is not None:  # a narration keeps the callback URL it was first given (409 before anything is enqueued)
         callbacks.check_bound(web.redis, settings, requests, url)

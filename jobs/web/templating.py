@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 from narrate.jobs.api.redo import ranges
+from narrate.jobs.counts import count
 from narrate.jobs.humanize import clock, duration, moment
 from narrate.jobs.xmltext import without_bidi
 
@@ -68,6 +69,7 @@ def templates() -> Jinja2Templates:
         _templates.env.filters["clock"] = _seconds
         _templates.env.filters["moment"] = moment  # a place in the book, to the tenth (the proof's sentences)
         _templates.env.filters["ranges"] = ranges  # sentence numbers in short: 1, 3-5, 9 (a redo's)
+        _templates.env.filters["count"] = count  # 1 chapter, 3 chapters: {{ n|count("chapter") }}
         _templates.env.globals["nav"] = NAV
         _templates.env.globals.update(eta=eta, realtime=realtime)
     return _templates
@@ -78,7 +80,12 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
     from narrate.jobs.web import flash
 
     web = request.app.state.web
-    page = {"signed_in": web.settings.api_key is not None, "path": request.url.path, **context}
+    from narrate.jobs.web.guard import SIGNED_IN_STATE
+
+    # "Sign out" where there is a session to end: a key is set and this request passed the guard with it (not on
+    # the sign-in page, which anyone may see)
+    signed_in = web.settings.api_key is not None and bool(request.scope.get("state", {}).get(SIGNED_IN_STATE))
+    page = {"signed_in": signed_in, "path": request.url.path, **context}
     answer = templates().TemplateResponse(
         request, name, page, status_code=status, headers={"Content-Security-Policy": PAGE_POLICY,
                                                           "Cache-Control": "no-store"}

@@ -58,6 +58,9 @@ OWNERS = "uploads.owners"  # beside uploads/: one lock file per live server, nam
 _OWNED = re.compile(r"^up-(\d+-[0-9a-f]{8})-[A-Za-z0-9_]+$")  # up-TOKEN-RANDOM (tempfile's random part)
 
 
+SHOWN_TEXT_BYTES = 2 * 1024 * 1024  # a pasted text a refused form shows again (a longer one: choose it as a file)
+
+
 @dataclass
 class Upload:
     field: str
@@ -81,7 +84,12 @@ class Form:
         return values[0] if values and values[0] != "" else None
 
     def shown(self, name: str) -> str:
-        """A field's last value as a page shows it again ("" if not sent), never refused."""
+        """A field's last value as a page shows it again ("" if not sent), never refused; the `text` field
+        (kept on disk) up to SHOWN_TEXT_BYTES, so a refused form gives a person's pasted text back."""
+        typed = self.files.get(name) if name == "text" else None
+        if typed and typed[-1].size <= SHOWN_TEXT_BYTES:
+            with contextlib.suppress(OSError):
+                return typed[-1].path.read_text(encoding="utf-8", errors="replace")
         return (self.fields.get(name) or [""])[-1]
 
     def flag(self, name: str) -> bool:
@@ -100,11 +108,14 @@ class Form:
 
     def plain(self, message: str) -> str:
         """An error message as the request reads: the upload folder taken out (it names the files as
-        they were sent), the CLI's options named as the form's fields (--max-part-hours: max_part_hours)."""
+        they were sent), the CLI's options named as the form's fields (--max-part-hours: max_part_hours) but in a
+        command quoted in backticks."""
         for folder in dict.fromkeys((str(self.folder), os.path.realpath(self.folder))):
             message = re.sub(re.escape(f"{folder}{os.sep}") + r"\d+" + re.escape(os.sep), "", message)
             message = message.replace(folder, "upload")
-        return _OPTION.sub(lambda m: m.group(1).replace("-", "_"), message)
+        parts = message.split("`")  # a command quoted in backticks is left as it is (it runs on the server's host)
+        return "`".join(_OPTION.sub(lambda m: m.group(1).replace("-", "_"), p) if i % 2 == 0 else p
+                        for i, p in enumerate(parts))  # fmt: skip
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

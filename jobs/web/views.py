@@ -237,6 +237,8 @@ def _row(row: dict[str, Any]) -> dict[str, Any]:
         "outputs": [],
         "error": row["error"] if state == "failed" else None,
         "stopping": bool(row["stopping"]),
+        "redo_of": row.get("redo_of"),
+        "superseded_by": row.get("superseded_by"),
     }
 
 

@@ -60,7 +60,7 @@ def child(a: argparse.Namespace) -> int:
     importlib.import_module("narrate.worker")  # the system OpenBLAS ahead of MLX's (NARRATE_BLAS=auto), before mlx
     import mlx.core as mx
     import numpy as np
-    from narrate.jobs.audio.voices import read_voice, voice_samples
+    from narrate.jobs.audio.samples import read_voice, voice_samples
     from narrate.jobs.book.synthesis import Sentence
     from narrate.jobs.ffmpeg import ffmpeg_exe
     from narrate.worker import blas

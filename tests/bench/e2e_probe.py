@@ -30,13 +30,13 @@ START = time.perf_counter()
 SPANS: dict[str, list[tuple[str, str]]] = {
     "narrate.jobs.api.submit": [("prepare_many", "prepare"), ("submit", "submit")],
     "narrate.jobs.server.connection": [("Connection.open", "server_start"), ("Connection.close", "server_stop")],
-    "narrate.worker.process.inprocess": [("run_in_process", "in_process"), ("_clean_up", "clean_up")],
+    "narrate.worker.process.inprocess": [("run_in_process", "in_process"), ("remove_run_queue", "clean_up")],
     "narrate.jobs.task.job": [
         ("_narrate", "job"),
         ("make_plan", "plan"),
         ("engine_voice", "voice"),
-        ("_synthesize", "synthesis"),
-        ("_settle_cache", "settle_cache"),
+        ("synthesize", "synthesis"),
+        ("settle_cache", "settle_cache"),
     ],
     "narrate.jobs.task.stitcher": [("Stitcher.finish", "stitch_tail")],
     "narrate.jobs.task.batch_log": [("BatchLog.chunk", "chunks")],

@@ -58,7 +58,6 @@ def books_before(r: redis.Redis, settings) -> int:
     """The Books page's reads as they were: every finished narration read on its own, its files found
     by a scan of the output records (jobs/outputs/recorded.py before its index)."""
     from narrate.jobs.outputs import ownership
-    from narrate.jobs.outputs.recorded import _scanned
     from narrate.jobs.web import views
 
     n = 0
@@ -66,9 +65,26 @@ def books_before(r: redis.Redis, settings) -> int:
         st = views.job_status(r, row["id"])
         rel = (st.get("result") or {}).get("output_relative")
         r.delete(ownership.files_key(row["id"]))  # no index: the scan
-        _scanned(r, row["id"], rel)
+        scanned(r, row["id"], rel)
         n += 1
     return n
+
+
+def scanned(r: redis.Redis, job_id: str, output_relative: str) -> list[str]:
+    """The paths under the output's stem whose record names `job_id`, by a scan of the keyspace: how the
+    files of a job were found before each job had an index of its paths (jobs/outputs/recorded.py)."""
+    from pathlib import PurePosixPath
+
+    from narrate.jobs.outputs import ownership
+
+    stem = PurePosixPath(output_relative).with_suffix("").as_posix()
+    glob = ownership.key(stem).translate(str.maketrans({c: f"\\{c}" for c in "*?[]\\"}))
+    found = []
+    for raw in r.scan_iter(match=glob + "*", count=1000):
+        who = r.hget(raw, "job")
+        if who is not None and who.decode() == job_id:
+            found.append(raw.decode().removeprefix(ownership.key("")))
+    return sorted(found)
 
 
 def books_now(r: redis.Redis, settings) -> int:

@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -32,6 +31,11 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+try:
+    from helpers.ports import free_port
+except ImportError:  # run as a script (--build): this folder is the first on the path
+    from ports import free_port  # type: ignore[no-redef]
 
 VERSION = "2.36.0"
 ARCHIVE = Path(__file__).resolve().parents[1] / "fixtures" / "audiobookshelf" / f"audiobookshelf-{VERSION}-server.tgz"
@@ -146,12 +150,6 @@ def build(force: bool = False) -> Path:
         ready.write_text(json.dumps({"built_s": round(time.monotonic() - started, 1), "node": node,
                                      "sha256": archive_sha256()}))  # fmt: skip
         return server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ApiError(Exception):

@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.api.submit import JOB_FUNCTION
-from narrate.jobs.outputs import ownership
+from narrate.jobs.outputs import ownership, recorded
+from narrate.jobs.server import schema
 from narrate.jobs.server.records import queue
 from rq import Queue
 from rq.job import Job, JobStatus
@@ -21,7 +22,8 @@ from helpers.servers import external_redis_url
 
 
 def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
-    """N finished narrate jobs (record, result, finished registry, output records and index)."""
+    """N finished narrate jobs (record, result, finished registry, output records and index, the index's
+    schema version)."""
     q = queue(r, "narrate")
     ids = [f"done-{offset + i:05d}" for i in range(n)]
     now = datetime.now(UTC)
@@ -43,6 +45,7 @@ def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
             p.zadd(FinishedJobRegistry(q.name, connection=r).key, {job_id: now.timestamp() + 3600})
             p.hset(ownership.key(out), mapping={"job": job_id, "sha256": "0" * 64})
             p.sadd(ownership.files_key(job_id), out)
+        p.hset(schema.SCHEMA, recorded.FILES_INDEX, recorded.FILES_INDEX_VERSION)  # the index built (as it is by now)
         p.execute()
     return ids
 

@@ -6,13 +6,16 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 from narrate.jobs.server.embedded import valkey_binary
+
+from helpers.ports import free_port
+
+__all__ = ["free_port"]
 
 SHARED_SERVER = "redis://127.0.0.1:6379"
 _claim = None  # the connection whose name claims this process's DB (it goes with the process)
@@ -56,12 +59,6 @@ def external_redis_url() -> str:
 
 def _holders(client, name: str) -> list[int]:
     return [int(c["id"]) for c in client.client_list() if c.get("name") == name]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class PrivateRedis:

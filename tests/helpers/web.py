@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,6 +159,14 @@ def serve(checkpoint: Path, **extra: str) -> Served:
         remove_home(home)
         raise
     return Served(url, env, home, proc)
+
+
+def served_with_worker(checkpoint: Path, **extra: str) -> Iterator[Served]:
+    """A server with a worker, for a module's fixture (``yield from``); its log must hold no traceback."""
+    s = serve(checkpoint, **extra).with_worker()
+    yield s
+    logs = s.close()
+    assert "Traceback" not in logs, logs[-4000:]
 
 
 class Hooks:

@@ -57,7 +57,7 @@ def test_an_edited_book_synthesizes_only_the_changed_sentence(env, home, voice_w
     assert (st["result"]["synthesized"], st["result"]["reused"]) == (1, N - 1)
     assert out.read_bytes() == want
     text = narrate(e, "status", st["id"])
-    assert f"sentences: 1 synthesized, {N - 1} reused from the cache" in text.stdout, text.stdout
+    assert f"first takes: 1 synthesized, {N - 1} reused from the cache" in text.stdout, text.stdout
     info = json.loads(narrate(e, "cache", "info", "--json").stdout)
     assert info["count"] == N + 1 and info["path"] == str(home / "checkpoints")
 

@@ -123,7 +123,7 @@ def test_a_narrator_and_two_characters_by_markup_dialogue_and_each_importer(
 def check_each_sentence_in_its_voice(env, home, job_id, samples, checkpoint):
     """Every checkpointed sentence of the job equals that sentence synthesized alone, in this
     process, in the voice its label names (and differs from it in another voice)."""
-    from narrate.jobs.audio.voices import read_voice
+    from narrate.jobs.audio.samples import read_voice
     from narrate.jobs.ffmpeg import ffmpeg_exe
     from narrate.worker.engine.mlx_engine import MlxEngine
     from narrate.worker.engine.models import load, resolve

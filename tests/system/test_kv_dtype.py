@@ -11,7 +11,7 @@ from __future__ import annotations
 import mlx.core as mx
 import pytest
 from helpers.dtype_probe import DtypeProbe
-from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.audio.samples import read_voice
 from narrate.jobs.book.synthesis import Sentence
 from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.ffmpeg import ffmpeg_exe

@@ -24,16 +24,17 @@ def round_trips(n: int, home) -> int:
     return trips
 
 
-def test_list_of_ten_thousand_jobs_is_two_round_trips(env, home, external_redis):
+def test_list_of_ten_thousand_jobs_is_three_round_trips(env, home, external_redis):
     """The requirement (10,000 jobs in under a second) is met by the round trips: a listing of
     10,000 jobs makes as many as one of ten (the whole command's time is printed, not asserted:
-    a shared machine's clock proves nothing)."""
+    a shared machine's clock proves nothing): the queues' names (`narrate run`'s private ones too), their
+    lists and registries, the jobs' fields."""
     enqueue_many(external_redis, 10)
     ten = round_trips(10, home)
     external_redis.delete("rq:queue:narrate")
     enqueue_many(external_redis, MANY)
     assert external_redis.llen("rq:queue:narrate") == MANY
-    assert round_trips(MANY, home) == ten == 2
+    assert round_trips(MANY, home) == ten == 3
     timings = []
     for args in (("list",), ("list", "--json"), ("list", "--status", "queued", "--json")):
         t0 = time.monotonic()

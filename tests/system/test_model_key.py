@@ -9,7 +9,7 @@ import shutil
 
 import mlx.core as mx
 import pytest
-from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.audio.samples import read_voice
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.server import store
 from narrate.worker.engine import model_key, voice_cache

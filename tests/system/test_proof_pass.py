@@ -1,4 +1,4 @@
-"""The proof pass in a worker (jobs/task/proofing.py), with the fake engine and the fake recognizer
+"""The proof pass in a worker (jobs/task/proof_pass.py), with the fake engine and the fake recognizer
 (worker/testkit/fake_recognizer.py): a flagged take is synthesized again with a new seed and the best take is
 kept; a worker killed mid-proof resumes without hearing again what was already judged to the end."""
 

@@ -41,10 +41,10 @@ def test_it_loads_through_mlx_audios_loader_and_transcribes_a_batch(asr_checkpoi
     monkeypatch.setattr(stt_utils, "base_load_model", spy)
     r = MlxRecognizer.load(str(asr_checkpoint))
     assert calls == [(str(asr_checkpoint.resolve()), "stt")] and r.family == "qwen3_asr" and r.sample_rate == 16_000
-    heard = r.transcribe(takes(1.0, 2.6, 0.4, 1.8, 0.05), ["english", "english", "auto", "german", "english"],
-                         ["One two.", "Three four five.", "Six.", "Sieben acht.", "Nine."])  # fmt: skip
+    heard = r.transcribe(takes(1.0, 2.6, 0.4, 1.8, 0.05), languages=["english", "english", "auto", "german", "english"],
+                         texts=["One two.", "Three four five.", "Six.", "Sieben acht.", "Nine."])  # fmt: skip
     assert len(heard) == 5 and all(isinstance(t, str) for t in heard) and heard[4] == ""  # too short to hear
-    assert r.transcribe([], [], []) == []
+    assert r.transcribe([], languages=[], texts=[]) == []
 
 
 def _tokens(r, text: str) -> list[int]:
@@ -83,12 +83,12 @@ def test_the_batched_decode_is_mlx_audios_with_a_limit_per_take(asr_checkpoint):
 def test_a_take_is_heard_up_to_its_limit(asr_checkpoint):
     """The tiny recognizer's random weights never end a transcript: each runs to its limit, the text's tokens half
     as many again (+12), capped by the take's length (10 tokens a second, +12)."""
-    from narrate.jobs.proof.hearing import limit_of
+    from narrate.jobs.proof.recognizer import limit_of
     from narrate.worker.engine.recognizer import MlxRecognizer
 
     r = MlxRecognizer.load(str(asr_checkpoint))
     short, long = "Hello there.", " ".join(["A long sentence that goes on and on."] * 6)
-    heard = r.transcribe(takes(3.0, 1.0, 3.0), ["english"] * 3, [short, long, long])
+    heard = r.transcribe(takes(3.0, 1.0, 3.0), languages=["english"] * 3, texts=[short, long, long])
     assert [len(_tokens(r, t)) for t in heard] == [limit_of(len(_tokens(r, short))), 22, 42]
 
 
@@ -108,7 +108,7 @@ def test_a_parakeet_recognizer_hears_take_by_take(parakeet_checkpoint):
     r = MlxRecognizer.load(str(elsewhere))
     assert r.family == "parakeet" and r.sample_rate == 16_000
     audio = takes(1.5, 0.05, 3.0)
-    heard = r.transcribe(audio, ["english"] * 3, ["One two three.", "Four.", "Five six seven."])
+    heard = r.transcribe(audio, languages=["english"] * 3, texts=["One two three.", "Four.", "Five six seven."])
 
     def directly() -> list[str]:
         return [r.model.generate(mx.array(resample_audio(a, 24_000, 16_000, axis=0))).text.strip()

@@ -128,6 +128,10 @@ def test_the_api_renders_one_sentence_again_and_the_book_is_stitched_again(serve
                                                                                        lo, hi)  # fmt: skip
     assert new["proof"]["still_flagged"] == 0  # heard again (right, this time), nothing else heard
     assert served.get(f"/v1/narrations/{old['id']}").json()["superseded_by"] == new_id
+    for path in ("/books", "/queue"):  # one card a book: the redo, marked so, stands for the version it replaced
+        page = served.get(path).text
+        assert f'data-id="{new_id}"' in page and f'data-id="{old["id"]}"' not in page, path
+        assert f'a redo of <a href="/jobs/{old["id"]}">' in page, path
 
     # The old narration is not redone again: the new one is.
     error(served.post(f"/v1/narrations/{old['id']}/redo", json={"sentences": [1]}), 409, code="not_redoable",

@@ -56,6 +56,7 @@ def raw_post(served, path: str, headers: dict[str, str], body: bytes) -> tuple[i
 
 
 def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voice_wav):
+    before = jobs_in_redis(served)  # the module's server: another test of it may have run first on this process
     post = served.post
     one = {"voice": "alice"}
     error(post("/v1/narrations", data=one, files={"file": ("empty.txt", b"")}), 400, "empty.txt has no text")
@@ -79,7 +80,17 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
     error(post("/v1/narrations", data={**cast, "cast_voice": "bob=/etc/passwd"}), 400, "cast voice 'bob'")
     error(post("/v1/narrations", data={**cast, "cast_voice": "alice"}), 400, "write LABEL=VOICE")
     error(post("/v1/narrations", data={**cast, "cast_voice": "carol=alice", "strict": "true"}), 400, "bob")
-    error(post("/v1/narrations", data={**cast, "cast_voice": "bob=alice", "markup": "yaml"}), 400, "unknown markup")
+    error(post("/v1/narrations", data={**cast, "cast_voice": "bob=alice", "markup": "yaml"}), 400, "markup 'yaml': use")
+    # One model policy for every model field: proof and word_timings take auto or a published recognizer / aligner,
+    # never another hub id or a path (nor say which paths the server has).
+    for field, value in [("proof", "someone/evil-asr"), ("proof", "/etc"), ("proof", str(served.home)),
+                         ("proof", "../x"), ("word_timings", "someone/evil-aligner"), ("word_timings", "/tmp"),
+                         ("word_timings", "mlx-community/parakeet-tdt-0.6b-v2")]:  # fmt: skip
+        got = post("/v1/narrations", data={**one, "text": "Hi.", field: value})
+        error(got, 400, f"unknown {field} model")
+        assert got.json()["error"]["param"] == field and "exist" not in got.text and "config.json" not in got.text
+        said = got.json()["error"]["message"]
+        assert ("speech recognizer" in said) == (field == "proof") and ("forced aligner" in said) != (field == "proof")
 
     speech = {"model": "tts-1", "input": "Hi.", "voice": "alice"}
     error(post("/v1/audio/speech", json={**speech, "speed": 2.0}), 400, "only 1.0 is supported")
@@ -103,7 +114,7 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
                             b'--xx\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n\r\n'
                             + b"word " * (5 * 2**20))  # fmt: skip
     assert status == 413 and b"big.txt is larger than 20 MiB" in body
-    assert jobs_in_redis(served) == []
+    assert jobs_in_redis(served) == before  # nothing enqueued
     assert list((served.home / "uploads").iterdir()) == []  # every upload's folder removed
 
 
@@ -208,6 +219,7 @@ def test_the_openapi_document_by_hand_and_generated(served, voice_wav, tmp_path)
         ("GET", "/v1/narrations/{narration_id}/files/{name}", {"path_parameters": {"narration_id": job, "name": "x"}}),
         ("GET", "/v1/narrations/{narration_id}/chapters/{number}/audio",
          {"path_parameters": {"narration_id": job, "number": 1}}),
+        ("GET", "/v1/narrations/{narration_id}/audio", {"path_parameters": {"narration_id": job}}),  # none yet: 404
         ("GET", "/v1/narrations/{narration_id}/proof", {"path_parameters": {"narration_id": job}}),  # without proof
         ("GET", "/v1/narrations/{narration_id}/proof", {"path_parameters": {"narration_id": "narrate-nope"}}),
         ("POST", "/v1/narrations/{narration_id}/redo", {"path_parameters": {"narration_id": job},
@@ -235,8 +247,8 @@ def test_the_openapi_document_by_hand_and_generated(served, voice_wav, tmp_path)
     for method, path, kwargs in calls:
         case = schema[path][method].Case(**kwargs)
         statuses.append(case.call_and_validate(checks=checks).status_code)
-    assert statuses == [200, 200, 200, 404, 404, 404, 409, 404, 409, 404, 202, 400, 200, 200, 200, 404, 200, 400, 200,
-                        201, 409, 200, 404]  # fmt: skip
+    assert statuses == [200, 200, 200, 404, 404, 404, 404, 409, 404, 409, 404, 202, 400, 200, 200, 200, 404, 200, 400,
+                        200, 201, 409, 200, 404]  # fmt: skip
 
     for found in schema.get_all_operations():  # then requests generated from the schema, a few each
 

@@ -19,7 +19,7 @@ from helpers.audio import decoded_samples
 from helpers.chromium import SKIP_REASON, find_chromium, launch_args, serve_directory
 from helpers.procs import wait_until
 from helpers.servers import free_port
-from helpers.web import Served, remove_home, serve, serve_env, start_serve, stop, wait_serving
+from helpers.web import Served, remove_home, serve_env, served_with_worker, start_serve, stop, wait_serving
 
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
 SENTENCES = 36
@@ -32,10 +32,7 @@ KEY = "a-long-random-key-for-the-pages-0123"
 
 @pytest.fixture(scope="module")
 def served(checkpoint):
-    s = serve(checkpoint).with_worker()
-    yield s
-    logs = s.close()
-    assert "Traceback" not in logs, logs[-4000:]
+    yield from served_with_worker(checkpoint)
 
 
 def submit_text(served: Served, text: str, voice_wav, **fields: str) -> str:
@@ -246,6 +243,7 @@ def test_a_server_with_a_key_sends_a_browser_to_its_login_form(checkpoint, brows
         page = context.new_page()
         page.goto(f"{url}/voices")
         assert re.search(r"/login\?next=/voices$", page.url), page.url
+        assert page.locator("text=Sign out").count() == 0  # nothing to sign out of yet
         page.fill("#key", "not-the-key")
         page.click("button.primary")
         assert "not the server's key" in page.inner_text(".error")

@@ -18,7 +18,7 @@ from helpers.web import Served, serve
 pytestmark = pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
 BOOK = (
     "# The Harbor\n\nShips came in at dawn. The gulls were loud. A bell rang twice.\n\n"
-    "# The Storm\n\nRain hammered the glass all night. Nobody slept. By morning the sea was calm.\n"
+    "# The Storm\n\nRain hammered the glass all night. Nobody slept.\n\nBy morning the sea was calm.\n"
 )
 
 
@@ -66,7 +66,12 @@ def test_the_job_page_reads_along_with_the_player(served, page, voice_wav):
     page.goto(f"{served.url}/jobs/{job_id}")
     page.wait_for_selector(".readalong[data-ready=true]")
     assert page.locator(".readalong .sentence").all_inner_texts() == [s["text"] for s in sentences]
-    assert page.locator(".readalong h3").all_inner_texts() == ["The Harbor", "The Storm"]
+    assert page.locator(".readalong h3").all_inner_texts() == ["The Harbor", "The Storm"]  # the heading sentences
+    assert [" ".join(t.split()) for t in page.locator(".readalong p").all_inner_texts()] == [
+        "Ships came in at dawn. The gulls were loud. A bell rang twice.",
+        "Rain hammered the glass all night. Nobody slept.", "By morning the sea was calm.",
+    ]  # one paragraph each, not a chapter's text run together with its heading  # fmt: skip
+    assert [s.get("paragraph") for s in sentences] == [0, 1, 1, 1, 2, 3, 3, 4]  # the timing manifest numbers them
     assert lit(page) == [sentences[0]["text"]]  # where the player stands: its start
     page.wait_for_function("() => document.querySelector('#book-audio').readyState >= 1")
 
@@ -156,3 +161,24 @@ def test_an_epub_narration_with_word_timings_over_http(served, page, voice_wav):
     assert sorted(href for href, _ in links) == sorted(f["url"] for f in job["outputs"])
     assert sorted(name.rsplit(".", 1)[-1] for _, name in links) == ["epub", "json", "vtt"]
     assert console == []
+
+
+def test_a_book_delivered_as_an_epub_plays_its_audio_on_its_pages(served, voice_wav):
+    """`format=epub`: the book is one EPUB, its audio inside; the pages' player plays that audio."""
+    import io
+    import zipfile
+
+    job_id, job = narrated(served, voice_wav, **{"format": "epub"})
+    assert [f["name"][-5:] for f in job["outputs"]] == [".epub"]  # no audio file of its own
+    url = f"/v1/narrations/{job_id}/audio"
+    for path in (f"/jobs/{job_id}", "/books"):
+        assert f'src="{url}"' in served.get(path).text, path
+    whole = served.get(url)
+    assert whole.status_code == 200 and whole.headers["content-type"] == "audio/mp4", whole.text[:200]
+    [listed] = [f for f in job["outputs"] if f["name"].endswith(".epub")]
+    epub = served.get(listed["url"]).content
+    with zipfile.ZipFile(io.BytesIO(epub)) as z:
+        [inside] = [n for n in z.namelist() if n.endswith(".m4a")]
+        assert whole.content == z.read(inside)
+    part = served.get(url, headers={"Range": "bytes=10-99"})
+    assert part.status_code == 206 and part.content == whole.content[10:100]

@@ -268,3 +268,69 @@ def test_a_server_told_to_stop_does_not_wait_for_the_clips_its_requests_wait_for
     assert stopped < 5 * BLOCK_S + 5, stopped  # before: the book's end
     assert "Traceback" not in logs
     print(f"narrate serve stopped {stopped:.2f} s after SIGTERM, a speech request waiting")
+
+
+def _wav(pcm: bytes) -> bytes:
+    import io
+    import wave
+
+    out = io.BytesIO()
+    with wave.open(out, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(24_000)
+        w.writeframes(pcm)
+    return out.getvalue()
+
+
+def test_identical_requests_share_a_clip_and_one_hang_up_cuts_no_one_short(checkpoint, voice_wav):
+    """The replay of the hostile probe: 40 identical speech requests (the same text: one clip job for all), 20 of
+    them hang up while the audio streams. The clip is neither cancelled nor its stream removed while a request
+    waits for it: each of the 20 others gets the whole audio (before: a truncated 200, a 502 "canceled" or a 500),
+    and once the last is answered the clip's stream and count are gone."""
+    import requests
+
+    s = serve(checkpoint)  # no worker: the test speaks the clip as a worker would
+    r, _ = client_of(s, None)
+    text = "One and the same line, asked forty times."
+    first, rest = b"\x03\x00" * 4000, b"\x04\x00" * 6000
+    kept: list[tuple[int, bytes] | str] = []
+
+    def keep_one() -> None:
+        try:
+            got = requests.post(f"{s.url}/v1/audio/speech", timeout=120, json={
+                "model": "tts-1", "voice": "alice", "input": text, "response_format": "pcm"})  # fmt: skip
+            kept.append((got.status_code, got.content))
+        except requests.RequestException as e:
+            kept.append(repr(e))
+
+    try:
+        add_voice(s, voice_wav)
+        leaving = [Raw(s, text) for _ in range(20)]
+        staying = [threading.Thread(target=keep_one) for _ in range(20)]
+        for t in staying:
+            t.start()
+        job_id = the_clip(r)
+        count = clips.waiters_key(job_id)
+        wait_until(lambda: int(r.get(count) or 0) == 40, 60, "the 40 requests to hold the clip")
+        clips.put_piece(r, job_id, 1, 0, first)
+        for raw in leaving:  # each has its first audio, then hangs up
+            _, data = raw.next()
+            while first[:200] not in data:
+                data += raw.next()[1]
+        for raw in leaving:
+            raw.close()
+        wait_until(lambda: int(r.get(count) or 0) == 20, 30, "the 20 that left to let the clip go")
+        time.sleep(BLOCK_S)
+        assert state(r, job_id) == "queued" and r.exists(clips.parts_key(job_id, 1))
+        clips.put_piece(r, job_id, 1, len(first), rest)
+        clips.put_clip(r, job_id, 1, _wav(first + rest), 600)
+        for t in staying:
+            t.join(60)
+        assert kept == [(200, first + rest)] * 20, [k if isinstance(k, str) else (k[0], len(k[1])) for k in kept]
+        wait_until(lambda: not r.exists(count) and not r.exists(clips.parts_key(job_id, 1)), 30,
+                   "the clip's count and stream to go with the last request")  # fmt: skip
+    finally:
+        logs = s.close()
+        r.close()
+    assert "Traceback" not in logs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -112,16 +113,27 @@ def test_parts_are_streamed_a_chapter_at_a_time_and_add_up_to_the_book(minute, t
 
 @pytest.mark.parametrize("ext", ["m4b", "mp3"])
 def test_a_book_is_encoded_while_later_sentences_are_synthesized(env, home, voice_wav, ext):
-    """A slow fake engine: the book's first chapters are encoded (m4b: as AAC segments; mp3: as MP3
-    segments) before its last sentence exists (the job records, for every segment, whether
-    synthesis was still running when it was done)."""
-    e = fake_env(env, home, delay_ms=150)
+    """The fake engine held after its first batch (chapter one and half of two) until chapter one's segment is
+    encoded (m4b: as AAC; mp3: as MP3 frames): the job records it as done while synthesis was still running. Held,
+    not slowed: on a busy machine a slow engine could still finish before the encoder (the test then failed)."""
+    from helpers.procs import start_worker, stop_worker
+
+    hold = home / "hold"
+    hold.touch()
+    e = fake_env(env, home, delay_ms=50, NARRATE_BATCH_SIZE="6", NARRATE_FAKE_HOLD_FILE=str(hold))
     doc = home / "ch.md"
     doc.write_text("\n\n".join(f"# Part {c}\n\nA first line here. A second line here. A third one." for c in range(3)))
     out = home / "out" / f"ch.{ext}"
     job_id = submit(e, doc, voice_wav, out)
-    assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
-    st = wait_for_job(job_id)
+    worker = start_worker(e)
+    try:
+        suffix = "aac" if ext == "m4b" else "mp3"
+        wait_until(lambda: any((home / "stitch").glob(f"narrate-stitch-*/seg-00000.{suffix}")), 120, "chapter one")
+        time.sleep(0.5)  # the segment is counted as it is named
+        hold.unlink()
+        st = wait_for_job(job_id, timeout=120)
+    finally:
+        stop_worker(worker)
     assert st["status"] == "finished", st.get("error")
     r = st["result"]
     assert r["segments"] == 3 and r["segments_encoded_early"] >= 1, r

@@ -1,4 +1,4 @@
-"""Word timings (`--word-timings`, jobs/task/wording.py) end to end.
+"""Word timings (`--word-timings`, jobs/task/word_timings.py) end to end.
 
 With the fake engine and the fake aligner (worker/testkit/fake_aligner.py): the EPUB's overlays go word by word
 (EPUBCheck clean, each word's clip inside its sentence's, in order), a word-level WebVTT lies beside the book, a
@@ -158,7 +158,8 @@ def test_the_tiny_aligner_loads_through_mlx_audios_loader_and_aligns(aligner_che
     assert calls == [(str(aligner_checkpoint.resolve()), "stt")] and aligner.source == str(aligner_checkpoint)
     rng = np.random.default_rng(0)
     takes = [(0.1 * rng.standard_normal(int(24_000 * s))).astype(np.float32) for s in (0.48, 0.6, 0.05)]
-    got = aligner.align(takes, ["Hello, big world!", "It's 42 o'clock.", "Too short."], ["english", "auto", "english"])
+    texts = ["Hello, big world!", "It's 42 o'clock.", "Too short."]
+    got = aligner.align(takes, texts=texts, languages=["english", "auto", "english"])
     assert [[w for w, _, _ in words] for words in got] == [["Hello", "big", "world"], ["It's", "42", "o'clock"], []]
     assert all(0 <= a <= b <= 0.4 for words in got for _, a, b in words)  # the tiny head's 6 classes of 80 ms
     with pytest.raises(RecognizerUnavailable, match="is not a forced aligner"):

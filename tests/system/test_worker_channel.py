@@ -22,17 +22,23 @@ def worker(external_redis):
         w.pubsub_thread.stop()
 
 
+def subscribed(worker: ClaimingWorker) -> tuple[threading.Thread, redis.client.PubSub]:
+    """The worker on its command channel: its pubsub thread and its pubsub, once subscribed."""
+    worker.subscribe()
+    thread, pubsub = worker.pubsub_thread, worker.pubsub
+    assert thread is not None and pubsub is not None
+    deadline = time.monotonic() + 5
+    while not pubsub.subscribed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return thread, pubsub
+
+
 def test_leaving_the_channel_is_at_once_even_when_its_thread_read_the_reply_first(worker):
     """rq's pubsub thread waits up to 60 s for a command. The worst order: the thread reads the UNSUBSCRIBE reply and
     goes back to its 60 s wait before the worker stops it (held here: the unsubscribe returns only once the thread
     has gone back). The worker leaves within a second and the thread has ended."""
     for _ in range(3):
-        worker.subscribe()
-        thread, pubsub = worker.pubsub_thread, worker.pubsub
-        assert thread is not None and pubsub is not None
-        deadline = time.monotonic() + 5
-        while not pubsub.subscribed and time.monotonic() < deadline:
-            time.sleep(0.01)
+        thread, pubsub = subscribed(worker)
         sent = pubsub.unsubscribe
         left: list[float] = []  # when the channel was left: what follows is the wait for the thread
 
@@ -51,6 +57,31 @@ def test_leaving_the_channel_is_at_once_even_when_its_thread_read_the_reply_firs
         assert took < 2.5, f"the wait for the channel's thread took {took:.1f} s"
         thread.join(timeout=2)
         assert not thread.is_alive()
+
+
+def test_leaving_the_channel_while_its_thread_closes_the_connection_is_no_error(worker):
+    """The thread, stopped as it read its SUBSCRIBE reply, closes the connection while the UNSUBSCRIBE is written
+    (held here: the socket is shut as the command goes out): the write fails with a broken pipe, which left the
+    worker's stop with a ConnectionError (it failed the suite once); the channel is left all the same."""
+    import socket
+
+    thread, pubsub = subscribed(worker)
+    sent = pubsub.unsubscribe
+
+    def closed_as_it_is_written(*args, _sent=sent, _pubsub=pubsub):
+        _pubsub.connection._sock.shutdown(socket.SHUT_RDWR)  # as the thread's close does
+        return _sent(*args)
+
+    pubsub.unsubscribe = closed_as_it_is_written  # type: ignore[method-assign]
+    started = time.monotonic()
+    worker.unsubscribe()  # no error, and the stop is not held
+    took = time.monotonic() - started
+    assert took < 2.5, f"leaving the channel took {took:.1f} s"
+    # The thread's read of the shut socket fails; rq's handler logs it and waits 2 s before the thread looks at its
+    # stop flag (rq's own pause, in a daemon thread): the thread ends after that wait, not before.
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+    assert worker.connection.pubsub_numsub(worker.pubsub_channel_name)[0][1] == 0  # no one on the channel
 
 
 def test_a_second_signal_while_a_job_is_claimed_is_a_cold_stop_not_a_crash(worker):

@@ -14,9 +14,9 @@ from narrate.jobs.book.checkpoints import CheckpointStore, checkpoint_key
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.errors import BadInput
 from narrate.jobs.readalong.aligning import align_model, check_aligner, check_words, from_record, language_name, record
-from narrate.jobs.readalong.pages import Page, mark, parse_xhtml
 from narrate.jobs.readalong.smil import overlay
 from narrate.jobs.readalong.timing import Clip, placed
+from narrate.jobs.readalong.xhtml_pages import Page, mark, parse_xhtml
 from narrate.worker.testkit.fake_aligner import FakeAligner, words_of
 
 GOOD = [("The", 0.0, 0.2), ("sea", 0.25, 0.5), ("was", 0.5, 0.7), ("loud", 0.8, 1.1)]
@@ -115,5 +115,5 @@ def test_a_word_shorter_than_a_millisecond_has_no_par():
 def test_the_fake_aligner_splits_words_as_mlx_audio_does():
     assert words_of("Hello, big world! It's 42 o'clock -- yes.") == ["Hello", "big", "world", "It's", "42",
                                                                        "o'clock", "yes"]  # fmt: skip
-    [got] = FakeAligner().align([np.zeros(24_000, np.float32)], ["The sea, loud."], ["english"])
+    [got] = FakeAligner().align([np.zeros(24_000, np.float32)], texts=["The sea, loud."], languages=["english"])
     assert [w for w, _, _ in got] == ["The", "sea", "loud"] and check_words(got, 1.0) is None

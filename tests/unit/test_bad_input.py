@@ -50,7 +50,7 @@ def bad_cases(home, good):
         "silent voice": (["submit", d, "--voice", str(silent), "-o", o], "is silent"),
         "short voice": (["submit", d, "--voice", str(short), "-o", o], "give at least 1 s"),
         "long voice": (["submit", d, "--voice", str(long), "-o", o], "longer than 60 s"),
-        "unknown quant": (["submit", d, "--voice", v, "-o", o, "--quant", "3bit"], "unknown quantization"),
+        "unknown quant": (["submit", d, "--voice", v, "-o", o, "--quant", "3bit"], "--quant '3bit': use"),
         "unknown format": (["submit", d, "--voice", v, "-o", str(home / "out" / "x.xyz")], "unknown format"),
         "unwritable output": (["submit", d, "--voice", v, "-o", str(home / "out" / "ro" / "x.mp3")],
                               "cannot be written"),

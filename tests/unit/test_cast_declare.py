@@ -139,5 +139,5 @@ def test_the_dialogue_voice():
         make_reading(cast, dialogue_voice="other.wav")
     reading = make_reading(parse_voice_args([]), dialogue_voice="gran")
     assert reading.dialogue == "dialogue" and reading.cast.voices == {"dialogue": "gran"}
-    with pytest.raises(BadInput, match="unknown --markup 'yaml'"):
+    with pytest.raises(BadInput, match="--markup 'yaml': use one of narrate"):
         make_reading(cast, "yaml")

@@ -86,7 +86,7 @@ def test_the_commands_take_chapters(env, book):
         assert bad.returncode == 1 and "--chapters" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
     sched = narrate(env, "schedule", "add", "s", "--cron", "0 2 * * *", "--watch", str(book.parent), "--voice",
                     "x.wav", "--chapters", "2")  # fmt: skip
-    assert sched.returncode == 1 and "a schedule reads every document" in sched.stderr
+    assert sched.returncode == 2 and "No such option '--chapters'" in sched.stderr  # a schedule reads a folder
 
 
 def test_kept_chapters_keep_the_books_own_numbers(env, book):

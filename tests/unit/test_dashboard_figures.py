@@ -47,3 +47,17 @@ def test_the_progress_page_stays_quick_with_ten_thousand_queued_jobs(env, extern
     assert time.monotonic() - started < 1.0
     assert reply.status_code == 200 and "10000 queued" in reply.text
     assert reply.text.count("<tr data-job-id=") == 50 and "9950" in reply.text
+
+
+def test_a_canceled_job_has_an_empty_error_cell_not_none(env, external_redis):
+    from narrate.jobs.queue.cancel import cancel
+
+    q = queue(external_redis)
+    meta = {"progress": {"done": 0, "total": 5, "audio_seconds": 0.0}}
+    q.enqueue_call(JOB_FUNCTION, ("{}",), job_id="stopped-one", description="narrate doc", meta=meta)
+    cancel(external_redis, "stopped-one", asked_by="test")
+    client = make_app(env["NARRATE_REDIS_URL"]).test_client()
+    reply = client.get("/narrate", base_url="http://127.0.0.1:9181")
+    assert reply.status_code == 200 and 'data-job-id="stopped-one"' in reply.text, reply.text[-2000:]
+    row = reply.text.split('data-job-id="stopped-one"')[1].split("</tr>")[0]
+    assert '<td class="desc error"></td>' in row and "None" not in row, row

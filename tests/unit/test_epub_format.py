@@ -38,7 +38,9 @@ def test_what_needs_an_audio_file_beside_it_is_refused(given, field, cli, form):
         Options.make(**given).for_output("book.epub")
     assert refused.value.param == field and cli in str(refused.value)
     assert str(refused.value).startswith("an EPUB output (--format epub)")
-    assert form in str(refused.value.as_spelled(HTTP))
+    with pytest.raises(FieldError) as refused:
+        Options.make(**given).for_output("book.epub", HTTP)
+    assert refused.value.param == field and form in str(refused.value) and "--" not in str(refused.value)
 
 
 def test_the_format_is_offered_everywhere_and_its_audio_is_never_placed(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from helpers.cli import invoke
-from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.audio.samples import read_voice
 from narrate.jobs.documents.documents import read_document
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe

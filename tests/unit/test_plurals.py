@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from helpers.cli import invoke
 from helpers.fake import fake_env
@@ -51,3 +52,24 @@ def test_a_fanned_out_books_last_sentence_is_one_sentence():
     kept, warning = within_cap(doc, [(0, first), (first, first + 1)], cap_mb=cap)
     assert kept == [(0, first)] and warning is not None
     assert "the last 1 sentence is synthesized by the book's own job" in warning, warning
+
+
+def test_voice_design_candidates_go_under_the_output_root(external_redis, env, home, tmp_path):
+    """Not into whatever folder the command was run from."""
+    from helpers.procs import narrate
+
+    env = fake_env(env, home)
+    model = tmp_path / "vd"
+    model.mkdir()
+    config = {"tts_model_type": "voice_design", "tts_model_size": "1b7", "talker_config": {"spk_id": {}}}
+    (model / "config.json").write_text(json.dumps(config))
+    args = ["voice", "design", "old", "Female, 60s, raspy", "--candidates", "2", "--model", str(model)]
+    assert invoke(env, *args, "--no-wait").returncode == 0
+    assert narrate(env, "worker", "--burst", "--quiet").returncode == 0
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ran = narrate(env, *args, cwd=elsewhere)
+    assert ran.returncode == 0, ran.stderr
+    written = [Path(p) for p in ran.stdout.split()]
+    assert written == [home / "out" / "old-candidates" / f"old-{n}.wav" for n in (1, 2)], written
+    assert all(p.stat().st_size > 44 for p in written) and not list(elsewhere.iterdir())

@@ -1,8 +1,8 @@
-"""Which recognizer a job's proof pass uses (jobs/proof/hearing.py), and how many tokens a take may cost it."""
+"""Which recognizer a job's proof pass uses (jobs/proof/recognizer.py), and how many tokens a take may cost it."""
 
 from __future__ import annotations
 
-from narrate.jobs.proof.hearing import (
+from narrate.jobs.proof.recognizer import (
     ANY,
     ENGLISH,
     EUROPEAN,

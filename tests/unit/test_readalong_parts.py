@@ -29,9 +29,9 @@ from narrate.jobs.errors import BadInput
 from narrate.jobs.readalong import manifest
 from narrate.jobs.readalong.epub import Narration, write_epub
 from narrate.jobs.readalong.package import BookInfo
-from narrate.jobs.readalong.pages import Page, mark, parse_xhtml
 from narrate.jobs.readalong.timing import Clip, placed, word_clips
-from narrate.jobs.readalong.words import word_vtt
+from narrate.jobs.readalong.word_vtt import word_vtt
+from narrate.jobs.readalong.xhtml_pages import Page, mark, parse_xhtml
 
 XHTML = "http://www.w3.org/1999/xhtml"
 

@@ -31,7 +31,9 @@ def test_an_empty_redo_leaves_the_spec_json_as_it_was():
 @pytest.mark.parametrize("overrides, accepted", [
     ({"x": {"seed": 1}}, None), ({"-1": {"seed": 1}}, None), ({"01": {"seed": 1}}, None),
     ({"2": {}}, None), ({"2": {"voice": "x"}}, None), ({"2": {"seed": "7"}}, None), ({"2": {"seed": -1}}, None),
-    ({"2": {"text": ""}}, None), ({"2": {"text": "x" * 5000}}, None), ({"2": {"lexicon": [["a"]]}}, None),
+    ({"2": {"text": ""}}, None), ({"2": {"text": "x" * 5000}}, None), ({"2": {"text": "a\x00b"}}, None),
+    ({"2": {"text": "\ufffftitle"}}, None), ({"2": {"text": "\u202eevil"}}, None),
+    ({"2": {"text": " \t "}}, None), ({"2": {"lexicon": [["a"]]}}, None),
     ({"2": {"lexicon": [["a", 1]]}}, None), ([["2", {}]], None), (None, [True]), (None, ["3"]), (None, [-1]),
     (None, {"3": 1}),
 ])  # fmt: skip
@@ -98,3 +100,17 @@ def test_a_redo_cuts_where_the_book_it_redoes_was_cut(delta):
     assert again.samples == sum(changed) + sum(again.pause(i) for i in range(n)) + pad
     cues = {c.index: c for c in again.cues}
     assert all(cues[s.first].start == s.start + s.lead for s in again.segments)
+
+
+@pytest.mark.parametrize("raw, spoken", [
+    ("  Win \t left.  ", "Win left."), ("Win\x00 left.", "Win left."), ("\u202eWin left.\uffff", "Win left."),
+    (" \x00\t ", ""), ("\ufffe\uffff", ""), ("\u200f \u2066", ""),
+])  # fmt: skip
+def test_a_corrected_text_is_cleaned_before_it_is_judged_empty(raw, spoken):
+    """NUL, U+FFFF, U+202E and whitespace never reach the captions, manifests and EPUB, and what is left decides
+    whether the correction says anything (the redo refuses an empty one)."""
+    from narrate.jobs.book.spec import corrected
+
+    assert corrected(raw) == spoken
+    if spoken:
+        assert JobSpec.from_json({**SPEC.to_json(), "overrides": {"2": {"text": spoken}}}).overrides

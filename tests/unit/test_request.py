@@ -33,11 +33,11 @@ def test_a_relative_model_path_is_made_absolute(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("kw", "says"),
     [
-        ({"quant": "3bit"}, "unknown quantization '3bit'"),
+        ({"quant": "3bit"}, "--quant '3bit': use 'bf16'"),
         ({"language": "klingon"}, "klingon"),
-        ({"priority": "urgent"}, "unknown priority 'urgent'"),
+        ({"priority": "urgent"}, "--priority 'urgent': use 'high'"),
         ({"fan_out": "sometimes"}, "--fan-out 'sometimes'"),
-        ({"input_format": "docx"}, "unknown input format 'docx'"),
+        ({"input_format": "docx"}, "--input-format 'docx': use 'txt'"),
         ({"book": {"split": "pages"}}, "--split 'pages'"),
         ({"book": {"loudness": "-99"}}, "--loudness '-99'"),
         ({"book": {"subtitles": "ass"}}, "--subtitles"),
@@ -73,6 +73,7 @@ def test_a_schedule_stored_before_the_options_type_still_reads():
     }  # fmt: skip
     opts = Schedule.from_json(json.dumps(old)).opts
     assert (opts.model, opts.quant, opts.language, opts.lexicon) == ("/ckpt", "8bit", "fr", [["a", "b"]])
+    assert opts.seed == 3  # its job settings, kept beside the options then, are the request's numbers now
     assert opts.priority == "normal" and opts.book == DEFAULTS.book
 
 
@@ -106,8 +107,9 @@ def test_schedule_add_stores_an_absolute_model_and_every_submit_option(env, home
     assert (opts.book.subtitles, opts.book.split, opts.book.narrator, opts.book.author, opts.book.year) == (
         "srt", "chapters", "Ann", "Bo", "2026",
     )  # fmt: skip
-    assert sched.job_settings["max_frames"] == 7 and sched.job_settings["seed"] == 5
-    assert sched.job_settings["sentence_pause_ms"] == 100
+    assert (opts.max_frames, opts.seed, opts.sentence_pause_ms) == (7, 5, 100)  # the request's, in its options
+    assert (opts.paragraph_pause_ms, opts.chapter_pause_ms) == (750, 2000)  # this host's, kept as it was
+    assert "job_settings" not in json.loads(sched.to_json())  # the request and nothing else
     shown = CliRunner().invoke(main, ["schedule", "list"], env=_cli_env(env))
     assert shown.exit_code == 0, shown.output
     assert "priority high" in shown.output and "subtitles srt" in shown.output and "split chapters" in shown.output

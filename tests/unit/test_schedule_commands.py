@@ -73,7 +73,7 @@ def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, ext
         "bad cron": "is not valid", "never": "never names a time", "no folder": "does not exist",
         "folder is a file": "is not a folder", "unreadable folder": "cannot be read", "no voice": "does not exist",
         "voice not audio": "is not audio", "bad name": "is not valid", "bad format": "unknown format",
-        "bad quant": "unknown quantization", "output outside root": "outside the output root",
+        "bad quant": "--quant '3bit': use", "output outside root": "outside the output root",
         "output is a file": "is not a writable directory",
         "bad zone": "unknown time zone",
     }[case]  # fmt: skip
@@ -125,3 +125,27 @@ def test_a_watched_folder_takes_every_format_narrate_reads(env, home, voice_wav,
     report = run_tick(e, "formats", run=invoke)
     assert sorted(d["document"] for d in report["submitted"]) == ["keeper.epub", "page.html", "report.pdf"], report
     assert report.get("skipped", []) in ([], 0), report
+
+
+def test_list_shows_every_option_a_schedule_holds(env, home, voice_wav, external_redis):
+    """Every option `schedule add --help` offers is kept and shown by `schedule list`, text and JSON: those the
+    defaults leave out of a request's JSON (feed, library, proof, read-along, word timings, seed, frame cap) made
+    it crash with a KeyError before."""
+    e = sched_env(env, home)
+    (home / "w").mkdir()
+    add(e, "full", home / "w", voice_wav, "--feed", "news", "--library", str(home / "out" / "lib"), "--layout", "flat",
+        "--abs-url", "http://127.0.0.1:13378", "--proof", "--retakes", "2", "--readalong", "epub",
+        "--word-timings", "--seed", "7", "--max-frames", "9", "--sentence-pause", "400", run=invoke)  # fmt: skip
+    [shown] = listing(e, run=invoke)["schedules"]
+    opts = shown["options"]
+    assert opts["feed"] == "news" and opts["proof"] and opts["retakes"] == 2 and opts["word_timings"]
+    assert opts["seed"] == 7 and opts["max_frames"] == 9 and opts["library"]
+    text = invoke(e, "schedule", "list")
+    assert text.returncode == 0, text.stderr
+    assert "feed news" in text.stdout and "seed 7" in text.stdout
+
+
+def test_add_does_not_offer_chapters():
+    """A schedule reads every document of a folder; --chapters picks chapters of one: not offered, not refused."""
+    proc = invoke({}, "schedule", "add", "--help")
+    assert proc.returncode == 0 and "--chapters" not in proc.stdout

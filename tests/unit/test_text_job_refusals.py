@@ -21,7 +21,7 @@ def test_bad_lexicon_or_language_is_a_one_line_error_and_nothing_is_queued(env, 
     for extra, message in [
         (["--lexicon", str(lexicon)], f"Error: lexicon {lexicon} line 2: expected 'word = spoken form'"),
         (["--lexicon", str(home / "missing.txt")], "does not exist"),
-        (["--language", "klingon"], "Error: unknown language 'klingon': use auto or one of"),
+        (["--language", "klingon"], "Error: --language: unknown language 'klingon': use auto or one of"),
     ]:
         proc = invoke(env, "submit", str(doc), "--voice", str(voice_wav), *extra)
         assert proc.returncode != 0

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.audio.samples import read_voice
 from narrate.jobs.book.plan import make_plan
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.book.voice import VoiceRef

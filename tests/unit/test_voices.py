@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from helpers.audio import write_voice
 from helpers.cli import invoke
-from narrate.jobs.audio import voices
-from narrate.jobs.audio.voices import read_voice
+from narrate.jobs.audio import samples as voices
+from narrate.jobs.audio.samples import read_voice
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.ffmpeg import ffmpeg_exe
 

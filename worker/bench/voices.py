@@ -59,7 +59,7 @@ def voice_files(folder: Path, n: int) -> list[Path]:
 def clone_embeddings(loaded: LoadedModel, paths: list[Path]) -> list[mx.array]:
     """Each sample's x-vector in the talker's dtype (one speaker-encoder run each); NarrateError if
     two are equal."""
-    from narrate.jobs.audio.voices import voice_samples
+    from narrate.jobs.audio.samples import voice_samples
 
     out = [speaker_embedding(loaded, mx.array(voice_samples(p.read_bytes()))) for p in paths]
     for i, a in enumerate(out):

@@ -66,7 +66,7 @@ class MlxAligner:
         resolved, model = load_stt(source, ROLE)
         return cls(resolved, model)
 
-    def align(self, takes: Sequence[np.ndarray], texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
+    def align(self, takes: Sequence[np.ndarray], *, texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
         """Each take's words with their times in seconds from its start, on the recognizer's thread."""
         return RecognizerThread.run(self._align, list(takes), list(texts), list(languages))
 

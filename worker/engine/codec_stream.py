@@ -7,6 +7,10 @@ one decode of the whole sentence (within float rounding). That state lives on th
 modules, one stream at a time; ``RowCodec`` keeps a sentence's state apart and swaps it in for
 each of its pieces, so every row of a batch streams on its own, in any order.
 
+Every decode runs with the decoder's trained sliding attention window (codec_window.py: mlx-audio
+0.6.2 leaves it out), on every device: the transformer's state is then the last 71 frames' keys
+and values per layer, so a long sentence streams at a flat cost.
+
 ``CodecWorker`` decodes pieces on one background thread (the only thread touching the decoder),
 so the codec runs while the decode loop computes the next frames. While it decodes on a CPU, the
 decoder's slowest layers are replaced by equivalent faster ones and its stages are computed one at
@@ -22,6 +26,7 @@ from typing import Any
 import mlx.core as mx
 import numpy as np
 from narrate.worker.engine.codec_fast import fast_layers, swaps_for
+from narrate.worker.engine.codec_window import windowed
 from narrate.worker.engine.mlx_compat import codec_state_attrs
 
 # Attributes of the decoder's modules that hold streaming state (mlx-audio's CausalConv1d and the
@@ -46,7 +51,7 @@ class RowCodec:
     def __init__(self, decoder: Any, slots: list[tuple[Any, str]], swaps: list | None = None):
         self.decoder = decoder
         self.slots = slots
-        self.swaps = swaps or []  # faster equivalents of some of the decoder's convolutions
+        self.swaps = swaps or []  # the window's transformer; on a CPU faster equivalents of some layers
         self.state: list[Any] = [None] * len(slots)
         self.transformer: Any = None
 
@@ -61,7 +66,7 @@ class RowCodec:
             wav = d.streaming_step(frames)[0, 0]
         self.state = [getattr(m, a, None) for m, a in self.slots]
         self.transformer = getattr(d, TRANSFORMER_STATE, None)
-        mx.eval(wav, self.state, self.transformer or [])
+        mx.eval(wav, self.state, [c.state for c in self.transformer or []])
         d.reset_streaming_state()  # the decoder holds no row's state between calls
         return np.array(wav.astype(mx.float32))
 
@@ -74,7 +79,8 @@ class CodecWorker:
         # through but cannot set them: the state goes onto the module behind it.
         self.decoder = getattr(decoder.streaming_step, "__self__", decoder)
         self.slots = stateful_modules(self.decoder)
-        self.swaps = swaps_for(self.decoder)
+        self.window = windowed(self.decoder)  # the decoder's trained attention window, on every device
+        self.swaps = swaps_for(self.decoder)  # on a CPU: the faster layers
         self.pool = None
         if threaded:  # MLX streams belong to a thread: the codec thread gets its own
             device = mx.default_device()
@@ -83,7 +89,7 @@ class CodecWorker:
             )
 
     def row(self) -> RowCodec:
-        return RowCodec(self.decoder, self.slots, self.swaps)
+        return RowCodec(self.decoder, self.slots, self.window + self.swaps)
 
     def submit(self, row: RowCodec, codes: list[np.ndarray]) -> Future:
         if self.pool is None:

@@ -66,6 +66,7 @@ class Row:
     eos: bool = False
     codec: RowCodec | None = None
     chunks: int = 0  # audio chunks handed out
+    codes: list[np.ndarray] | None = None  # every frame's 16 codes, where a caller asks for them (a list)
 
 
 def suppressed_tokens(vocab: int, eos: int) -> mx.array:
@@ -202,6 +203,8 @@ class DecodeLoop:
                 row.done, row.eos = True, True
             else:
                 row.fresh.append(codes[b])
+                if row.codes is not None:
+                    row.codes.append(codes[b])
                 row.frames += 1
                 row.done = row.frames >= row.budget
             self._emit(row)

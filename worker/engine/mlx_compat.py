@@ -32,6 +32,7 @@ from typing import Any
 
 import mlx.core as mx
 from narrate.worker.engine.codec_fast import structure_problems
+from narrate.worker.engine.codec_window import window_problems
 
 # The reference "audio" handed to mlx-audio so it takes its x-vector path: 0.1 s of silence at
 # 24 kHz, one array per distinct embedding. Its content is never read (``extract_speaker_embedding``
@@ -152,8 +153,9 @@ REQUIRED_INTERNALS: dict[str, dict[str, tuple[str, ...]]] = {
     "attributes": {
         "Model": ("config", "talker", "speech_tokenizer", "speaker_encoder", "generate_config"),
         "Model.speech_tokenizer": ("decoder", "decode_upsample_rate"),
-        # streaming state (codec_stream.py); the stage lists streaming_step runs (codec_fast.py)
-        "Model.speech_tokenizer.decoder": ("_transformer_cache", "upsample", "decoder"),
+        # streaming state (codec_stream.py); the stage lists streaming_step runs (codec_fast.py); the window's
+        # transformer and config (codec_window.py)
+        "Model.speech_tokenizer.decoder": ("_transformer_cache", "upsample", "decoder", "pre_transformer", "config"),
         # The code predictor step (code_predictor_step.py) makes one cache per layer and embeds
         # each codebook's token itself.
         "Model.talker.code_predictor": ("model", "codec_embedding"),
@@ -263,13 +265,8 @@ def _unkept_codec_state(decoder: Any) -> list[str]:
     """A loaded decoder's stateful modules (with ``reset_state``) that hold none of the known state."""
     decoder = behind_compile(decoder)
     attrs = codec_state_attrs()
-    bare = sorted(
-        {
-            type(m).__name__
-            for _, m in decoder.named_modules()
-            if hasattr(m, "reset_state") and not any(hasattr(m, a) for a in attrs)
-        }
-    )
+    modules = [m for _, m in decoder.named_modules() if hasattr(m, "reset_state")]
+    bare = sorted({type(m).__name__ for m in modules if not any(hasattr(m, a) for a in attrs)})
     return [f"Model.speech_tokenizer.decoder's stateful modules {bare} hold none of {list(attrs)}"] if bare else []
 
 
@@ -311,6 +308,9 @@ def check_internals(model: Any = None) -> None:
     """Raise InternalsChanged naming every listed internal that is gone or changed (instance
     attributes too when a loaded `model` is given)."""
     problems = _signature_problems() + _field_problems() + _codec_state_problems() + _codec_layer_problems()
+    problems += window_problems(
+        _lookup("speech_tokenizer.DecoderTransformer"), _lookup("config.Qwen3TTSTokenizerDecoderConfig")
+    )
     if model is not None:
         problems += _attribute_problems(model)
     if problems:

@@ -1,6 +1,6 @@
 """The proof pass's speech recognizer: an mlx-audio STT model (``mlx_audio.stt``: Whisper, Parakeet, Qwen3-ASR,
 Moonshine, ...) loaded by mlx-audio's own loader from a hub id or a local directory, transcribing batches of takes.
-It implements narrate.jobs.proof.hearing.Recognizer.
+It implements narrate.jobs.proof.recognizer.Recognizer.
 
 Takes come at 24 kHz and are resampled to the model's rate (16 kHz for every family above) by mlx-audio's own
 resampler. A Qwen3-ASR model transcribes a batch of takes in one greedy decode (``decode_qwen3_asr``: the takes of
@@ -8,7 +8,7 @@ one language, sorted by length so that little padding is added, padded to the lo
 own token limit (mlx-audio's ``_generate_chunks_batched`` has one budget for the whole batch, so one take that runs
 on could spend every other take's share), and the batch shrinking as its takes end; every other family
 transcribes one take at a time through its public ``generate``. A take's limit is counted with the model's own
-tokenizer from the text it should say (jobs.proof.hearing.limit_of).
+tokenizer from the text it should say (jobs.proof.recognizer.limit_of).
 
 The model runs on one thread of the process (``RecognizerThread``, with its own MLX stream, so the job's proof
 thread and the decode loop never share one), a daemon thread that lives as long as the process: MLX keeps a cache
@@ -32,8 +32,9 @@ from typing import Any, NamedTuple, TypeVar
 
 import mlx.core as mx
 import numpy as np
+from narrate.jobs.api.offline import random_helper
 from narrate.jobs.errors import BadInput
-from narrate.jobs.proof.hearing import limit_of, token_limit
+from narrate.jobs.proof.recognizer import limit_of, token_limit
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.worker.engine.models import quiet
 
@@ -109,6 +110,8 @@ class MlxRecognizer:
         self.family = family(model)
         if self.family == "qwen3_asr":
             check_internals(model)
+        # what Parakeet's generate computes in (mlx-audio's default is bf16 whatever the weights)
+        self.dtype = (weights_dtype(model) or mx.bfloat16) if self.family == "parakeet" else None
 
     @property
     def sample_rate(self) -> int:
@@ -129,12 +132,12 @@ class MlxRecognizer:
         resolved, model = load_stt(source, ROLE)
         return cls(resolved, model)
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], *, languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (24 kHz floats), on the recognizer's thread."""
         return RecognizerThread.run(self._transcribe, list(takes), list(languages), list(texts))
 
     def limit(self, text: str, seconds: float) -> int:
-        """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.hearing.limit_of):
+        """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.recognizer.limit_of):
         the text counted with the model's own tokenizer where it has one (Qwen3-ASR's), else from its bytes."""
         tokenizer = getattr(self.model, "_tokenizer", None)
         if tokenizer is None or not hasattr(tokenizer, "encode"):
@@ -189,6 +192,8 @@ class MlxRecognizer:
             kwargs["max_tokens"] = limit
         if "verbose" in params:
             kwargs["verbose"] = None if self.family == "whisper" else False
+        if "dtype" in params and self.dtype is not None:
+            kwargs["dtype"] = self.dtype
         with quiet():
             result = self.model.generate(mx.array(audio) if self.family == "parakeet" else audio, **kwargs)
         return str(getattr(result, "text", result) or "").strip()
@@ -298,7 +303,47 @@ def load_stt(source: str, role: Role) -> tuple[str, Any]:
             model = load(str(path.resolve()) if local else source)
         except ValueError as e:  # mlx-audio: a model type it has no STT model for
             raise RecognizerUnavailable(f"{source} is not {role.kind} mlx-audio knows: {e}") from None
+    features_in_tower_dtype(model)
     return (str(path.resolve()) if local else source), model
+
+
+def weights_dtype(module: Any) -> mx.Dtype | None:
+    """The dtype of a module's first floating-point weight (its checkpoint's), or None where it has none."""
+    from mlx.utils import tree_flatten
+
+    flat: list[tuple[str, Any]] = tree_flatten(module.parameters())  # type: ignore[assignment]
+    for _, a in flat:
+        if isinstance(a, mx.array) and mx.issubdtype(a.dtype, mx.floating):
+            return a.dtype
+    return None
+
+
+def features_in_tower_dtype(model: Any) -> None:
+    """An audio-tower model (Qwen3-ASR, Qwen3-ForcedAligner) computes its tower in its weights' dtype.
+
+    mlx-audio computes the mel features in float32 and hands them to the tower uncast, and keeps the tower's
+    sinusoidal position table (a private array, which the loader's cast never reaches) in float32, so a bf16
+    tower computed in float32 (MLX promotes a float32 and a bf16 operand to float32): the same class of bug as
+    the talker's speaker embedding (docs/models.md). PyTorch casts such a table (a buffer) with the weights;
+    here the tower's private arrays are cast at load, and an instance-level ``get_audio_features``, which every
+    path of the model calls (mlx-audio's ``generate``, narrate's own decode), casts the features. mlx-audio's
+    Qwen3-ASR ``Model`` passes attributes to the module it holds (``_model``): that module gets both."""
+    model = getattr(model, "_model", model)
+    tower = getattr(model, "audio_tower", None)
+    own = getattr(type(model), "get_audio_features", None)
+    dtype = weights_dtype(tower) if tower is not None else None
+    if tower is None or own is None or dtype is None:
+        return
+    for _, module in tower.named_modules():
+        for name, value in list(module.items()):
+            if name.startswith("_") and isinstance(value, mx.array) and mx.issubdtype(value.dtype, mx.floating):
+                module[name] = value.astype(dtype)
+
+    def get_audio_features(input_features: mx.array, feature_attention_mask: mx.array | None = None) -> mx.array:
+        out: mx.array = own(model, input_features.astype(dtype), feature_attention_mask)
+        return out
+
+    model.get_audio_features = get_audio_features
 
 
 @contextlib.contextmanager
@@ -314,8 +359,15 @@ def _hub_errors(source: str, local: bool, role: Role) -> Iterator[None]:
             raise
         what = f"cannot download {role.whose} {source} from the Hugging Face hub ({constants.ENDPOINT})"
         if isinstance(e, LocalEntryNotFoundError):
-            why = f"it is not in the hub cache ({constants.HF_HUB_CACHE}) and the hub cannot be reached"
-            do = f"name a local {role.name} ({role.local}), or run it again once the network is back"
+            cache = f"it is not in the hub cache ({constants.HF_HUB_CACHE})"
+            why = (
+                f"HF_HUB_OFFLINE is set and {cache}"
+                if constants.HF_HUB_OFFLINE
+                else f"{cache}; the hub cannot be reached"
+            )
+            do = (f"name a local {role.name} ({role.local}; to try it offline, a random-weight one: "
+                  f"{random_helper(source, role.name)}, then {role.option} DIR), or run it again once the network is "
+                  "back")  # fmt: skip
         else:
             why, do = "no such model, or it is private or gated", f"check the name given to {role.option}"
         raise RecognizerUnavailable(f"{what}: {why}; {do}") from e

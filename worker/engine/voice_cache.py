@@ -16,7 +16,7 @@ from typing import Any, cast
 import mlx.core as mx
 import numpy as np
 import redis
-from narrate.jobs.audio.voices import voice_samples
+from narrate.jobs.audio.samples import voice_samples
 from narrate.jobs.server import store
 from narrate.worker.engine.models import LoadedModel
 from redis.typing import EncodableT, FieldT

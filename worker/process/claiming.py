@@ -59,7 +59,10 @@ class ClaimingWorker(SimpleWorker):
         that read the UNSUBSCRIBE reply before it was stopped held a warm stop up to a minute (and a
         second signal meanwhile found rq half stopped). Here the thread is stopped first, then the
         channel left (its reply wakes the thread, which ends), and the thread waited for a second at
-        most; with an older redis-py ``stop()`` does not wait at all."""
+        most; with an older redis-py ``stop()`` does not wait at all. A thread stopped just as it read
+        a message (its SUBSCRIBE reply) closes the connection as the UNSUBSCRIBE is written: the write
+        then fails (a broken pipe), and the channel is left all the same (the server drops a closed
+        connection's subscriptions)."""
         thread = self.pubsub_thread
         if thread is None or self.pubsub is None:
             return
@@ -68,7 +71,10 @@ class ClaimingWorker(SimpleWorker):
             thread.stop(timeout=0)
         else:
             thread.stop()
-        self.pubsub.unsubscribe()
+        try:
+            self.pubsub.unsubscribe()
+        except (RedisError, OSError) as e:  # redis-py's reconnect of the closed connection failed too
+            self.log.debug("Worker %s: the channel's connection closed as it was left: %s", self.name, e)
         thread.join(timeout=1)
         self.pubsub.close()
 

@@ -18,9 +18,7 @@ where it stopped). A handed-off job that Ctrl-C interrupts is canceled (handoff.
 
 from __future__ import annotations
 
-import contextlib
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -28,12 +26,12 @@ from narrate.jobs.api import submit as api
 from narrate.jobs.errors import JobNotFound
 from narrate.jobs.queue.claims import recover_claims
 from narrate.jobs.queue.rq_compat import check_rq_internals
+from narrate.jobs.queue.runs import new_run_queue, remove_run_queue, sweep_dead_runs
 from narrate.jobs.server.connection import Connection
-from narrate.jobs.server.records import queue
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import ProgressListener
 from narrate.worker.process import handoff
-from narrate.worker.process.host import host_lock, host_lock_if_free, lock_owner, lock_path
+from narrate.worker.process.host import alive, host_lock, host_lock_if_free, lock_owner, lock_path
 from narrate.worker.process.rq_worker import make_worker
 from narrate.worker.process.runtime import WorkerRuntime
 from redis import Redis
@@ -70,6 +68,7 @@ def run_in_process(
     tell = say or (lambda _msg: None)
     with Connection(settings, patient=True) as conn:
         r = conn.redis
+        sweep_dead_runs(r, rt.host_id, alive)  # what a killed run of this host left (jobs/queue/runs.py)
         if here:
             return _here(settings, rt, r, req, waiting)
 
@@ -106,7 +105,7 @@ def _here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request,
 def _run_here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request, locked: bool = False,
               waiting: Callable[[str], None] | None = None) -> dict:  # fmt: skip
     """Submit to a private queue and run it here (`locked`: this process holds the host lock already)."""
-    q = queue(r, f"narrate-run-{uuid.uuid4().hex[:12]}")
+    q = new_run_queue(r, rt.host_id)
     job_id = None
     try:
         job_id = api.submit(
@@ -119,7 +118,7 @@ def _run_here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request,
                 _work(settings, rt, r, q)
         return _final(r, job_id)
     finally:
-        _clean_up(r, q, job_id)
+        remove_run_queue(r, q, [job_id] if job_id else [])
 
 
 def _take_over(settings: Settings, rt: WorkerRuntime, r: Redis, job_id: str, gone: str | None,
@@ -131,7 +130,7 @@ def _take_over(settings: Settings, rt: WorkerRuntime, r: Redis, job_id: str, gon
         if not free:
             return None
         recover_claims(r, rt.host_id)  # a job the last worker of this home took but never began: back in its queue
-        q = queue(r, f"narrate-run-{uuid.uuid4().hex[:12]}")
+        q = new_run_queue(r, rt.host_id)
         moved = False
         try:
             moved = handoff.move_here(r, job_id, q.name, gone)
@@ -141,7 +140,7 @@ def _take_over(settings: Settings, rt: WorkerRuntime, r: Redis, job_id: str, gon
             _work(settings, rt, r, q)
             return _final(r, job_id)
         finally:
-            _clean_up(r, q, job_id if moved else None)
+            remove_run_queue(r, q, [job_id] if moved else [])
 
 
 def _work(settings: Settings, rt: WorkerRuntime, r: Redis, q: Queue) -> None:
@@ -155,18 +154,3 @@ def _final(r: Redis, job_id: str) -> dict:
         return api.status(r, job_id)
     except JobNotFound:  # rq-dashboard's Delete: the job stopped after its batch in flight
         raise JobNotFound(f"job {job_id} was deleted while it ran; no output was written") from None
-
-
-def _clean_up(r: Redis, q: Queue, job_id: str | None) -> None:
-    try:
-        unfinished = job_id is not None and api.status(r, job_id)["status"] not in ENDED
-    except JobNotFound:  # deleted meanwhile (rq-dashboard's Delete): its worker stopped it
-        unfinished = False
-    q.delete(delete_jobs=unfinished)
-    registries = (q.started_job_registry, q.finished_job_registry, q.failed_job_registry, q.deferred_job_registry,
-                  q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip
-    r.delete(*[reg.key for reg in registries])
-    if unfinished:  # queued ones went with the queue; a started one is deleted here
-        assert job_id is not None  # unfinished: there is a job
-        with contextlib.suppress(JobNotFound):
-            api.fetch(r, job_id).delete()

@@ -23,10 +23,11 @@ from narrate.jobs.queue.claims import recover_claims
 from narrate.jobs.queue.lifecycle import recover_abandoned
 from narrate.jobs.queue.queues import queue_names
 from narrate.jobs.queue.rq_compat import check_rq_internals
+from narrate.jobs.queue.runs import sweep_dead_runs
 from narrate.jobs.server.connection import Connection
 from narrate.jobs.settings import Settings
 from narrate.jobs.task import job as task
-from narrate.worker.process.host import host_lock, lock_path
+from narrate.worker.process.host import alive, host_lock, lock_path
 from narrate.worker.process.parent import die_with_parent
 from narrate.worker.process.refusals import EXIT_NAME, REDIS_REFUSES, refused_write
 from narrate.worker.process.rq_worker import make_worker
@@ -61,6 +62,7 @@ def run_worker(
         names = queue_names(queue_name or settings.queue)
         worker = make_worker(conn.redis, names, settings, rt.make_context, rt.host_id, rt.beat)
         recover_claims(conn.redis, rt.host_id)  # taken by the last worker of this host, never begun
+        sweep_dead_runs(conn.redis, rt.host_id, alive)  # what a killed `narrate run` of this host left
         crashed_from_inside = previous_exit not in ("", "signal SIGKILL", "hang after wake", EXIT_NAME)
         for q in worker.queues:
             recover_abandoned(conn.redis, q, rt.host_id, settings.max_attempts, crashed_from_inside)

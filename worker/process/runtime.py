@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from narrate.jobs.book.synthesis import Engine
-from narrate.jobs.proof.hearing import Recognizer
+from narrate.jobs.proof.recognizer import Recognizer
 from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import JobContext, ProgressListener

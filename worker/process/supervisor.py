@@ -30,6 +30,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,11 +123,8 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
     child: subprocess.Popen | None = None
     signalled: set[int] = set()  # children a stop signal was passed on to
 
-    # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
-    sched = None if burst else scheduler.start_thread(settings, queue_name)
-    fetcher = None  # and `narrate fetch` of the outputs this host wrote (narrate.jobs.fanout.fetch)
-    if sched is not None:
-        fetcher = fetch.start_thread(settings, host_id(settings.home), sched[1])
+    sched: tuple[threading.Thread, threading.Event] | None = None  # the scheduler thread and its stop, once started
+    fetcher: threading.Thread | None = None
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         nonlocal stopped_at
@@ -141,8 +139,14 @@ def supervise(settings: Settings, burst: bool, queue_name: str | None, log_level
             signalled.add(child.pid)
             child.send_signal(signum)
 
-    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGTERM, forward)  # from here on a stop is this process's own, not the start-up one's
     signal.signal(signal.SIGINT, forward)
+    # The scheduler (due --at/--in jobs, schedule ticks) runs here, in this process without MLX.
+    sched = None if burst or stopped_at is not None else scheduler.start_thread(settings, queue_name)
+    if sched is not None:  # and `narrate fetch` of the outputs this host wrote (narrate.jobs.fanout.fetch)
+        fetcher = fetch.start_thread(settings, host_id(settings.home), sched[1])
+        if stopped_at is not None:  # the stop came while the thread started
+            sched[1].set()
     backoff = 0.0
     previous_exit = ""
     try:

@@ -1,5 +1,5 @@
 """A stand-in for the proof pass's recognizer, for fault tests only (NARRATE_ENGINE=fake, beside the fake engine).
-It implements narrate.jobs.proof.hearing.Recognizer and imports no mlx.
+It implements narrate.jobs.proof.recognizer.Recognizer and imports no mlx.
 
 It "hears" the fake engine's tones: each tone is remembered with its text and seed (fake_engine.SPOKEN, and the
 file NARRATE_FAKE_SPOKEN for a process that did not make it), and it transcribes a tone as its text, or with a
@@ -37,7 +37,7 @@ class FakeRecognizer:
         self.hearings: Counter[str] = Counter()  # takes heard of each text, in this process
         self.batches: list[int] = []  # the size of each batch transcribed
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], *, languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         time.sleep(int(os.environ.get("NARRATE_FAKE_PROOF_DELAY_MS", "0")) / 1000)
         self.batches.append(len(takes))
         return [self._hear(np.asarray(t), len(self.batches)) for t in takes]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from narrate.jobs.documents.documents import Document, parse_document, title_from_name
+from narrate.jobs.documents.encodings import decode_text
 from narrate.jobs.documents.selection import keep_chapters
 from narrate.jobs.documents.voicing import Voicing
 from narrate.jobs.errors import BadInput
@@ -92,4 +93,10 @@ def _parse(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions) 
         from narrate.jobs.documents.readers.pdf import parse_pdf
 
         return parse_pdf(raw, origin, title, options.language, voicing)
-    return parse_document(raw, title=title, origin=origin, language=options.language, voicing=voicing)
+    meta = None
+    if fmt == "md":  # front matter is metadata, not text
+        from narrate.jobs.documents.readers.frontmatter import split_front_matter
+
+        meta, text = split_front_matter(decode_text(raw, origin))
+        raw = text.encode() if meta is not None else raw
+    return parse_document(raw, title=title, origin=origin, language=options.language, voicing=voicing, meta=meta)

@@ -19,6 +19,7 @@ from ebooklib import epub
 from lxml import etree
 from narrate.jobs.documents.documents import BookMeta, Document
 from narrate.jobs.documents.readers.blocks import Block, build_document, one_line
+from narrate.jobs.documents.readers.epub_clean import clean_epub
 from narrate.jobs.documents.readers.epub_zip import check_epub_zip
 from narrate.jobs.documents.readers.xhtml import Page, page_of, parse_html
 from narrate.jobs.documents.voicing import Voicing
@@ -46,6 +47,12 @@ def parse_epub(
 ) -> Document:
     """`keep_source`: the Document keeps the file and the names of the pages read (a read-along book's)."""
     check_epub_zip(raw, origin, max_bytes)
+    try:  # what the package lists, nothing that runs or loads from elsewhere: read as a read-along book keeps it
+        raw = clean_epub(raw)
+    except BadInput as e:  # a page that cannot be read whole
+        raise BadInput(f"{origin}: {e}") from None
+    except (ValueError, etree.LxmlError) as e:
+        raise BadInput(f"{origin} is not a valid EPUB ({str(e).splitlines()[0]}); export it again") from None
     source = raw if keep_source else b""
     try:
         with warnings.catch_warnings():

@@ -151,7 +151,7 @@ function fromManifest(data) {
   const titles = (data.chapters || []).map((c) => c.title);
   return (data.sentences || []).map((s) => ({
     start: Number(s.start), end: Number(s.end), text: s.text, chapter: s.chapter == null ? null : titles[s.chapter],
-    index: s.index,
+    index: s.index, paragraph: s.paragraph,
   }));
 }
 
@@ -193,15 +193,22 @@ async function readAlong(box) {
   const spans = [];
   let paragraph = null;
   let chapter;
+  let number;
   sentences.forEach((s, i) => {
-    if (!paragraph || s.chapter !== chapter) {
-      chapter = s.chapter;
-      if (chapter) {
+    const newChapter = !paragraph || s.chapter !== chapter;
+    if (newChapter || (s.paragraph != null && s.paragraph !== number)) {
+      // A paragraph of its own for each of the book's (the timing manifest numbers them); a chapter's
+      // first paragraph that is its title alone (a heading) is shown as the heading, else the title comes first.
+      const alone = sentences[i + 1] == null || sentences[i + 1].paragraph !== s.paragraph || s.paragraph == null;
+      const isHeading = newChapter && s.chapter && alone && s.text.trim() === s.chapter.trim();
+      if (newChapter && s.chapter && !isHeading) {
         const heading = document.createElement("h3");
-        heading.textContent = chapter;
+        heading.textContent = s.chapter;
         box.append(heading);
       }
-      paragraph = document.createElement("p");
+      chapter = s.chapter;
+      number = s.paragraph;
+      paragraph = document.createElement(isHeading ? "h3" : "p");
       box.append(paragraph);
     }
     const span = document.createElement("span");

@@ -28,6 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--codec-attention-scale", type=float, default=1.0, metavar="F",
+        help="multiply the codec decoder transformer's query and key weights by F (sharp attention, as trained "
+        "weights have: the parity tests' checkpoint whose decoder window matters)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     t0 = time.time()
     if args.kind == "asr":
@@ -48,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
         write_aligner_checkpoint(args.out_dir, args.seed, args.dtype)
         print(f"wrote a tiny Qwen3-ForcedAligner checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
         return 0
-    write_checkpoint(args.out_dir, args.size, args.dtype, args.seed, kind=args.kind)
+    write_checkpoint(
+        args.out_dir, args.size, args.dtype, args.seed, kind=args.kind, codec_attention_scale=args.codec_attention_scale
+    )
     print(f"wrote {args.size} {args.kind} checkpoint to {args.out_dir} in {time.time() - t0:.1f}s")
     return 0
 

@@ -165,7 +165,14 @@ def _write_model(out: Path, config: dict, dtype: mx.Dtype, seed: int) -> None:
     mx.save_safetensors(str(out / "model.safetensors"), torch_params, metadata={"format": "pt"})
 
 
-def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
+# The codec decoder transformer's query and key projections (published names): scaled by
+# ``codec_attention_scale`` to give random weights attention as sharp as trained weights have it; and
+# its attention's layer scale, 1 instead of the initial 0.01 then, so that what attention sees weighs in the audio.
+CODEC_ATTENTION = re.compile(r"^decoder\.pre_transformer\.layers\.\d+\.self_attn\.[qk]_proj\.weight$")
+CODEC_ATTENTION_LAYER_SCALE = re.compile(r"^decoder\.pre_transformer\.layers\.\d+\.self_attn_layer_scale\.scale$")
+
+
+def _write_speech_tokenizer(out: Path, st_config: dict, seed: int, attention_scale: float = 1.0) -> None:
     def dataclass_config(cls: type[Any], values: dict[str, Any]) -> Any:
         return cls(**filter_dict_for_dataclass(cls, values))
 
@@ -180,6 +187,11 @@ def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
     torch_params: dict[str, mx.array] = {}
     for name, shape in shapes.items():
         torch_params.update(speech_tokenizer_to_torch(name, random_param(name, shape, mx.float32, seed)))
+    if attention_scale != 1.0:
+        for name in [n for n in torch_params if CODEC_ATTENTION.match(n)]:
+            torch_params[name] = torch_params[name] * attention_scale
+        for name in [n for n in torch_params if CODEC_ATTENTION_LAYER_SCALE.match(n)]:
+            torch_params[name] = mx.ones_like(torch_params[name])
     back = Qwen3TTSSpeechTokenizer.sanitize(dict(torch_params))
     lost = {k for k in shapes if not k.endswith(".initialized")} - set(back)
     if lost:
@@ -188,21 +200,33 @@ def _write_speech_tokenizer(out: Path, st_config: dict, seed: int) -> None:
 
 
 def write_checkpoint(
-    out: Path, size: str = "tiny", dtype: str = "bfloat16", seed: int = 0, *, kind: str = "base"
+    out: Path,
+    size: str = "tiny",
+    dtype: str = "bfloat16",
+    seed: int = 0,
+    *,
+    kind: str = "base",
+    codec_attention_scale: float = 1.0,
 ) -> Path:
     """Write a random-weight checkpoint of `size` (tiny, 0.6b, 1.7b) and `kind` (base,
     custom-voice, voice-design; or the config's spelling, custom_voice...) into `out`; returns
     `out`. The model weights are in `dtype`, the codec's in float32 (as published). The kinds share
-    every tensor but the speaker encoder's (Base only): the same seed gives the same talker."""
+    every tensor but the speaker encoder's (Base only): the same seed gives the same talker.
+    `codec_attention_scale` (other than 1) multiplies the codec decoder transformer's query and key
+    weights (its attention logits by the square) and sets its attention's layer scale to 1: random
+    weights attend almost evenly and weakly, trained ones sharply, and only such attention shows
+    what the decoder's sliding window changes (the parity tests)."""
     out = Path(out)
     config, st_config, gen_config, special_base = build_configs(size, kind)
     (out / "speech_tokenizer").mkdir(parents=True, exist_ok=True)
     n_bpe, assistant_id = write_tokenizer(out, special_base)
     config["assistant_token_id"] = assistant_id
     config["random_weights_checkpoint"].update({"seed": seed, "dtype": dtype, "bpe_tokens": n_bpe})
+    if codec_attention_scale != 1.0:
+        config["random_weights_checkpoint"]["codec_attention_scale"] = codec_attention_scale
     (out / "config.json").write_text(json.dumps(config, indent=2))
     (out / "speech_tokenizer" / "config.json").write_text(json.dumps(st_config, indent=2))
     (out / "generation_config.json").write_text(json.dumps(gen_config, indent=2))
     _write_model(out, config, getattr(mx, dtype), seed)
-    _write_speech_tokenizer(out, st_config, seed + 1)
+    _write_speech_tokenizer(out, st_config, seed + 1, codec_attention_scale)
     return out

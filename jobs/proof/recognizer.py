@@ -34,7 +34,7 @@ class Recognizer(Protocol):
 
     source: str  # what was loaded: a hub id or a local path
 
-    def transcribe(self, takes: Sequence[np.ndarray], languages: Sequence[str], texts: Sequence[str]) -> list[str]:
+    def transcribe(self, takes: Sequence[np.ndarray], *, languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (float samples at 24 kHz), in its language (what Qwen3-TTS calls it:
         "english", ..., or "auto"); `texts` are what the takes should say, as spoken: a transcript stops at the
         limit they give (``limit_of``, a recognizer that runs on stops there). Takes are transcribed together where
@@ -56,7 +56,7 @@ def proof_model(asked: str, languages: set[str], configured: str | None = None) 
     return ANY
 
 
-def check_proof(value: str | None) -> str | None:
+def check_proof(value: str | None, option: str = "--proof") -> str | None:
     """`--proof` as a job carries it: None (off), "auto", a hub id (org/name) unchanged, or a local recognizer
     directory as an absolute path. Raises BadInput for anything else (a missing path, a directory without
     config.json, a word that names nothing)."""
@@ -65,7 +65,7 @@ def check_proof(value: str | None) -> str | None:
     value = value.strip()
     if value.lower() in AUTO:
         return "auto"
-    return check_model_ref(value, "recognizer", "--proof")
+    return check_model_ref(value, "recognizer", option)
 
 
 def check_model_ref(value: str, what: str, option: str) -> str:

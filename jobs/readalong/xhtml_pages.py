@@ -4,23 +4,20 @@ document (text, Markdown, HTML, PDF), one page a chapter."""
 
 from __future__ import annotations
 
-import html.entities
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from lxml import etree
 from narrate.jobs.documents.documents import Document
+from narrate.jobs.documents.readers.epub_clean import DOCTYPE, XHTML
 from narrate.jobs.documents.selection import spans
 from narrate.jobs.readalong import marking
-from narrate.jobs.xmltext import xml_text
+from narrate.jobs.xmltext import named_entity, xml_text
 
-XHTML = "http://www.w3.org/1999/xhtml"
 OPS = "http://www.idpf.org/2007/ops"
 XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
-DOCTYPE = "<!DOCTYPE html>"
 _ENTITY = re.compile(r"&([A-Za-z][A-Za-z0-9]*);")
-_XML_ENTITIES = {"amp", "lt", "gt", "quot", "apos"}
 
 
 @dataclass
@@ -61,19 +58,12 @@ def parse_xhtml(raw: bytes, path: str) -> etree._ElementTree:
     if text is None:
         text = raw.decode("utf-16")
     text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)
-    text = _ENTITY.sub(_entity, text)
+    text = _ENTITY.sub(named_entity, text)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=True, load_dtd=False)
     try:
         return etree.ElementTree(etree.fromstring(text.encode(), parser))
     except etree.XMLSyntaxError as e:
         raise ValueError(f"{path} is not well-formed XHTML: {e}") from None
-
-
-def _entity(m: re.Match[str]) -> str:
-    name = m.group(1)
-    if name in _XML_ENTITIES or name not in html.entities.name2codepoint:
-        return m.group(0)
-    return f"&#{html.entities.name2codepoint[name]};"
 
 
 def mark(pages: Sequence[Page], sentences: Sequence[str], words: dict[int, list[str]] | None = None) -> int:

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import queue
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from types import TracebackType
 
 from narrate.jobs.audio.subtitles import Cue
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore, int16
@@ -33,51 +30,45 @@ from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.result import ChapterMark
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
-from narrate.jobs.errors import BadInput, NarrateError
+from narrate.jobs.errors import BadInput
 from narrate.jobs.proof import report
-from narrate.jobs.proof.hearing import Recognizer, proof_model
+from narrate.jobs.proof.recognizer import Recognizer, proof_model
 from narrate.jobs.proof.report import Place
 from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
 from narrate.jobs.proof.verdict import Thresholds, judge
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from narrate.jobs.task.take_stage import TakeStage
 
 log = logging.getLogger("narrate.jobs")
-BATCH = 32  # takes transcribed together at most
-GATHER, GATHER_S = 16, 2.0  # the proof thread waits this long at most for this many takes before it transcribes
-WAIT_POLL_S = 1.0  # while the job thread waits for the proof thread: a beat and a cancel check this often
 Retake = Callable[[list[Sentence], OnBatch], Iterator[Chunk]]  # the engine's synthesis of retakes in the job's voice
+Queued = tuple[int, int, Checkpoint | None]  # a sentence, the seed of its take, the take (None: its checkpoint's)
 
 
-class ProofFailed(RuntimeError):
-    """The proof thread failed (the recognizer raised): the job fails with it."""
+class ProofPass(TakeStage[Queued]):
+    """Takes queued as their checkpoints are saved; batches of up to 32 transcribed together (the proof thread
+    waits at most 2 s for 16 of them)."""
 
+    BATCH, GATHER, GATHER_S = 32, 16, 2.0
+    NAME, FAILED = "narrate-proof-pass", "the proof pass failed"
 
-class Proofing:
     def __init__(self, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore, model: str):
-        self.ctx, self.plan, self.checkpoints, self.model = ctx, plan, checkpoints, model
+        super().__init__(ctx, len(plan.sentences))
+        self.plan, self.checkpoints, self.model = plan, checkpoints, model
         self.retakes = spec.retakes
         self.accepted = frozenset(spec.accepted or ())  # takes a person accepted by ear (`narrate redo --accept`)
         self.thresholds = Thresholds.from_settings(ctx.settings)
         self.records: dict[int, Record] = {}  # every sentence heard: its takes so far
         self.norms = Norms()
         self._audio: dict[int, list[Checkpoint]] = {}  # the takes of sentences not final yet
-        self._queue: queue.SimpleQueue[tuple[int, int, Checkpoint | None] | None] = queue.SimpleQueue()
-        self._pending = 0  # takes queued and not judged yet
         self._finals: list[int] = []  # final since the job thread last looked
-        self._lock = threading.Condition()
-        self._flush = threading.Event()
-        self._error: BaseException | None = None
-        self._closing = False  # the job ends (a stop, a cancel, a failure, or done): what is queued is left
-        self._thread: threading.Thread | None = None
         self._recognizer: Recognizer | None = None
         self._on_final: Callable[[int], None] = lambda i: None
-        self.heard_s = 0.0  # seconds the proof thread spent loading the recognizer, transcribing and judging
         self.waited_s = 0.0  # seconds the job thread waited for it after synthesis (its wall time beyond synthesis)
         self.retakes_s = 0.0  # seconds synthesizing retakes
 
     @classmethod
-    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> Proofing:
+    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> ProofPass:
         assert spec.proof is not None
         if ctx.recognizer_for is None:
             raise BadInput("this worker cannot run the proof pass (it has no recognizer)")
@@ -107,10 +98,9 @@ class Proofing:
         if not to_hear and not to_synthesize:
             return
         self.ctx.job.meta["proof"] = {"model": self.model, **Counts.of(self.records.values()).to_json()}
-        self._thread = threading.Thread(target=self._serve, name="narrate-proof-pass", daemon=True)
-        self._thread.start()
+        self._start()  # the recognizer loads as the thread starts
         for s in to_hear:
-            self._put(s.index, None)
+            self._queue_take(s.index, None)
 
     def heard(self, index: int) -> None:
         """A sentence's checkpoint was saved (the job thread): queue its take, hand on what became final (an
@@ -119,19 +109,15 @@ class Proofing:
             with self._lock:
                 self._finals.append(index)
         else:
-            self._put(index, None)
+            self._queue_take(index, None)
         self.deliver()
 
     def deliver(self) -> None:
         """Tell `on_final` (on the job thread) the sentences whose proof became final; raise the proof thread's
         error."""
+        self._raise()
         with self._lock:
             finals, self._finals = self._finals, []
-            error = self._error
-        if isinstance(error, NarrateError):  # a recognizer that cannot be had: said as it is, not retried
-            raise error
-        if error is not None:
-            raise ProofFailed(f"the proof pass failed: {type(error).__name__}: {error}") from error
         for i in finals:
             self._on_final(i)
         if finals:
@@ -171,7 +157,7 @@ class Proofing:
         """The job result's `proof`: the recognizer, the counts, where the time went, and the flagged sentences
         (jobs/proof/report.py), placed in the book by the stitched `cues` (their `chapter`: an index into
         `chapters`)."""
-        times = {"heard_s": self.heard_s, "waited_s": self.waited_s, "retakes_s": self.retakes_s}
+        times = {"heard_s": self.busy_s, "waited_s": self.waited_s, "retakes_s": self.retakes_s}
         with self._lock:
             records = dict(self.records)
         places = {c.index: Place(c.start / SAMPLE_RATE, c.end / SAMPLE_RATE, *_chapter(c.chapter, chapters))
@@ -181,37 +167,17 @@ class Proofing:
         return {"model": self.model, **self.counts().to_json(), **{k: round(v, 3) for k, v in times.items()},
                 "sentences": listed, "sentences_left_out": left_out}  # fmt: skip
 
-    def __enter__(self) -> Proofing:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if self._thread is not None:
-            self._closing = True  # takes still queued are not heard: a later attempt hears them from the checkpoints
-            self._queue.put(None)
-            self._thread.join(timeout=60)
-
     # The job thread's side.
 
-    def _put(self, index: int, take: Checkpoint | None, seed: int | None = None) -> None:
-        with self._lock:
-            self._pending += 1
-        self._queue.put((index, seed if seed is not None else self.plan.sentences[index].seed, take))
+    def _queue_take(self, index: int, take: Checkpoint | None, seed: int | None = None) -> None:
+        self._put((index, seed if seed is not None else self.plan.sentences[index].seed, take))
 
-    def _wait(self) -> None:
-        """Until every take queued is judged (beats for the hang watchdog, cancel checks)."""
-        t0 = time.monotonic()
-        self._flush.set()  # nothing more comes before these are judged: the proof thread gathers no longer
-        while True:
-            with self._lock:
-                if self._pending == 0 or self._error is not None:
-                    break
-                self._lock.wait(WAIT_POLL_S)
-            self.ctx.beat()
-            n = len(self.plan.sentences)
-            self.ctx.check_canceled(n, n)
-            self.deliver()
-        self.waited_s += time.monotonic() - t0
+    def _wait(self, between: Callable[[], None] | None = None) -> float:
+        """Until every take queued is judged, handing on what becomes final meanwhile."""
+        waited = super()._wait(between=self.deliver)
+        self.waited_s += waited
         self.deliver()
+        return waited
 
     def _synthesize(self, retake: Retake, sentences: list[Sentence]) -> None:
         parts: dict[int, list[Chunk]] = {}
@@ -231,60 +197,19 @@ class Proofing:
                 done = parts.pop(chunk.index)
                 pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, np.float32)
                 take = Checkpoint(int16(pcm), sum(c.frames for c in done), chunk.runaway, chunk.takes)
-                self._put(chunk.index, take, seeds[chunk.index])
+                self._queue_take(chunk.index, take, seeds[chunk.index])
                 self.deliver()
 
     # The proof thread's side.
 
-    def _serve(self) -> None:
-        if not self._timed(self._load):  # at once: the recognizer loads while the first takes are synthesized
-            return
-        while True:
-            first = self._queue.get()
-            if first is None or self._closing:
-                return
-            batch = [first]
-            until = time.monotonic() + GATHER_S
-            while len(batch) < BATCH:
-                wait = until - time.monotonic()
-                gathering = len(batch) < GATHER and wait > 0 and not self._flush.is_set()
-                try:
-                    more = self._queue.get(timeout=min(wait, 0.05)) if gathering else self._queue.get_nowait()
-                except queue.Empty:
-                    if gathering:
-                        continue
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                batch.append(more)
-            try:
-                if not self._timed(self._judge, batch):
-                    return
-            finally:
-                with self._lock:
-                    self._pending -= len(batch)
-                    self._lock.notify_all()
-
-    def _timed(self, work: Callable[..., None], *args: object) -> bool:
-        """`work` on the proof thread, its time counted in ``heard_s``; False if it raised (the error is kept for
-        the job thread to raise)."""
-        t0 = time.monotonic()
-        try:
-            work(*args)
-        except BaseException as e:  # noqa: BLE001 - the job thread raises it
-            with self._lock:
-                self._error = e
-                self._lock.notify_all()
-            return False
-        self.heard_s += time.monotonic() - t0
-        return True
-
-    def _load(self) -> None:
+    def _prepare(self) -> None:  # at once: the recognizer loads while the first takes are synthesized
         assert self.ctx.recognizer_for is not None
         self._recognizer = self.ctx.recognizer_for(self.model)
 
-    def _judge(self, batch: list[tuple[int, int, Checkpoint | None]]) -> None:
+    def _process(self, batch: list[Queued]) -> None:
+        self._judge(batch)
+
+    def _judge(self, batch: list[Queued]) -> None:
         import numpy as np
 
         takes = []
@@ -294,8 +219,8 @@ class Proofing:
                 takes.append((index, seed, got, got.pcm.astype(np.float32) / 32767.0))  # as the verdict reads it
         sentences = [self.plan.sentences[i] for i, _, _, _ in takes]
         assert self._recognizer is not None
-        texts = self._recognizer.transcribe([pcm for *_, pcm in takes], [s.language for s in sentences],
-                                            [s.text for s in sentences])  # fmt: skip
+        texts = self._recognizer.transcribe([pcm for *_, pcm in takes], languages=[s.language for s in sentences],
+                                            texts=[s.text for s in sentences])  # fmt: skip
         for (index, seed, got, pcm), s, text in zip(takes, sentences, texts, strict=True):
             verdict = judge(s.text, text, pcm, language=s.language, norm=self.norms.norm(s.voice),
                             thresholds=self.thresholds)  # fmt: skip

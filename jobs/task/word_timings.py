@@ -18,11 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import queue
-import threading
-import time
 from collections.abc import Iterable
-from types import TracebackType
 
 from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.book.plan import Plan
@@ -32,33 +28,26 @@ from narrate.jobs.readalong.aligning import Aligner, align_model, check_words, f
 from narrate.jobs.readalong.timing import Word
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from narrate.jobs.task.take_stage import TakeStage
 
 log = logging.getLogger("narrate.jobs")
-BATCH = 8  # takes aligned in one call at most
-WAIT_POLL_S = 1.0  # while the job thread waits for the words thread: a beat and a cancel check this often
 SHOWN = 10  # sentences named in the log line of those read along sentence by sentence
 
 
-class WordTimingsFailed(RuntimeError):
-    """The words thread failed for another reason than a sentence it could not align: the job fails with it."""
+class WordTimings(TakeStage[int]):
+    """A sentence's index queued once its take is final; batches of up to 8 aligned in one call."""
 
+    NAME, FAILED = "narrate-word-timings", "word timings failed"
 
-class Wording:
     def __init__(self, ctx: JobContext, plan: Plan, checkpoints: CheckpointStore, model: str):
-        self.ctx, self.plan, self.checkpoints, self.model = ctx, plan, checkpoints, model
-        self._queue: queue.SimpleQueue[int | None] = queue.SimpleQueue()
-        self._pending = 0  # sentences queued and not aligned yet
-        self._lock = threading.Condition()
-        self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        super().__init__(ctx, len(plan.sentences))
+        self.plan, self.checkpoints, self.model = plan, checkpoints, model
         self._aligner: Aligner | None = None
-        self._closing = False
         self._results: dict[int, tuple[str, list[Word], str | None]] = {}  # this attempt's: (take sha256, words, why)
         self.aligned = 0  # sentences this attempt aligned
-        self.aligned_s = 0.0  # seconds the words thread spent loading the aligner and aligning
 
     @classmethod
-    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> Wording:
+    def open(cls, ctx: JobContext, spec: JobSpec, plan: Plan, checkpoints: CheckpointStore) -> WordTimings:
         assert spec.word_timings is not None
         if ctx.aligner_for is None:
             raise BadInput("this worker cannot find word timings (it has no forced aligner)")
@@ -98,16 +87,7 @@ class Wording:
         level = [i for i in range(len(self.plan.sentences)) if i not in words]
         return {"model": self.model, "sentences": len(words), "sentence_level": len(level),
                 "sentence_level_indices": level[:100], "aligned": self.aligned,
-                "aligned_s": round(self.aligned_s, 3)}  # fmt: skip
-
-    def __enter__(self) -> Wording:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if self._thread is not None:
-            self._closing = True  # what is still queued is left: a later attempt aligns it
-            self._queue.put(None)
-            self._thread.join(timeout=60)
+                "aligned_s": round(self.busy_s, 3)}  # fmt: skip
 
     # The job thread's side.
 
@@ -144,64 +124,10 @@ class Wording:
                     "%s gave no usable words): sentence %s%s", self.ctx.job.id, len(level), len(found), self.model,
                     named, more)  # fmt: skip
 
-    def _put(self, index: int) -> None:
-        with self._lock:
-            self._pending += 1
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._serve, name="narrate-word-timings", daemon=True)
-                self._thread.start()
-        self._queue.put(index)
+    # The words thread's side: a batch of sentences whose words are aligned.
 
-    def _raise(self) -> None:
-        with self._lock:
-            error = self._error
-        if isinstance(error, NarrateError):  # an aligner that cannot be had: said as it is, not retried
-            raise error
-        if error is not None:
-            raise WordTimingsFailed(f"word timings failed: {type(error).__name__}: {error}") from error
-
-    def _wait(self) -> None:
-        """Until every sentence queued is aligned (beats for the hang watchdog, cancel checks)."""
-        n = len(self.plan.sentences)
-        while True:
-            with self._lock:
-                if self._pending == 0 or self._error is not None:
-                    break
-                self._lock.wait(WAIT_POLL_S)
-            self.ctx.beat()
-            self.ctx.check_canceled(n, n)
-        self._raise()
-
-    # The words thread's side.
-
-    def _serve(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None or self._closing:
-                return
-            batch = [first]
-            while len(batch) < BATCH:
-                try:
-                    more = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if more is None:
-                    self._queue.put(None)
-                    break
-                batch.append(more)
-            try:
-                t0 = time.monotonic()
-                self._align(batch)
-                self.aligned_s += time.monotonic() - t0
-            except BaseException as e:  # noqa: BLE001 - the job thread raises it
-                with self._lock:
-                    self._error = e
-                    self._lock.notify_all()
-                return
-            finally:
-                with self._lock:
-                    self._pending -= len(batch)
-                    self._lock.notify_all()
+    def _process(self, batch: list[int]) -> None:
+        self._align(batch)
 
     def _align(self, batch: list[int]) -> None:
         import numpy as np
@@ -219,7 +145,8 @@ class Wording:
         sentences = [self.plan.sentences[i] for i, _, _ in takes]
         try:
             aligned = self._aligner.align([pcm.astype(np.float32) / 32767.0 for *_, pcm in takes],
-                                          [s.text for s in sentences], [s.language for s in sentences])  # fmt: skip
+                                          texts=[s.text for s in sentences],
+                                          languages=[s.language for s in sentences])  # fmt: skip
         except NarrateError:
             raise
         except Exception as e:  # noqa: BLE001 - these sentences are read along sentence by sentence

@@ -1,0 +1,42 @@
+"""The README and docs/ name files and commands that exist: every path under jobs/, worker/, cli/, tests/, docs/ or
+.ci/ they mention is in the checkout, and every `narrate COMMAND [SUBCOMMAND]` they show (a line of a code block,
+or a code span, that starts with it) is a command of the CLI. A rename that leaves a doc behind fails here."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+from narrate.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PATH = re.compile(r"((?:jobs|worker|cli|tests|docs|\.ci)/[\w./-]*[\w-]\.(?:py|md|toml|html|js|css|json|sh))")
+SHOWN = re.compile(r"^\s*(?:\$ )?narrate ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
+
+
+def _code(text: str) -> list[str]:
+    """The lines of fenced code blocks and the code spans of `text`."""
+    blocks = [line for block in re.findall(r"```[^\n]*\n(.*?)```", text, re.S) for line in block.splitlines()]
+    return blocks + re.findall(r"`([^`\n]+)`", text)
+
+
+def test_every_path_the_docs_name_exists():
+    missing = {(doc.name, path) for doc in DOCS for path in PATH.findall(doc.read_text()) if not (ROOT / path).exists()}
+    assert not missing, sorted(missing)
+
+
+def test_every_command_the_docs_show_exists():
+    unknown = set()
+    for doc in DOCS:
+        for line in _code(doc.read_text()):
+            m = SHOWN.match(line)
+            if m is None:
+                continue
+            command = main.commands.get(m.group(1))
+            if command is None:
+                unknown.add((doc.name, m.group(1)))
+            elif m.group(2) and isinstance(command, click.Group) and m.group(2) not in command.commands:
+                unknown.add((doc.name, f"{m.group(1)} {m.group(2)}"))
+    assert not unknown, sorted(unknown)
