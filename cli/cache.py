@@ -51,8 +51,13 @@ def cache_info(as_json) -> None:
     "--to", "to_size", default=None, metavar="SIZE", help="Evict the least recently used down to SIZE (500MB, 2GB)."
 )
 @click.option("--all", "everything", is_flag=True, help="Remove every cached sentence.")
-@click.option("--older-than", type=click.FloatRange(min=0), default=None, metavar="DAYS",
-              help="Remove sentences not used for DAYS days.")  # fmt: skip
+@click.option(
+    "--older-than",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="DAYS",
+    help="Remove sentences not used for DAYS days.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def cache_prune(to_size, everything, older_than, as_json) -> None:
     """Remove cached sentences: least recently used first down to --to SIZE, --all of them, or those

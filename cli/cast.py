@@ -45,8 +45,19 @@ from narrate.jobs.settings import MAX_DOCUMENT_BYTES
 )
 @reading_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the voices and what was found.")
-def cast(document, cast_file, voices, markup, dialogue_voice, strict, draft, input_format, include_front_matter,
-         chapters, as_json) -> None:  # fmt: skip
+def cast(
+    document,
+    cast_file,
+    voices,
+    markup,
+    dialogue_voice,
+    strict,
+    draft,
+    input_format,
+    include_front_matter,
+    chapters,
+    as_json,
+) -> None:
     """Show who reads DOCUMENT: sentences, estimated time and first lines per voice, declared voices
     never used and tags that name nobody. Reads the files only: no server, nothing queued."""
     try:

@@ -30,21 +30,44 @@ def voice_option(f: Callable[..., Any]) -> Callable[..., Any]:
     options (--cast, --markup, --dialogue-voice, --strict), passed to the command as `voice` (a
     tuple), `instruct` and `cast` (a dict); read them with ``choose_voices``."""
     opts = [
-        click.option("--voice", "voice", multiple=True, metavar="[NAME=]VOICE",
-                     help="The narrator: a voice sample file (1-60 s of speech), a saved voice (narrate voice list) "
-                     "or, with a CustomVoice --model, a preset speaker (ryan, aiden, ...). Again as NAME=VOICE "
-                     "(or NAME:VARIANT=VOICE) for each voice of a cast, which [NAME] tags in the text switch to."),
-        click.option("--instruct", default=None, metavar="TEXT",
-                     help="How a preset narrator speaks, e.g. 'calm, warm narrator' (1.7B CustomVoice models; "
-                     "others ignore it)."),
-        click.option("--cast", "cast_file", type=click.Path(path_type=Path), default=None, metavar="CAST.TOML",
-                     help="The cast: voices, aliases and seeds (docs/cast.md)."),
-        click.option("--markup", type=click.Choice(MARKUPS, case_sensitive=False), default=None,
-                     help="How the text names its voices: narrate's [name] tags (default) or another tool's."),
-        click.option("--dialogue-voice", default=None, metavar="NAME|VOICE",
-                     help="Read quoted speech in this voice (a cast member, or a voice), the rest by the narrator."),
+        click.option(
+            "--voice",
+            "voice",
+            multiple=True,
+            metavar="[NAME=]VOICE",
+            help="The narrator: a voice sample file (1-60 s of speech), a saved voice (narrate voice list) "
+            "or, with a CustomVoice --model, a preset speaker (ryan, aiden, ...). Again as NAME=VOICE "
+            "(or NAME:VARIANT=VOICE) for each voice of a cast, which [NAME] tags in the text switch to.",
+        ),
+        click.option(
+            "--instruct",
+            default=None,
+            metavar="TEXT",
+            help="How a preset narrator speaks, e.g. 'calm, warm narrator' (1.7B CustomVoice models; "
+            "others ignore it).",
+        ),
+        click.option(
+            "--cast",
+            "cast_file",
+            type=click.Path(path_type=Path),
+            default=None,
+            metavar="CAST.TOML",
+            help="The cast: voices, aliases and seeds (docs/cast.md).",
+        ),
+        click.option(
+            "--markup",
+            type=click.Choice(MARKUPS, case_sensitive=False),
+            default=None,
+            help="How the text names its voices: narrate's [name] tags (default) or another tool's.",
+        ),
+        click.option(
+            "--dialogue-voice",
+            default=None,
+            metavar="NAME|VOICE",
+            help="Read quoted speech in this voice (a cast member, or a voice), the rest by the narrator.",
+        ),
         click.option("--strict", is_flag=True, help="A [tag] that names nobody in the cast is an error."),
-    ]  # fmt: skip
+    ]
     for opt in reversed(opts):
         f = opt(f)
     return f
@@ -53,8 +76,9 @@ def voice_option(f: Callable[..., Any]) -> Callable[..., Any]:
 CAST_OPTION_NAMES = ("cast_file", "markup", "dialogue_voice", "strict")
 
 
-def choose_voices(settings: Settings, kw: dict, options: Options,
-                  conn: Connection | None = None) -> tuple[VoiceChoice, CastChoice | None]:  # fmt: skip
+def choose_voices(
+    settings: Settings, kw: dict, options: Options, conn: Connection | None = None
+) -> tuple[VoiceChoice, CastChoice | None]:
     """Pop --voice, --instruct and the cast's options out of a command's keyword arguments: (the
     narrator's voice, the cast or None). Files need no server; a name is looked up in the library on
     `conn`, or on a connection opened for it. Warnings go to stderr."""
@@ -72,18 +96,26 @@ def choose_voices(settings: Settings, kw: dict, options: Options,
     return _choose(settings, voices, instruct, cast_opts, options, conn)
 
 
-def _choose(settings: Settings, voices: tuple[str, ...], instruct: str | None, cast_opts: dict, options: Options,
-            conn: Connection | None) -> tuple[VoiceChoice, CastChoice | None]:  # fmt: skip
-    narrator, cast = choose_cast(conn.redis if conn is not None else None, settings, voices, options, instruct,
-                                 **cast_opts)  # fmt: skip
+def _choose(
+    settings: Settings,
+    voices: tuple[str, ...],
+    instruct: str | None,
+    cast_opts: dict,
+    options: Options,
+    conn: Connection | None,
+) -> tuple[VoiceChoice, CastChoice | None]:
+    narrator, cast = choose_cast(
+        conn.redis if conn is not None else None, settings, voices, options, instruct, **cast_opts
+    )
     every = [narrator, *(cast.voices.values() if cast else ())]
     for warning in dict.fromkeys(w for c in every for w in c.warnings):
         click.echo(f"warning: {warning}", err=True)
     return narrator, cast
 
 
-def choose_voice(settings: Settings, voice: str, options: Options, instruct: str | None,
-                 conn: Connection | None = None) -> VoiceChoice:  # fmt: skip
+def choose_voice(
+    settings: Settings, voice: str, options: Options, instruct: str | None, conn: Connection | None = None
+) -> VoiceChoice:
     """One voice (`narrate voice preview`): a file, a saved voice or a preset speaker."""
     kw = {"voice": (voice,), "instruct": instruct, **dict.fromkeys(CAST_OPTION_NAMES)}
     kw["strict"] = False
@@ -131,9 +163,10 @@ seed_option, max_frames_option = _option("seed"), _option("max_frames")
 def request_fields(queued: bool, without: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The fields of the request a command offers: `queued` (submit, schedule add) or not (run), less `without`."""
     return tuple(
-        n for n in fields.RequestFields.model_fields
+        n
+        for n in fields.RequestFields.model_fields
         if (fields.CLI in fields.where(n) or (queued and fields.QUEUED in fields.where(n))) and n not in without
-    )  # fmt: skip
+    )
 
 
 def request_options(
@@ -158,8 +191,9 @@ def options_from(kw: dict) -> Options:
 
 
 def reading_from(input_format: str | None, include_front_matter: bool, chapters: str | None = None) -> ReadOptions:
-    return ReadOptions(input_format.lower() if input_format else None, include_front_matter,
-                       chapters=check_chapters(chapters))  # fmt: skip
+    return ReadOptions(
+        input_format.lower() if input_format else None, include_front_matter, chapters=check_chapters(chapters)
+    )
 
 
 def settings_from_env(**overrides: object) -> Settings:
@@ -206,8 +240,11 @@ def wait_for(conn: Connection, job_id: str, quiet: bool, poll_s: float = 0.5) ->
         if not quiet and not hinted and st["status"] == "queued" and polls % UNATTENDED_CHECK_POLLS == 0:
             name = api.unattended_queue(conn.redis, job_id)
             if name is not None:
-                click.echo(f"no worker is taking jobs from queue {name!r}: start one with `narrate worker` "
-                           "(in another terminal, or as a service); waiting", err=True)  # fmt: skip
+                click.echo(
+                    f"no worker is taking jobs from queue {name!r}: start one with `narrate worker` "
+                    "(in another terminal, or as a service); waiting",
+                    err=True,
+                )
                 hinted = True
         polls += 1
         if st["status"] in ("finished", "failed", "canceled", "stopped"):

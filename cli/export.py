@@ -14,13 +14,23 @@ from narrate.jobs.server.connection import Connection
 
 @click.command()
 @click.argument("job_id")
-@click.option("--library", type=click.Path(path_type=Path), default=None,
-              help="The library's folder (default: NARRATE_LIBRARY).")  # fmt: skip
-@click.option("--layout", type=click.Choice(LAYOUTS), default="abs", show_default=True,
-              help="abs: Author/[Series/]Vol N - Year - Title {Narrator}; plex: Author/Title; flat: Title")  # fmt: skip
-@click.option("--abs-url", default=None, metavar="URL",
-              help="Also tell this Audiobookshelf server (token: NARRATE_ABS_TOKEN): scan its library after the "
-              "export, or upload the book when no --library is given. Default: NARRATE_ABS_URL.")  # fmt: skip
+@click.option(
+    "--library", type=click.Path(path_type=Path), default=None, help="The library's folder (default: NARRATE_LIBRARY)."
+)
+@click.option(
+    "--layout",
+    type=click.Choice(LAYOUTS),
+    default="abs",
+    show_default=True,
+    help="abs: Author/[Series/]Vol N - Year - Title {Narrator}; plex: Author/Title; flat: Title",
+)
+@click.option(
+    "--abs-url",
+    default=None,
+    metavar="URL",
+    help="Also tell this Audiobookshelf server (token: NARRATE_ABS_TOKEN): scan its library after the "
+    "export, or upload the book when no --library is given. Default: NARRATE_ABS_URL.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: folder, files, what happened.")
 @one_line_errors
 def export(job_id, library, layout, abs_url, as_json) -> None:

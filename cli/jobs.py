@@ -72,8 +72,16 @@ def list_jobs(state, queue_name, as_json) -> None:
         status = status if row["priority"] == "normal" else f"{status} ({row['priority']})"
         if row["scheduled_for"]:
             status += f" {local_time(row['scheduled_for'])}"
-        table.append((row["id"], row["document"], status, f"{row['done']}/{row['total']} {row['percent']:.0f}%",
-                      duration(row["eta_seconds"]), row["output"] or "-"))  # fmt: skip
+        table.append(
+            (
+                row["id"],
+                row["document"],
+                status,
+                f"{row['done']}/{row['total']} {row['percent']:.0f}%",
+                duration(row["eta_seconds"]),
+                row["output"] or "-",
+            )
+        )
     widths = [max(len(r[i]) for r in table) for i in range(5)]
     click.echo("\n".join("  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[5]]) for r in table))
 

@@ -48,13 +48,30 @@ def main() -> None:
 
 
 COMMANDS = (
-    submit, run, chapters, cast, status, proof, redo, list_jobs, watch, cancel, resume, info, fetch, export,  # jobs
+    submit,
+    run,
+    chapters,
+    cast,
+    status,
+    proof,
+    redo,
+    list_jobs,
+    watch,
+    cancel,
+    resume,
+    info,
+    fetch,
+    export,  # jobs
     voice_group,  # voices by name
-    schedule, scheduler,  # recurring batches
+    schedule,
+    scheduler,  # recurring batches
     feed_group,  # podcast feeds
-    worker, dashboard, serve, bench,  # services and tools
+    worker,
+    dashboard,
+    serve,
+    bench,  # services and tools
     cache_group,  # the sentence cache
-)  # fmt: skip
+)
 for command in COMMANDS:
     main.add_command(command)
 

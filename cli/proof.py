@@ -16,8 +16,24 @@ from narrate.jobs.errors import printable
 from narrate.jobs.humanize import moment
 from narrate.jobs.server.connection import Connection
 
-CSV_COLUMNS = ("sentence", "index", "chapter", "chapter_title", "start_s", "end_s", "outcome", "reasons", "problem",
-               "text", "spoken", "transcript", "takes", "kept_take", "seeds", "take_verdicts")  # fmt: skip
+CSV_COLUMNS = (
+    "sentence",
+    "index",
+    "chapter",
+    "chapter_title",
+    "start_s",
+    "end_s",
+    "outcome",
+    "reasons",
+    "problem",
+    "text",
+    "spoken",
+    "transcript",
+    "takes",
+    "kept_take",
+    "seeds",
+    "take_verdicts",
+)
 
 
 @click.command()
@@ -68,8 +84,11 @@ def text_lines(rep: dict[str, Any]) -> list[str]:
             kept = "  (kept)" if t["kept"] else ""
             lines.append(f"  take {n}: seed {t['seed']}, {printable(t['said'])}{kept}")
     if rep["sentences_left_out"]:
-        lines += ["", f"{rep['sentences_left_out']} more flagged sentence(s) not listed (the result keeps "
-                      f"{len(sentences or [])})"]  # fmt: skip
+        lines += [
+            "",
+            f"{rep['sentences_left_out']} more flagged sentence(s) not listed (the result keeps "
+            f"{len(sentences or [])})",
+        ]
     return lines
 
 
@@ -84,7 +103,23 @@ def write_csv(rep: dict[str, Any]) -> None:
     out.writerow(CSV_COLUMNS)
     for s in rep["sentences"] or []:
         takes = s["takes"]
-        out.writerow([s["index"] + 1, s["index"], s.get("chapter") or "", s.get("chapter_title") or "",
-                      s.get("start_s"), s.get("end_s"), s["outcome"], " ".join(s["reasons"]), s["problem"],
-                      s["text"], s["spoken"], s["transcript"], len(takes), s["kept"] + 1,
-                      " ".join(str(t["seed"]) for t in takes), " | ".join(t["said"] for t in takes)])  # fmt: skip
+        out.writerow(
+            [
+                s["index"] + 1,
+                s["index"],
+                s.get("chapter") or "",
+                s.get("chapter_title") or "",
+                s.get("start_s"),
+                s.get("end_s"),
+                s["outcome"],
+                " ".join(s["reasons"]),
+                s["problem"],
+                s["text"],
+                s["spoken"],
+                s["transcript"],
+                len(takes),
+                s["kept"] + 1,
+                " ".join(str(t["seed"]) for t in takes),
+                " | ".join(t["said"] for t in takes),
+            ]
+        )

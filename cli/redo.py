@@ -37,17 +37,35 @@ def numbers(given: tuple[str, ...], what: str = "sentence") -> tuple[int, ...]:
 @click.command()
 @click.argument("job_id")
 @click.argument("sentences", nargs=-1)
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=None,
-              help="Render the sentences with this seed (default: the next seed of each).")  # fmt: skip
-@click.option("--text", default=None, metavar="TEXT",
-              help="The sentence's corrected text (one sentence; the subtitles show it too).")  # fmt: skip
-@click.option("--lexicon", type=click.Path(path_type=Path), default=None, metavar="FILE",
-              help="Lexicon entries (word = spoken form) for the chosen sentences only.")  # fmt: skip
-@click.option("--accept", multiple=True, metavar="N[,N...]",
-              help="Keep these sentences' takes as they are: the proof pass does not flag them again.")  # fmt: skip
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),
+    default=None,
+    help="Render the sentences with this seed (default: the next seed of each).",
+)
+@click.option(
+    "--text",
+    default=None,
+    metavar="TEXT",
+    help="The sentence's corrected text (one sentence; the subtitles show it too).",
+)
+@click.option(
+    "--lexicon",
+    type=click.Path(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Lexicon entries (word = spoken form) for the chosen sentences only.",
+)
+@click.option(
+    "--accept",
+    multiple=True,
+    metavar="N[,N...]",
+    help="Keep these sentences' takes as they are: the proof pass does not flag them again.",
+)
 @click.option("--flagged", is_flag=True, help="Also every sentence the proof pass left flagged (and not accepted).")
-@click.option("--priority", type=click.Choice(PRIORITIES), default="high", show_default=True,
-              help="The redo's queue priority.")  # fmt: skip
+@click.option(
+    "--priority", type=click.Choice(PRIORITIES), default="high", show_default=True, help="The redo's queue priority."
+)
 @click.option("--wait", is_flag=True, help="Wait for the redo to finish, showing progress.")
 @click.option("--json", "as_json", is_flag=True, help="Print the redo as JSON.")
 @one_line_errors
@@ -76,17 +94,29 @@ def redo(job_id, sentences, seed, text, lexicon, accept, flagged, priority, wait
 
 def _report(done: redoing.Redone, root: Path, as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps({"id": done.job.id, "redo_of": done.of, "sentences": done.sentences,
-                               "accepted": done.accepted, "texts": done.texts, "duplicate": done.duplicate,
-                               "note": done.note}))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {
+                    "id": done.job.id,
+                    "redo_of": done.of,
+                    "sentences": done.sentences,
+                    "accepted": done.accepted,
+                    "texts": done.texts,
+                    "duplicate": done.duplicate,
+                    "note": done.note,
+                }
+            )
+        )
         return
     if done.note:
         click.echo(f"note: {done.note}", err=True)
     said = {"queued": "already queued or running", "done": "already done", "resumed": "resumed"}
     if done.duplicate:
         click.echo(f"the same redo, job {done.job.id}, {said[done.duplicate]}", err=True)
-    what = [f"sentences {redoing.ranges(done.sentences)} rendered again" if done.sentences else "",
-            f"takes {redoing.ranges(done.accepted)} accepted" if done.accepted else ""]  # fmt: skip
+    what = [
+        f"sentences {redoing.ranges(done.sentences)} rendered again" if done.sentences else "",
+        f"takes {redoing.ranges(done.accepted)} accepted" if done.accepted else "",
+    ]
     click.echo(f"redo of {done.of}: {'; '.join(filter(None, what))}", err=True)
     shown = sorted(done.texts)
     for number in shown[:SHOWN]:  # what each number is, so a number counted otherwise is seen at once

@@ -44,10 +44,20 @@ def schedule() -> None:
     help="Folder whose documents are narrated.",
 )
 @voice_option
-@click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=None,
-              help="Folder for the outputs, named after each document (default: the output root).")  # fmt: skip
-@click.option("--format", "fmt", default="mp3", show_default=True,
-              help="Output format (extension): mp3, m4b, ...; epub: each book as its read-along EPUB.")  # fmt: skip
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder for the outputs, named after each document (default: the output root).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    default="mp3",
+    show_default=True,
+    help="Output format (extension): mp3, m4b, ...; epub: each book as its read-along EPUB.",
+)
 @click.option("--tz", default=None, help="IANA time zone of the cron expression (default: this host's).")
 @request_options(without=("chapters",))  # chapters are picked in one document; a schedule reads a folder of them
 @one_line_errors

@@ -97,34 +97,54 @@ def dashboard(bind, port) -> None:
     help="Also draw x realtime and first audio per variant into this PNG (needs matplotlib).",
 )
 @click.option(
-    "--variants", default="plain,mlx-batch,static,continuous", show_default=True, metavar="LIST",
+    "--variants",
+    default="plain,mlx-batch,static,continuous",
+    show_default=True,
+    metavar="LIST",
     help="Which to run besides the plain loop: mlx-batch (mlx-audio's batch_generate: many minutes at 16 rows on "
     "a CPU), static, continuous, and the peers mlx-continuous (mlx-audio's continuous-batching session: a preset "
     "speaker, so it brings --voice-kind preset) and torch (the PyTorch qwen-tts package: needs --torch-python).",
-)  # fmt: skip
+)
 @click.option(
-    "--voice-kind", type=click.Choice(["clone", "preset"]), default="clone", show_default=True,
+    "--voice-kind",
+    type=click.Choice(["clone", "preset"]),
+    default="clone",
+    show_default=True,
     help="preset: also run narrate's static and continuous variants with a preset speaker on a random-weight "
     "CustomVoice checkpoint of the same size (same sentences, seeds, budgets), to compare with the cloned rows.",
-)  # fmt: skip
+)
 @click.option(
-    "--voices", type=click.IntRange(1, 32), default=1, show_default=True, metavar="N",
+    "--voices",
+    type=click.IntRange(1, 32),
+    default=1,
+    show_default=True,
+    metavar="N",
     help="N > 1: also run narrate's static and continuous variants with the sentences' voices assigned round-robin "
     "from N cloned voices (rows of N voices share every batch), to compare with rows of one voice.",
-)  # fmt: skip
+)
 @click.option(
-    "--torch-python", type=click.Path(path_type=Path, dir_okay=False), default=None, metavar="PYTHON",
+    "--torch-python",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    metavar="PYTHON",
     help="torch variants: a Python with torch and qwen-tts (its own venv: torch is no dependency of narrate); "
     "without it, or if it cannot import them, they are skipped with the reason.",
-)  # fmt: skip
+)
 @click.option(
-    "--torch-dtype", type=click.Choice(["auto", "float32", "bfloat16"]), default="auto", show_default=True,
+    "--torch-dtype",
+    type=click.Choice(["auto", "float32", "bfloat16"]),
+    default="auto",
+    show_default=True,
     help="torch variants' dtype; auto: bfloat16 on CUDA, float32 on a CPU (torch's fast CPU path).",
-)  # fmt: skip
+)
 @click.option(
-    "--torch-threads", type=click.IntRange(0), default=0, show_default=True, metavar="N",
+    "--torch-threads",
+    type=click.IntRange(0),
+    default=0,
+    show_default=True,
+    metavar="N",
     help="torch variants' intra-op threads (0: torch's default, one per core).",
-)  # fmt: skip
+)
 def bench(
     checkpoint,
     size,

@@ -97,8 +97,11 @@ def _unattended(conn: Connection, subs: list[api.Submitted]) -> None:
     for sub in subs:
         name = api.unattended_queue(conn.redis, sub.job.id) if not sub.due else None
         if name is not None:
-            click.echo(f"note: no worker is taking jobs from queue {name!r} now: the job waits there until one starts "
-                       "(`narrate worker`, in another terminal or as a service)", err=True)  # fmt: skip
+            click.echo(
+                f"note: no worker is taking jobs from queue {name!r} now: the job waits there until one starts "
+                "(`narrate worker`, in another terminal or as a service)",
+                err=True,
+            )
             return
 
 
@@ -107,8 +110,13 @@ def _report(sub: api.Submitted, req: api.Request, settings: Settings, as_json: b
     if sub.note:
         click.echo(f"note: {sub.note}", err=True)
     if sub.duplicate and not as_json:
-        note = {"queued": "already queued or running", "done": "already done", "resumed": "resumed",
-                "scheduled": "already scheduled", "rescheduled": "scheduled again"}  # fmt: skip
+        note = {
+            "queued": "already queued or running",
+            "done": "already done",
+            "resumed": "resumed",
+            "scheduled": "already scheduled",
+            "rescheduled": "scheduled again",
+        }
         due = f" for {when.describe(sub.due)}" if sub.due else ""
         click.echo(f"identical job {job_id} {note[sub.duplicate]}{due}", err=True)
     if not as_json:

@@ -136,8 +136,13 @@ def _wait(conn: Connection, job_id: str, no_wait: bool) -> bool:
 @model_option
 @quant_option
 @language_option
-@click.option("-o", "--output", type=click.Path(path_type=Path), default=None,
-              help="Where the clip goes (default: VOICE-preview.wav here).")  # fmt: skip
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the clip goes (default: VOICE-preview.wav here).",
+)
 @wait_option
 @one_line_errors
 def preview(voice, text, document, instruct, model, quant, language, output, no_wait) -> None:
@@ -161,14 +166,23 @@ def preview(voice, text, document, instruct, model, quant, language, output, no_
 @click.argument("name")
 @click.argument("description")
 @text_option
-@click.option("--candidates", type=click.IntRange(1, MAX_CANDIDATES), default=3, show_default=True,
-              help="How many clips to make (each with its own seed).")  # fmt: skip
+@click.option(
+    "--candidates",
+    type=click.IntRange(1, MAX_CANDIDATES),
+    default=3,
+    show_default=True,
+    help="How many clips to make (each with its own seed).",
+)
 @click.option("--model", default=None, help="A VoiceDesign model (default: the 1.7B VoiceDesign).")
 @quant_option
 @language_option
-@click.option("-o", "--output-dir", type=click.Path(path_type=Path), default=None,
-              help="Where the candidates go (default: NAME-candidates/ under the output root, "
-              "NARRATE_OUTPUT_DIR).")  # fmt: skip
+@click.option(
+    "-o",
+    "--output-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the candidates go (default: NAME-candidates/ under the output root, NARRATE_OUTPUT_DIR).",
+)
 @wait_option
 @one_line_errors
 def design(name, description, text, candidates, model, quant, language, output_dir, no_wait) -> None:

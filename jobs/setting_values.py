@@ -1,98 +1,123 @@
-"""How each NARRATE_* variable's text becomes its value (jobs/settings.py): whole numbers, seconds,
-gigabytes, paths, choices, comma-separated names and pairs, http(s) addresses. Each raises
-BadInput naming the variable and saying what it takes (a quantization: ``check_quant``). ``setting``
-declares one field of Settings."""
+"""How each NARRATE_* variable's text becomes its value (jobs/settings.py): the field types of ``Settings``, each a
+pydantic type with a before-validator that takes the variable's text (or a value given in code) and refuses what it
+cannot use. A refusal is a ``Refused`` worded to follow the variable's name (``NARRATE_MAX_FRAMES='lots' is not a
+whole number``); ``Settings.from_env`` puts the name in front and raises ``BadInput``. A quantization's name is
+checked by ``check_quant`` (NARRATE_QUANT, --quant)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import MISSING, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from narrate.jobs.errors import BadInput
+from pydantic import BeforeValidator
+from pydantic_settings import NoDecode
 
 QUANTS = ("bf16", "4bit", "6bit", "8bit", "float32")
 
 
-def whole(minimum: int, maximum: int | None = None) -> Callable[[str, str], int]:
-    def parse(name: str, raw: str) -> int:
+class Refused(ValueError):
+    """What is wrong with a setting's value, worded to follow the setting's name."""
+
+
+def _whole(minimum: int, maximum: int | None) -> Callable[[Any], int | None]:
+    def parse(raw: Any) -> int | None:
+        if raw is None:  # an optional setting left unset (its type refuses None otherwise)
+            return None
         try:
-            value = int(raw)
+            value = int(raw) if isinstance(raw, str) else raw
         except ValueError:
-            raise BadInput(f"{name}={raw!r} is not a whole number") from None
+            raise Refused(f"={raw!r} is not a whole number") from None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise Refused(f"={raw!r} is not a whole number")
         if value < minimum:
-            raise BadInput(f"{name}={raw!r} must be at least {minimum}")
+            raise Refused(f"={str(raw)!r} must be at least {minimum}")
         if maximum is not None and value > maximum:
-            raise BadInput(f"{name}={raw!r} must be at most {maximum}")
+            raise Refused(f"={str(raw)!r} must be at most {maximum}")
         return value
 
     return parse
 
 
-def seconds(minimum: float, unit: str = "seconds") -> Callable[[str, str], float]:
-    def parse(name: str, raw: str) -> float:
+def _number(minimum: float, unit: str) -> Callable[[Any], float | None]:
+    def parse(raw: Any) -> float | None:
+        if raw is None:
+            return None
         try:
             value = float(raw)
-        except ValueError:
-            raise BadInput(f"{name}={raw!r} is not a number of {unit}") from None
+        except (TypeError, ValueError):
+            raise Refused(f"={raw!r} is not a number of {unit}") from None
         if not value >= minimum or value == float("inf"):
-            raise BadInput(f"{name}={raw!r} must be a finite number of {unit}, at least {minimum}")
+            raise Refused(f"={str(raw)!r} must be a finite number of {unit}, at least {minimum}")
         return value
 
     return parse
 
 
-def gigabytes(name: str, raw: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise BadInput(f"{name}={raw!r} is not a number of gigabytes") from None
-    if not 0 <= value < float("inf"):
-        raise BadInput(f"{name}={raw!r} must be a finite number of gigabytes, at least 0")
-    return value
-
-
-def path(_name: str, raw: str) -> Path:
-    return Path(raw).expanduser()
-
-
-def choice(options: tuple[str, ...]) -> Callable[[str, str], str]:
-    def parse(name: str, raw: str) -> str:
+def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
         if raw not in options:
-            raise BadInput(f"{name}={raw!r}: use one of {', '.join(options)}")
-        return raw
+            raise Refused(f"={raw!r}: use one of {', '.join(options)}")
+        return str(raw)
 
     return parse
 
 
-def names(_name: str, raw: str) -> tuple[str, ...]:
-    return tuple(h.strip() for h in raw.split(",") if h.strip())
+def _names(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        return tuple(h.strip() for h in raw.split(",") if h.strip())
+    return tuple(raw)
 
 
-def pairs(name: str, raw: str) -> tuple[tuple[str, str], ...]:
+def _pairs(raw: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(raw, str):
+        return tuple((str(k), str(v)) for k, v in raw)
     pairs = []
     for entry in (e.strip() for e in raw.split(",")):
         key, sep, value = entry.partition("=")
         if not entry:
             continue
         if not sep or not key.strip() or not value.strip():
-            raise BadInput(f"{name}: {entry!r} is not NAME=VOICE; give pairs such as alloy=alice,onyx=ryan")
+            raise Refused(f": {entry!r} is not NAME=VOICE; give pairs such as alloy=alice,onyx=ryan")
         pairs.append((key.strip().lower(), value.strip()))
     return tuple(pairs)
 
 
-def text(_name: str, raw: str) -> str:
-    return raw
-
-
-def url(name: str, raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw.strip())
+def _url(raw: Any) -> str:
+    parts = urlsplit(str(raw).strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadInput(f"{name}={raw!r}: give an http(s) address such as http://narrate.local:8000")
-    return raw.strip().rstrip("/")
+        raise Refused(f"={raw!r}: give an http(s) address such as http://narrate.local:8000")
+    return str(raw).strip().rstrip("/")
+
+
+def _quant(raw: Any) -> str | None:
+    if raw is not None and raw not in QUANTS:
+        raise Refused(f"={raw!r}: choose one of {', '.join(QUANTS)}")
+    return None if raw is None else str(raw)
+
+
+def whole(minimum: int, maximum: int | None = None) -> BeforeValidator:
+    """A whole number from `minimum` to `maximum` (``Annotated[int, whole(1)]``)."""
+    return BeforeValidator(_whole(minimum, maximum))
+
+
+def number(minimum: float, unit: str = "seconds") -> BeforeValidator:
+    """A finite number of `unit`, at least `minimum` (seconds, megabytes, a rate)."""
+    return BeforeValidator(_number(minimum, unit))
+
+
+def choice(*options: str) -> BeforeValidator:
+    """One of `options`."""
+    return BeforeValidator(_choice(options))
+
+
+UserPath = Annotated[Path, BeforeValidator(lambda raw: Path(raw).expanduser())]
+Names = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_names)]  # comma-separated, not JSON
+Pairs = Annotated[tuple[tuple[str, str], ...], NoDecode, BeforeValidator(_pairs)]  # NAME=VALUE,...
+Url = Annotated[str, BeforeValidator(_url)]
+Quant = Annotated[str | None, BeforeValidator(_quant)]
 
 
 def check_quant(quant: str | None) -> str | None:
@@ -100,20 +125,3 @@ def check_quant(quant: str | None) -> str | None:
     if quant is not None and quant not in QUANTS:
         raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
     return quant
-
-
-def setting(
-    env: str,
-    default: Any = MISSING,
-    *,
-    reads: str,
-    doc: str,
-    parse: Callable[[str, str], Any] = text,
-    factory: Callable[[], Any] | None = None,
-    shown: str | None = None,
-) -> Any:
-    """A Settings field: its variable, default (or default factory), reader, description."""
-    meta = {"env": env, "reads": reads, "doc": doc, "parse": parse, "shown": shown}
-    if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)

@@ -13,8 +13,13 @@ from narrate.jobs.settings import Settings
 
 
 def _row(settings: Settings, feed: store.Feed, episodes: int) -> dict[str, Any]:
-    return {"name": feed.name, "title": feed.title, "created_at": feed.created_at, "narrations": episodes,
-            "url": store.url(settings.public_url, feed, with_token=True)}  # fmt: skip
+    return {
+        "name": feed.name,
+        "title": feed.title,
+        "created_at": feed.created_at,
+        "narrations": episodes,
+        "url": store.url(settings.public_url, feed, with_token=True),
+    }
 
 
 def list_feeds(r: redis.Redis, settings: Settings) -> list[dict[str, Any]]:

@@ -52,14 +52,24 @@ def opt(
     """A field of the request: `description` is the CLI's help, `form_description` the form's (when
     they differ); `cli` the flag (default: --NAME with dashes); `where` the surfaces that offer it;
     `flag_value`: the flag may be given without a value, meaning this (`--proof` alone: auto)."""
-    extra = {"cli": cli, "where": list(where), "metavar": metavar, "form": form_description,
-             "show_default": show_default, "cli_default": cli_default, "flag_value": flag_value}  # fmt: skip
+    extra = {
+        "cli": cli,
+        "where": list(where),
+        "metavar": metavar,
+        "form": form_description,
+        "show_default": show_default,
+        "cli_default": cli_default,
+        "flag_value": flag_value,
+    }
     return Field(constraints.pop("default", None), description=description, json_schema_extra=extra, **constraints)
 
 
 def _pause(what: str, name: str) -> Any:
-    return opt(f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)}).",
-               cli=f"--{name.removesuffix('_ms').replace('_', '-')}", metavar="MS")  # fmt: skip
+    return opt(
+        f"Silence {what} in ms (NARRATE_{name.upper()}, default {default(name)}).",
+        cli=f"--{name.removesuffix('_ms').replace('_', '-')}",
+        metavar="MS",
+    )
 
 
 CHECKED = "narrate_check"  # the error type of a field's domain check (RequestFields._domain)
@@ -124,18 +134,23 @@ class RequestFields(BaseModel):
     fan_out: str | None = opt(
         "Spread the book over the worker hosts: a job per chapter, per N minutes of audio (cut at paragraph ends), "
         "or none. Default: chapters when it has chapters and more than one worker host is registered, else none.",
-        where=(QUEUED, HTTP), metavar="chapters|N|none", form_description="chapters, none, or minutes of audio a part",
-    )  # fmt: skip
+        where=(QUEUED, HTTP),
+        metavar="chapters|N|none",
+        form_description="chapters, none, or minutes of audio a part",
+    )
     feed: str | None = opt(
         "Put the narration in podcast feed NAME (made on first use; `narrate feed show NAME` prints its URL).",
-        where=(QUEUED, HTTP), metavar="NAME",
+        where=(QUEUED, HTTP),
+        metavar="NAME",
         form_description="A podcast feed the narration joins (made on first use; served at /feeds/NAME.xml)",
-    )  # fmt: skip
+    )
     overwrite: bool = opt("Replace a file at the output path that narrate did not write.", where=(CLI,), default=False)
     language: str | None = opt(
         "The document's language: en, zh, ja, ko, de, fr, ru, pt, es, it (or its name); auto detects it.",
-        cli_default="auto", show_default=True, form_description="auto (default), en, de, ... or a language's name",
-    )  # fmt: skip
+        cli_default="auto",
+        show_default=True,
+        form_description="auto (default), en, de, ... or a language's name",
+    )
     lexicon: Path | None = opt(
         "Pronunciations: a file of 'word = spoken form' lines (whole words, case-sensitive; # comments)."
     )
@@ -145,42 +160,51 @@ class RequestFields(BaseModel):
         where=(CLI,),
     )
     library_layout: Layout = opt(
-        "The library's layout: abs (Audiobookshelf), plex, flat.", cli="--layout", where=(CLI,), default="abs",
+        "The library's layout: abs (Audiobookshelf), plex, flat.",
+        cli="--layout",
+        where=(CLI,),
+        default="abs",
         show_default=True,
-    )  # fmt: skip
+    )
     abs_url: str | None = opt(
         "Tell this Audiobookshelf server about the finished book (the worker's NARRATE_ABS_TOKEN): a scan after "
         "the --library export, else an upload. Default: NARRATE_ABS_URL.",
-        where=(CLI,), metavar="URL",
-    )  # fmt: skip
+        where=(CLI,),
+        metavar="URL",
+    )
     sentence_pause_ms: PauseMs | None = _pause("between sentences", "sentence_pause_ms")
     paragraph_pause_ms: PauseMs | None = _pause("between paragraphs", "paragraph_pause_ms")
     chapter_pause_ms: PauseMs | None = _pause("before a chapter", "chapter_pause_ms")
     loudness: str | None = opt(
-        "Integrated loudness target (default -19; -16 for a louder book), or off.", metavar="LUFS|off",
+        "Integrated loudness target (default -19; -16 for a louder book), or off.",
+        metavar="LUFS|off",
         form_description="LUFS (default -19) or off",
-    )  # fmt: skip
+    )
     subtitles: str | None = opt(
-        "Also write subtitles / a timing manifest beside the audio, with its stem.", metavar="srt,vtt,json",
+        "Also write subtitles / a timing manifest beside the audio, with its stem.",
+        metavar="srt,vtt,json",
         form_description="srt, vtt, json (comma-separated)",
-    )  # fmt: skip
+    )
     readalong: str | None = opt(
         "Also write a read-along book beside the audio: epub (EPUB 3 with media overlays, the audio inside), "
         "manifest (a Readium audiobook manifest), w3c (a W3C Audiobooks manifest and its table of contents).",
-        metavar="epub,manifest,w3c", form_description="epub, manifest, w3c (comma-separated)",
-    )  # fmt: skip
+        metavar="epub,manifest,w3c",
+        form_description="epub, manifest, w3c (comma-separated)",
+    )
     word_timings: str | None = opt(
         "Find when each word is spoken (a forced aligner hears each sentence): a word-level WebVTT beside the audio "
         "(BOOK.words.vtt) and, with an EPUB, overlays word by word (docs/readalong.md): alone or auto, the "
         "worker's NARRATE_ALIGN_MODEL; or an aligner's Hugging Face id or local dir. Off by default.",
-        metavar="[MODEL]", flag_value="auto",
+        metavar="[MODEL]",
+        flag_value="auto",
         form_description="auto, or a forced aligner's Hugging Face id: word timings for the read-along (default: off)",
-    )  # fmt: skip
+    )
     title: str | None = opt("Title tag (default: the document's, or its file name).")
     series: str | None = opt(
-        "Series and position (default: an EPUB's own): tags and a library export's folder.", metavar='"NAME #N"',
+        "Series and position (default: an EPUB's own): tags and a library export's folder.",
+        metavar='"NAME #N"',
         form_description='Series and position, "Name #2" (default: an EPUB\'s own)',
-    )  # fmt: skip
+    )
     narrator: str | None = opt("Narrator tag.")
     author: str | None = opt("Author tag (default: the document's, if it has one).")
     year: str | None = opt("Year tag.")
@@ -190,9 +214,10 @@ class RequestFields(BaseModel):
         "Write the book file in parts of at most H hours, cut at chapter boundaries.", metavar="H"
     )
     chapters: str | None = opt(
-        "Read only these chapters, numbered as `narrate chapters DOC` lists them (default: all).", metavar="1-3,5",
+        "Read only these chapters, numbered as `narrate chapters DOC` lists them (default: all).",
+        metavar="1-3,5",
         form_description="Only these chapters, as `narrate chapters` numbers them: 1-3,5 (repeated or comma-separated)",
-    )  # fmt: skip
+    )
     include_front_matter: bool = opt(
         "EPUB: also read the cover, contents and copyright pages (skipped by default).", default=False
     )
@@ -204,14 +229,16 @@ class RequestFields(BaseModel):
         "Hear every sentence back with speech recognition and synthesize the flagged ones again (docs/proof.md): "
         "alone or auto, the worker's NARRATE_PROOF_MODEL, else a recognizer chosen by language; or a speech "
         "recognizer's Hugging Face id or local dir. Off by default.",
-        metavar="[MODEL]", flag_value="auto",
+        metavar="[MODEL]",
+        flag_value="auto",
         form_description="auto, or a speech recognizer's Hugging Face id: hear every sentence back (default: off)",
-    )  # fmt: skip
+    )
     retakes: Retakes | None = opt(
         "With --proof: takes of a flagged sentence besides its first, each with a new seed; the best is kept "
         "(default 2).",
-        metavar="N", form_description="With proof: takes of a flagged sentence besides its first (0-5, default 2)",
-    )  # fmt: skip
+        metavar="N",
+        form_description="With proof: takes of a flagged sentence besides its first (0-5, default 2)",
+    )
 
     @classmethod
     def parse(cls, raw: dict[str, Any], spelling: str) -> RequestFields:
@@ -253,9 +280,13 @@ class RequestFields(BaseModel):
         """What fields refuse together: a read-along book plays the whole book's one file."""
         if self.readalong and parse_readalong(self.readalong) and (self.split == "chapters" or self.max_part_hours):
             s = functools.partial(spelled, spelling=_spelling(info))
-            raise FieldError("readalong", f"{s('readalong')}: a read-along book plays the whole book's file; not with "
-                             f"{s('split')} chapters or {s('max_part_hours')} ({s('split')} chapters+book keeps the "
-                             "book)", _spelling(info))  # fmt: skip
+            raise FieldError(
+                "readalong",
+                f"{s('readalong')}: a read-along book plays the whole book's file; not with "
+                f"{s('split')} chapters or {s('max_part_hours')} ({s('split')} chapters+book keeps the "
+                "book)",
+                _spelling(info),
+            )
         return self
 
     def knobs(self) -> dict[str, int | None]:
@@ -264,8 +295,19 @@ class RequestFields(BaseModel):
 
 
 KNOBS = ("seed", "max_frames", "sentence_pause_ms", "paragraph_pause_ms", "chapter_pause_ms")
-BOOK = ("subtitles", "loudness", "title", "series", "narrator", "author", "year", "cover", "split", "max_part_hours",
-        "readalong")  # fmt: skip
+BOOK = (
+    "subtitles",
+    "loudness",
+    "title",
+    "series",
+    "narrator",
+    "author",
+    "year",
+    "cover",
+    "split",
+    "max_part_hours",
+    "readalong",
+)
 
 
 def _reason(name: str, error: Any) -> str:
@@ -309,9 +351,15 @@ def _extra(name: str) -> dict[str, Any]:
 # The request's parts that are not fields of the model yet (the document, the voice and cast, the output and its
 # time): their CLI spelling, for messages that name them.
 OTHER_FLAGS = {
-    "format": "--format", "at": "--at", "in": "--in", "markup": "--markup", "voice": "--voice",
-    "dialogue_voice": "--dialogue-voice", "cast_voice": "--voice NAME=VOICE", "strict": "--strict",
-}  # fmt: skip
+    "format": "--format",
+    "at": "--at",
+    "in": "--in",
+    "markup": "--markup",
+    "voice": "--voice",
+    "dialogue_voice": "--dialogue-voice",
+    "cast_voice": "--voice NAME=VOICE",
+    "strict": "--strict",
+}
 
 
 def flag(name: str) -> str:

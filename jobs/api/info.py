@@ -56,8 +56,10 @@ def queue_counts(r: redis.Redis, base_queue: str) -> list[dict]:
     rows = []
     for i, name in enumerate(names):
         mine = counts[i * width : (i + 1) * width]
-        rows.append({"name": name, "priority": priority_of(name), "queued": mine[0]}
-                    | dict(zip(REGISTRIES, mine[1:], strict=True)))  # fmt: skip
+        rows.append(
+            {"name": name, "priority": priority_of(name), "queued": mine[0]}
+            | dict(zip(REGISTRIES, mine[1:], strict=True))
+        )
     return rows
 
 

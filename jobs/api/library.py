@@ -14,8 +14,9 @@ from narrate.jobs.library.layout import check_layout
 from narrate.jobs.settings import Settings
 
 
-def export_book(r: redis.Redis, settings: Settings, job_id: str, library: Path | None, layout: str,
-                abs_url: str | None = None) -> tuple[Exported | None, str | None]:  # fmt: skip
+def export_book(
+    r: redis.Redis, settings: Settings, job_id: str, library: Path | None, layout: str, abs_url: str | None = None
+) -> tuple[Exported | None, str | None]:
     """(the library folder, what Audiobookshelf was told); NARRATE_LIBRARY and NARRATE_ABS_URL are
     the defaults."""
     root = library if library is not None else settings.library

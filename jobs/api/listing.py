@@ -113,8 +113,9 @@ def _newest(r: redis.Redis, ids: list[str], limit: int, after: str | None) -> tu
         for job_id in ids:
             p.hget(Job.key_for(job_id), "created_at")
         created = p.execute()
-    order = sorted(((c.decode() if c else "", i) for i, c in zip(ids, created, strict=True) if c is not None),
-                   reverse=True)  # fmt: skip
+    order = sorted(
+        ((c.decode() if c else "", i) for i, c in zip(ids, created, strict=True) if c is not None), reverse=True
+    )
     if after is not None:
         mark = next((n for n, (_, i) in enumerate(order) if i == after), None)
         order = order[mark + 1 :] if mark is not None else []
@@ -186,8 +187,14 @@ def _fold_parts(r: redis.Redis, rows: list[dict]) -> None:
         for number, _ in enumerate(row["_parts"]):
             state, meta = next(found)
             meta = JSONSerializer.loads(meta) if meta else {}
-            parts.append((state.decode() if state else "unknown", meta.get("error"), number,
-                          int((meta.get("progress") or {}).get("done", 0))))  # fmt: skip
+            parts.append(
+                (
+                    state.decode() if state else "unknown",
+                    meta.get("error"),
+                    number,
+                    int((meta.get("progress") or {}).get("done", 0)),
+                )
+            )
         own = row["status"]
         row["status"], error = book_state(own, [q[:3] for q in parts])
         row["error"] = error or row["error"]

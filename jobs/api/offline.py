@@ -34,8 +34,9 @@ def random_helper(model: str, what: str) -> str:
     return f"{DRY_RUN.replace(' --size tiny', '')} --kind {kind}"
 
 
-def check_helpers_offline(settings: Settings, docs: Sequence[Document], proof: str | None,
-                          word_timings: str | None) -> None:  # fmt: skip
+def check_helpers_offline(
+    settings: Settings, docs: Sequence[Document], proof: str | None, word_timings: str | None
+) -> None:
     """BadInput when offline and a helper model these documents need is a hub id the cache lacks."""
     if not offline() or not (proof or word_timings) or settings.engine == "fake":  # the fake engine loads no model
         return
@@ -52,5 +53,6 @@ def check_helpers_offline(settings: Settings, docs: Sequence[Document], proof: s
                     f"{option}: the {what} {model} is not in the hub cache and HF_HUB_OFFLINE is set; name a local "
                     f"{what} ({option} DIR; to try it offline, a random-weight one: `{random_helper(model, what)}`, "
                     f"then {option} DIR), or submit again "
-                    "once the network is back", param=option.removeprefix("--").replace("-", "_"),
-                )  # fmt: skip
+                    "once the network is back",
+                    param=option.removeprefix("--").replace("-", "_"),
+                )

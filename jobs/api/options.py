@@ -109,18 +109,29 @@ class Options:
         whole = f"an EPUB output ({s('format')} epub) is one read-along EPUB holding the whole book's audio"
         if book.split:
             with_book = f"{instead} {s('split')} chapters+book"
-            raise FieldError("split", f"{whole}; not with {s('split')} (chapter files beside the book and its "
-                             f"read-along EPUB: {with_book})", spelling)  # fmt: skip
+            raise FieldError(
+                "split",
+                f"{whole}; not with {s('split')} (chapter files beside the book and its read-along EPUB: {with_book})",
+                spelling,
+            )
         if book.max_part_hours is not None:
             raise FieldError("max_part_hours", f"{whole}; not with {s('max_part_hours')}", spelling)
         beside = [f for f in book.readalong.split(",") if f in ("manifest", "w3c")]
         if beside:
-            raise FieldError("readalong", f"an EPUB output ({s('format')} epub) holds its audio inside: "
-                             f"{s('readalong')} {beside[0]} (a manifest of an audio file beside it) cannot go with "
-                             f"it (write {instead},{','.join(beside)})", spelling)  # fmt: skip
+            raise FieldError(
+                "readalong",
+                f"an EPUB output ({s('format')} epub) holds its audio inside: "
+                f"{s('readalong')} {beside[0]} (a manifest of an audio file beside it) cannot go with "
+                f"it (write {instead},{','.join(beside)})",
+                spelling,
+            )
         if self.feed:
-            raise FieldError("feed", f"an EPUB output ({s('format')} epub) is not audio: a podcast feed's episodes "
-                             f"are audio files (write {instead})", spelling)  # fmt: skip
+            raise FieldError(
+                "feed",
+                f"an EPUB output ({s('format')} epub) is not audio: a podcast feed's episodes "
+                f"are audio files (write {instead})",
+                spelling,
+            )
         return replace(self, book=replace(book, readalong="epub"), reading=replace(self.reading, keep_source=True))
 
     def knobs(self) -> dict[str, int | None]:

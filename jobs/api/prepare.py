@@ -120,13 +120,19 @@ def _prepare_cast(
             cast_line=r.line,
             narrator_seed=cast.narrator_seed,
             warnings=r.warnings,
-        )  # fmt: skip
+        )
         for req, r in zip(base, read, strict=True)
     ]
 
 
-def prepare_read_many(settings: Settings, docs: list[Document], documents: list[Path], voice: Path | VoiceChoice,
-                      outputs: Sequence[str | Path | None], options: Options) -> list[Request]:  # fmt: skip
+def prepare_read_many(
+    settings: Settings,
+    docs: list[Document],
+    documents: list[Path],
+    voice: Path | VoiceChoice,
+    outputs: Sequence[str | Path | None],
+    options: Options,
+) -> list[Request]:
     rels = [
         relative_output(settings.output_dir, out if out is not None else f"{Path(d).stem}.mp3")
         for d, out in zip(documents, outputs, strict=True)

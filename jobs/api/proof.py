@@ -39,8 +39,11 @@ def report(r: redis.Redis, job_id: str) -> dict[str, Any]:
     ``complete``: the job finished and its result has the report; before that the counts are those so far and
     ``sentences`` is empty. ``sentences`` is None for a job finished by a worker that did not list them."""
     if not asked_proof(r, job_id):
-        raise NotProofed(f"job {job_id} was not narrated with --proof: nothing heard its sentences back "
-                         "(submit the document again with --proof)", facts={"job": job_id})  # fmt: skip
+        raise NotProofed(
+            f"job {job_id} was not narrated with --proof: nothing heard its sentences back "
+            "(submit the document again with --proof)",
+            facts={"job": job_id},
+        )
     st = status(r, job_id)
     result = st.get("result") or {}
     complete = st["status"] == "finished" and isinstance(result.get("proof"), dict)

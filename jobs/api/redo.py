@@ -88,8 +88,9 @@ class Redone:
     duplicate: str | None = None  # "queued", "done" or "resumed": the same redo was asked before
 
 
-def redo(settings: Settings, r: redis.Redis, job_id: str, change: Change, priority: str = "high",
-         words: Words = CLI) -> Redone:  # fmt: skip
+def redo(
+    settings: Settings, r: redis.Redis, job_id: str, change: Change, priority: str = "high", words: Words = CLI
+) -> Redone:
     """Check everything, then enqueue the redo (acknowledged once on the server's disk). `words`: how the caller
     names the options, for its messages."""
     old, spec, doc = _finished_book(r, job_id)
@@ -98,14 +99,19 @@ def redo(settings: Settings, r: redis.Redis, job_id: str, change: Change, priori
     redone = _chosen(change, spec, result, n, job_id, words)
     accepted = _numbers(change.accept, n, job_id, words.accept, "accept")
     if not redone and not accepted:
-        raise BadInput("name the sentences to render again (numbers as the subtitles count them, 1 first), or "
-                       f"{words.flagged}, or {words.accept} N to keep a take as it is", param="sentences")  # fmt: skip
+        raise BadInput(
+            "name the sentences to render again (numbers as the subtitles count them, 1 first), or "
+            f"{words.flagged}, or {words.accept} N to keep a take as it is",
+            param="sentences",
+        )
     if both := sorted(set(redone) & set(accepted)):
         raise BadInput(f"sentence {both[0]} cannot be rendered again and accepted at once", param="accept")
     new_spec = _changed(spec, doc, change, redone, accepted, words)
     if new_spec == spec:
-        raise BadInput(f"nothing would change: job {job_id} already reads those sentences so and accepts those takes",
-                       param="sentences")  # fmt: skip
+        raise BadInput(
+            f"nothing would change: job {job_id} already reads those sentences so and accepts those takes",
+            param="sentences",
+        )
     base = _base_queue(base_queue_of(old.origin, settings.queue))  # a `narrate run` job's: the workers' queue
     new_id = job_id_for(new_spec, base)
     with durable_writes(r):
@@ -117,15 +123,22 @@ def _finished_book(r: redis.Redis, job_id: str) -> tuple[Job, JobSpec, Document]
     if old is None:
         raise JobNotFound(f"no job {job_id!r} (wrong id, or it expired)")
     if old.func_name != JOB_FUNCTION:
-        raise NotRedoable(f"job {job_id} is not a book's narration (a part of one, or a clip): redo the book's job",
-                          job_id, "not_a_book")  # fmt: skip
+        raise NotRedoable(
+            f"job {job_id} is not a book's narration (a part of one, or a clip): redo the book's job",
+            job_id,
+            "not_a_book",
+        )
     refused = not_finished(r, job_id, "redo")
     if refused is not None:
         raise refused
     meta = old.get_meta(refresh=False) or {}
     if meta.get(SUPERSEDED_BY):
-        raise NotRedoable(f"job {job_id} was redone as job {meta[SUPERSEDED_BY]}: redo that one", job_id, "superseded",
-                          meta[SUPERSEDED_BY])  # fmt: skip
+        raise NotRedoable(
+            f"job {job_id} was redone as job {meta[SUPERSEDED_BY]}: redo that one",
+            job_id,
+            "superseded",
+            meta[SUPERSEDED_BY],
+        )
     try:
         spec = JobSpec.from_json(old.args[0])
     except (BadSpec, IndexError, TypeError) as e:
@@ -133,22 +146,29 @@ def _finished_book(r: redis.Redis, job_id: str) -> tuple[Job, JobSpec, Document]
     result = old.return_value(refresh=True) or {}
     later = ownership.replaced_by(r, result.get("output_relative") or spec.output, job_id)
     if later:
-        raise NotRedoable(f"job {job_id}'s output was replaced since by job {later}: redo that one", job_id, "replaced",
-                          later)  # fmt: skip
+        raise NotRedoable(
+            f"job {job_id}'s output was replaced since by job {later}: redo that one", job_id, "replaced", later
+        )
     try:
         doc = store.get_document(r, spec.document)
     except LookupError:
-        raise NotRedoable(f"job {job_id}'s document is no longer stored (it is kept NARRATE_KEEP_DAYS days after its "
-                          "job): submit the book again", job_id, "expired") from None  # fmt: skip
+        raise NotRedoable(
+            f"job {job_id}'s document is no longer stored (it is kept NARRATE_KEEP_DAYS days after its "
+            "job): submit the book again",
+            job_id,
+            "expired",
+        ) from None
     for ref in spec.voice_refs().values():
         if ref.sample and not r.exists(store.voice_key(ref.sample)):
-            raise NotRedoable(f"job {job_id}'s voice sample is no longer stored: submit the book again", job_id,
-                              "expired")  # fmt: skip
+            raise NotRedoable(
+                f"job {job_id}'s voice sample is no longer stored: submit the book again", job_id, "expired"
+            )
     return old, spec, doc
 
 
-def _numbers(given: tuple[int, ...], n: int, job_id: str, what: str = "sentence",
-             param: str = "sentences") -> list[int]:  # fmt: skip
+def _numbers(
+    given: tuple[int, ...], n: int, job_id: str, what: str = "sentence", param: str = "sentences"
+) -> list[int]:
     for number in given:
         if not 1 <= number <= n:
             raise BadInput(f"{what} {number} is not in job {job_id}'s book: its sentences are 1-{n}", param=param)
@@ -164,26 +184,34 @@ def _chosen(change: Change, spec: JobSpec, result: dict, n: int, job_id: str, wo
     if change.flagged:
         proof = result.get("proof") or {}
         if not proof:
-            raise BadInput(f"job {job_id} was not proofed ({words.proof}): {words.flagged} has no flags to go by",
-                           param="flagged")  # fmt: skip
+            raise BadInput(
+                f"job {job_id} was not proofed ({words.proof}): {words.flagged} has no flags to go by", param="flagged"
+            )
         taken = set(spec.accepted or ())
-        chosen |= {int(e["index"]) + 1 for e in proof.get("sentences") or []
-                   if e.get("outcome") == "still_flagged" and int(e["index"]) not in taken}  # fmt: skip
+        chosen |= {
+            int(e["index"]) + 1
+            for e in proof.get("sentences") or []
+            if e.get("outcome") == "still_flagged" and int(e["index"]) not in taken
+        }
         if not chosen and not change.accept:
             raise BadInput(f"job {job_id} has no sentence left flagged: nothing to render again", param="flagged")
     if change.text is not None:
         if len(chosen) != 1 or change.flagged:
             raise BadInput(f"{words.text} corrects one sentence; {count(len(chosen), 'sentence')} named", param="text")
         if not corrected(change.text) or len(change.text) > MAX_OVERRIDE_TEXT:
-            raise BadInput(f"{words.text} is empty (once control characters are taken out) or longer than "
-                           f"{MAX_OVERRIDE_TEXT} characters", param="text")  # fmt: skip
+            raise BadInput(
+                f"{words.text} is empty (once control characters are taken out) or longer than "
+                f"{MAX_OVERRIDE_TEXT} characters",
+                param="text",
+            )
     if change.seed is not None and not 0 <= change.seed <= MAX_SEED:
         raise BadInput(f"{words.seed} {change.seed} is out of range 0-{MAX_SEED}", param="seed")
     return sorted(chosen)
 
 
-def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], accepted: list[int],
-             words: Words) -> JobSpec:  # fmt: skip
+def _changed(
+    spec: JobSpec, doc: Document, change: Change, redone: list[int], accepted: list[int], words: Words
+) -> JobSpec:
     """The old spec with the redo's overrides and accepted takes (0-based indices in the spec)."""
     overrides = {k: dict(v) for k, v in (spec.overrides or {}).items()}
     for number in redone:
@@ -195,8 +223,7 @@ def _changed(spec: JobSpec, doc: Document, change: Change, redone: list[int], ac
             entry["lexicon"] = [[w, s] for w, s in dict([*entry.get("lexicon", []), *change.lexicon]).items()]
         if change.seed is not None:
             if entry.get("seed", spec.seed_of(doc.sentence_voices[i])) == change.seed and len(redone) == 1:
-                raise BadInput(f"sentence {number} is already read with seed {change.seed}: give another",
-                               param="seed")  # fmt: skip
+                raise BadInput(f"sentence {number} is already read with seed {change.seed}: give another", param="seed")
             entry["seed"] = change.seed
         elif change.text is None and not change.lexicon:  # another take: the next seed
             entry["seed"] = (entry.get("seed", spec.seed_of(doc.sentence_voices[i])) + 1) % (MAX_SEED + 1)
@@ -219,8 +246,17 @@ def _base_queue(origin: str) -> str:
     return origin
 
 
-def _enqueue(settings: Settings, r: redis.Redis, old: Job, spec: JobSpec, new_id: str, queue_name: str,
-             doc: Document, redone: list[int], accepted: list[int]) -> Redone:  # fmt: skip
+def _enqueue(
+    settings: Settings,
+    r: redis.Redis,
+    old: Job,
+    spec: JobSpec,
+    new_id: str,
+    queue_name: str,
+    doc: Document,
+    redone: list[int],
+    accepted: list[int],
+) -> Redone:
     over = spec.sentence_overrides()
     texts = {k: over.get(k - 1, {}).get("text", doc.sentences[k - 1]) for k in (*redone, *accepted)}
     done = Redone(old, old.id, redone, accepted, texts)
@@ -240,8 +276,11 @@ def _enqueue(settings: Settings, r: redis.Redis, old: Job, spec: JobSpec, new_id
         ownership.check(r, side, new_id, final.with_suffix(f".{fmt}"), spec.overwrite)
     meta = old.get_meta(refresh=False) or {}
     kept = {k: meta[k] for k in ("document", "output", "voice", "voice_name", "voice_sample", "cast") if k in meta}
-    what = ", ".join(filter(None, [f"sentences {ranges(redone)}" if redone else "",
-                                   f"accepted {ranges(accepted)}" if accepted else ""]))  # fmt: skip
+    what = ", ".join(
+        filter(
+            None, [f"sentences {ranges(redone)}" if redone else "", f"accepted {ranges(accepted)}" if accepted else ""]
+        )
+    )
     job = q.create_job(
         JOB_FUNCTION,
         args=(spec.to_json(),),
@@ -275,8 +314,12 @@ def _again(r: redis.Redis, done: Redone, queue_name: str) -> Redone:
         result = job.return_value(refresh=True) or {}
         if not ownership.replaced_by(r, result.get("output_relative", ""), job.id):
             return replace(done, duplicate="done")
-        raise NotRedoable(f"that redo ran as job {job.id}, whose output was replaced since: redo the newest job",
-                          done.of, "replaced", job.id)  # fmt: skip
+        raise NotRedoable(
+            f"that redo ran as job {job.id}, whose output was replaced since: redo the newest job",
+            done.of,
+            "replaced",
+            job.id,
+        )
     if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):
         return replace(done, job=requeue_front(r, job, "resume", into=queue_name), duplicate="resumed")
     return replace(done, duplicate="queued")

@@ -97,9 +97,18 @@ def _fold_parts(r: redis.Redis, book: Job, out: dict) -> None:
         st = p.get_status(refresh=False)
         pm = p.meta or {}
         prog = pm.get("progress") or {}
-        rows.append({"id": p.id, "part": pm.get("part"), "status": st.value if st else "unknown",
-                     "done": int(prog.get("done", 0)), "total": int(prog.get("total", 0)), "host": pm.get("host"),
-                     "error": pm.get("error"), "started_at": p.started_at})  # fmt: skip
+        rows.append(
+            {
+                "id": p.id,
+                "part": pm.get("part"),
+                "status": st.value if st else "unknown",
+                "done": int(prog.get("done", 0)),
+                "total": int(prog.get("total", 0)),
+                "host": pm.get("host"),
+                "error": pm.get("error"),
+                "started_at": p.started_at,
+            }
+        )
     out["parts"] = [{k: v for k, v in row.items() if k != "started_at"} for row in rows]
     out["hosts"] = sorted({row["host"] for row in rows if row["status"] == "started" and row["host"]})
     if out["status"] == "started" and book.meta.get("host"):

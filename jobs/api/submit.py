@@ -37,9 +37,23 @@ from rq.job import Job, JobStatus
 
 JOB_FUNCTION = "narrate.jobs.task.narrate_job"  # the only function a narrate worker runs
 __all__ = [
-    "JOB_FUNCTION", "Options", "Planned", "Request", "Submitted", "check_output", "plan", "prepare", "prepare_many",
-    "prepare_read", "resume", "status", "submit", "submit_many", "submit_unacknowledged", "unattended_queue",
-]  # fmt: skip
+    "JOB_FUNCTION",
+    "Options",
+    "Planned",
+    "Request",
+    "Submitted",
+    "check_output",
+    "plan",
+    "prepare",
+    "prepare_many",
+    "prepare_read",
+    "resume",
+    "status",
+    "submit",
+    "submit_many",
+    "submit_unacknowledged",
+    "unattended_queue",
+]
 
 
 @dataclass(frozen=True)
@@ -180,10 +194,15 @@ def _check_queue_keys(r: redis.Redis, q: Queue) -> None:
     """The keys an enqueue writes are of rq's types (else it would fail halfway, see records)."""
     from rq.registry import DeferredJobRegistry, ScheduledJobRegistry
 
-    check_key_types(r, {
-        q.key: "list", "rq:queues": "set", ScheduledJobRegistry(queue=q).key: "zset",
-        DeferredJobRegistry(queue=q).key: "zset",
-    })  # fmt: skip
+    check_key_types(
+        r,
+        {
+            q.key: "list",
+            "rq:queues": "set",
+            ScheduledJobRegistry(queue=q).key: "zset",
+            DeferredJobRegistry(queue=q).key: "zset",
+        },
+    )
 
 
 def _check_beside(r: redis.Redis, p: Planned, req: Request) -> None:
@@ -262,8 +281,9 @@ def _fan_out(settings: Settings, r: redis.Redis, req: Request, p: Planned, at: d
     return (ranges if ranges else []), warning or ""
 
 
-def _enqueue(q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None,
-             ranges: Sequence[tuple[int, int]] = ()) -> Job:  # fmt: skip
+def _enqueue(
+    q: Queue, p: Planned, req: Request, settings: Settings, at: datetime | None, ranges: Sequence[tuple[int, int]] = ()
+) -> Job:
     """Enqueue the job, or schedule it for `at` (raises DuplicateJobError if the id exists); with
     `ranges`, its part jobs first, and the job waits for them (it stitches the book)."""
     n = len(req.document.sentences)

@@ -34,8 +34,9 @@ from rq.job import Job, JobStatus
 PENDING = ("queued", "scheduled", "deferred")  # jobs that have not taken their voice yet
 
 
-def add(settings: Settings, r: redis.Redis, name: str, sample: Path, description: str | None = None,
-        text: str | None = None) -> library.VoiceRecord:  # fmt: skip
+def add(
+    settings: Settings, r: redis.Redis, name: str, sample: Path, description: str | None = None, text: str | None = None
+) -> library.VoiceRecord:
     """Save a voice sample under `name` (checked and normalized first: nothing is stored otherwise)."""
     name = check_name(name)
     record_text = library.check_text(text, "transcript", library.MAX_TRANSCRIPT_CHARS)
@@ -62,8 +63,18 @@ def preset_rows(model: str) -> list[dict]:
     if known is None or known.kind != "custom_voice":
         return []
     names, source = (known.speakers, "config.json") if known.speakers is not None else (QWEN_PRESETS, "model card")
-    return [{"name": n, "kind": "preset", "description": f"a preset speaker of {model} ({source})",
-             "created_at": None, "speaker": n, "sha256": None, "model": model} for n in names]  # fmt: skip
+    return [
+        {
+            "name": n,
+            "kind": "preset",
+            "description": f"a preset speaker of {model} ({source})",
+            "created_at": None,
+            "speaker": n,
+            "sha256": None,
+            "model": model,
+        }
+        for n in names
+    ]
 
 
 def _row(v: library.VoiceRecord) -> dict:
@@ -81,9 +92,16 @@ def show(r: redis.Redis, settings: Settings, name: str) -> dict:
         if draft is None:
             library.get(r, name)  # raises VoiceNotFound, listing the saved voices
         assert draft is not None
-        return {"name": draft.name, "kind": "design (not kept yet)", "description": draft.description,
-                "text": draft.text, "model": draft.model, "job": draft.job_id, "candidates": len(draft.seeds),
-                "created_at": draft.created_at}  # fmt: skip
+        return {
+            "name": draft.name,
+            "kind": "design (not kept yet)",
+            "description": draft.description,
+            "text": draft.text,
+            "model": draft.model,
+            "job": draft.job_id,
+            "candidates": len(draft.seeds),
+            "created_at": draft.created_at,
+        }
     return {**_row(record), "used_by": users(r, settings, record.name)}
 
 
@@ -142,11 +160,19 @@ def _enqueue_clip(settings: Settings, r: redis.Redis, spec: ClipSpec, label: str
     q = queue(r, queue_for(settings.queue, "high"))
     keep = settings.keep_days * DAY_S
     job = q.create_job(
-        CLIP_FUNCTION, args=(spec.to_json(),), job_id=job_id, timeout=600 + spec.max_frames * len(spec.seeds),
-        result_ttl=keep, failure_ttl=keep, description=f"narrate {label}",
-        meta={"progress": {"done": 0, "total": len(spec.seeds), "audio_seconds": 0.0}, "document": label,
-              "max_retries": 0},
-    )  # fmt: skip
+        CLIP_FUNCTION,
+        args=(spec.to_json(),),
+        job_id=job_id,
+        timeout=600 + spec.max_frames * len(spec.seeds),
+        result_ttl=keep,
+        failure_ttl=keep,
+        description=f"narrate {label}",
+        meta={
+            "progress": {"done": 0, "total": len(spec.seeds), "audio_seconds": 0.0},
+            "document": label,
+            "max_retries": 0,
+        },
+    )
     with durable_writes(r):
         job = q.enqueue_job(job)
         riding.signal_waiting(r, q.name, job.id)  # a worker busy with a book takes it along at once
@@ -160,15 +186,31 @@ def first_sentence(document: Path) -> str:
     return str(doc.sentences[0])[: clips.MAX_LINE_CHARS]
 
 
-def preview(settings: Settings, r: redis.Redis, voice: VoiceChoice, text: str | None = None,
-            language: str = "en", model: str | None = None, quant: str | None = None) -> Job:  # fmt: skip
+def preview(
+    settings: Settings,
+    r: redis.Redis,
+    voice: VoiceChoice,
+    text: str | None = None,
+    language: str = "en",
+    model: str | None = None,
+    quant: str | None = None,
+) -> Job:
     """Queue a preview of `voice` speaking one line (default: a pangram)."""
     check_quant(quant)
     line = clips.check_line(text)
     if voice.sample is not None:
         store.put_voice(r, voice.sample.sha256, voice.sample.wav, settings.keep_days * DAY_S)
-    spec = ClipSpec(line, voice.ref.spec_voice, [settings.seed], _language(language), voice.ref.instruct,
-                    check_model(model), quant, settings.max_frames, settings.keep_days * DAY_S)  # fmt: skip
+    spec = ClipSpec(
+        line,
+        voice.ref.spec_voice,
+        [settings.seed],
+        _language(language),
+        voice.ref.instruct,
+        check_model(model),
+        quant,
+        settings.max_frames,
+        settings.keep_days * DAY_S,
+    )
     return _enqueue_clip(settings, r, spec, f"preview of {voice.describe()}")
 
 
@@ -177,9 +219,17 @@ def _language(language: str | None) -> str:
     return "en" if code in (None, "auto") else code
 
 
-def design(settings: Settings, r: redis.Redis, name: str, description: str, text: str | None = None,
-           candidates: int = 3, model: str | None = None, quant: str | None = None,
-           language: str = "en") -> tuple[clips.Draft, Job]:  # fmt: skip
+def design(
+    settings: Settings,
+    r: redis.Redis,
+    name: str,
+    description: str,
+    text: str | None = None,
+    candidates: int = 3,
+    model: str | None = None,
+    quant: str | None = None,
+    language: str = "en",
+) -> tuple[clips.Draft, Job]:
     """Queue one job that makes `candidates` clips of a voice described in words (a VoiceDesign
     model), kept as a draft under `name` until `keep` saves one of them."""
     name = check_name(name)
@@ -200,8 +250,9 @@ def design(settings: Settings, r: redis.Redis, name: str, description: str, text
         )
     line = clips.check_line(text)
     seeds = [(settings.seed * 1_000_003 + i) % 2**31 for i in range(candidates)]
-    spec = ClipSpec(line, "design", seeds, _language(language), said, model, quant, settings.max_frames,
-                    settings.keep_days * DAY_S)  # fmt: skip
+    spec = ClipSpec(
+        line, "design", seeds, _language(language), said, model, quant, settings.max_frames, settings.keep_days * DAY_S
+    )
     job = _enqueue_clip(settings, r, spec, f"design of voice {name}")
     draft = clips.Draft(name, said, line, model, job.id, seeds, library.now_iso())
     clips.put_draft(r, draft, settings.keep_days * DAY_S)
@@ -250,8 +301,17 @@ def keep(settings: Settings, r: redis.Redis, name: str, number: int) -> library.
         raise BadInput(f"design {name!r} has candidates 1 to {len(draft.seeds)}, not {number}")
     wav = clips.get_clip(r, draft.job_id, number)
     v = normalize_voice(wav, origin=f"candidate {number} of design {name!r}", ffmpeg=ffmpeg_exe(settings.ffmpeg))
-    record = library.VoiceRecord(name, "designed", v.sha256, round(v.seconds, 3), draft.description, draft.text,
-                                 library.now_iso(), draft.model, draft.seeds[number - 1])  # fmt: skip
+    record = library.VoiceRecord(
+        name,
+        "designed",
+        v.sha256,
+        round(v.seconds, 3),
+        draft.description,
+        draft.text,
+        library.now_iso(),
+        draft.model,
+        draft.seeds[number - 1],
+    )
     with durable_writes(r):
         library.add(r, record, v)
     clips.drop_draft(r, name)

@@ -49,8 +49,9 @@ def parse_in(text: str, now: datetime | None = None, option: str = "--in") -> da
         raise BadInput(f"{option} {text!r} is not a delay{hint}: use {_DURATION_FORM}")
     seconds = sum(int(n) * _UNITS[u] for n, u in parts)
     if seconds <= 0:
-        raise BadInput(f"{option} {text!r} is no delay at all: use a positive one ({_DURATION_FORM}), or leave "
-                       f"{option} out")  # fmt: skip
+        raise BadInput(
+            f"{option} {text!r} is no delay at all: use a positive one ({_DURATION_FORM}), or leave {option} out"
+        )
     if seconds > MAX_AHEAD.total_seconds():
         raise BadInput(f"{option} {text!r} is more than {MAX_AHEAD.days} days ahead; schedule it nearer the time")
     return (now or datetime.now(UTC)) + timedelta(seconds=seconds)

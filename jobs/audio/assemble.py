@@ -121,8 +121,13 @@ def sentence_gains(spec: JobSpec, stream: Sentences) -> dict[int, float] | None:
     return loud.gains(spec.loudness)
 
 
-def render_segment(seg: Segment, stream: Sentences, gains: dict[int, float] | None,
-                   write: Callable[[np.ndarray], None], alive: Callable[[], bool] = lambda: True) -> None:  # fmt: skip
+def render_segment(
+    seg: Segment,
+    stream: Sentences,
+    gains: dict[int, float] | None,
+    write: Callable[[np.ndarray], None],
+    alive: Callable[[], bool] = lambda: True,
+) -> None:
     """Write one segment's 16-bit samples (jobs/audio/segments.py): the silence before its first
     sentence, its sentences and pauses, the silence after its last sentence. `alive` is asked
     between sentences: False ends the rendering early."""
@@ -173,9 +178,16 @@ def tags_for(spec: JobSpec, doc_title: str | None, meta: BookMeta, cover: bytes 
     title = spec.title or meta.title or doc_title
     own = meta.cover if meta.cover and len(meta.cover) <= MAX_COVER_BYTES and image_kind(meta.cover) else None
     series, part = series_parts(spec.series) if spec.series else (meta.series, meta.series_index)
-    return Tags(title=clean_tag(title), album=clean_tag(title), author=clean_tag(spec.author or meta.author),
-                narrator=clean_tag(spec.narrator), year=spec.year, cover=cover or own, series=clean_tag(series),
-                series_part=part or None)  # fmt: skip
+    return Tags(
+        title=clean_tag(title),
+        album=clean_tag(title),
+        author=clean_tag(spec.author or meta.author),
+        narrator=clean_tag(spec.narrator),
+        year=spec.year,
+        cover=cover or own,
+        series=clean_tag(series),
+        series_part=part or None,
+    )
 
 
 def max_part_samples(spec: JobSpec) -> int | None:

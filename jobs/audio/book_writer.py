@@ -68,8 +68,13 @@ def ffmetadata(title: str | None, spans: list[tuple[int, int, str]]) -> str:
     """ffmpeg's metadata file: the title and one [CHAPTER] per span (times in ms)."""
     lines = [";FFMETADATA1"] + ([f"title={_escape(title)}"] if title else [])
     for start, end, name in spans:
-        lines += ["[CHAPTER]", "TIMEBASE=1/1000", f"START={start * 1000 // SAMPLE_RATE}",
-                  f"END={end * 1000 // SAMPLE_RATE}", f"title={_escape(name)}"]  # fmt: skip
+        lines += [
+            "[CHAPTER]",
+            "TIMEBASE=1/1000",
+            f"START={start * 1000 // SAMPLE_RATE}",
+            f"END={end * 1000 // SAMPLE_RATE}",
+            f"title={_escape(name)}",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -191,15 +196,29 @@ class BookWriter:
         ext = self.final.suffix.lower()
         todo: list[tuple[Path, tuple[str, ...], str]] = []
         plain = not self.split and not self.max_part_samples
-        for n, piece in enumerate(layout.pieces(self.name, self.title, self.samples, self.chapter_spans(),
-                                                self.split, self.max_part_samples, self.chapter_numbers)):  # fmt: skip
+        for n, piece in enumerate(
+            layout.pieces(
+                self.name,
+                self.title,
+                self.samples,
+                self.chapter_spans(),
+                self.split,
+                self.max_part_samples,
+                self.chapter_numbers,
+            )
+        ):
             whole = piece.start == 0 and piece.end == self.samples
             encoded = wav if ext == ".wav" and plain else scratch / f"encoded-{n}.partial{ext}"
             if self.mux is not None:
                 self.mux(piece, encoded, piece.title if piece.track else self.title, ext)
             elif encoded != wav:
-                self._encode(wav, encoded, piece.title if piece.track else self.title, piece.chapters,
-                             None if whole else (piece.start, piece.end))  # fmt: skip
+                self._encode(
+                    wav,
+                    encoded,
+                    piece.title if piece.track else self.title,
+                    piece.chapters,
+                    None if whole else (piece.start, piece.end),
+                )
             if ext != ".wav" and (self.tags is not None or piece.chapters):
                 tags = self.tags or Tags(title=piece.title if piece.track else self.title)
                 per = replace(tags, title=piece.title, track=piece.track) if piece.track else tags
@@ -233,8 +252,14 @@ class BookWriter:
         self.written = finals
         return self.final
 
-    def _encode(self, wav: Path, encoded: Path, title: str | None, spans: list[tuple[int, int, str]],
-                window: tuple[int, int] | None) -> None:  # fmt: skip
+    def _encode(
+        self,
+        wav: Path,
+        encoded: Path,
+        title: str | None,
+        spans: list[tuple[int, int, str]],
+        window: tuple[int, int] | None,
+    ) -> None:
         ext = self.final.suffix.lower()
         muxer, codec = FORMATS[ext]
         cut = ["-af", f"atrim=start_sample={window[0]}:end_sample={window[1]},asetpts=N/SR/TB"] if window else []
@@ -243,9 +268,25 @@ class BookWriter:
             meta.write_text(ffmetadata(title, spans), encoding="utf-8")
             run_ffmpeg(
                 self.ffmpeg,
-                ["-y", "-i", str(wav), "-i", str(meta), "-map", "0:a", "-map_metadata", "1",
-                 "-map_chapters", "1", *cut, *codec, "-f", muxer, str(encoded)],
-            )  # fmt: skip
+                [
+                    "-y",
+                    "-i",
+                    str(wav),
+                    "-i",
+                    str(meta),
+                    "-map",
+                    "0:a",
+                    "-map_metadata",
+                    "1",
+                    "-map_chapters",
+                    "1",
+                    *cut,
+                    *codec,
+                    "-f",
+                    muxer,
+                    str(encoded),
+                ],
+            )
         else:
             tags = ["-metadata", f"title={title}"] if title else []
             run_ffmpeg(self.ffmpeg, ["-y", "-i", str(wav), *cut, *codec, *tags, "-f", muxer, str(encoded)])

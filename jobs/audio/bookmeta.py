@@ -135,8 +135,10 @@ class BookOptions:
             raise BadInput(f"--max-part-hours {max_part_hours}: give a number of hours above 0, e.g. 10")
         along = parse_readalong(readalong)
         if along and (split == "chapters" or max_part_hours is not None):
-            raise BadInput("--readalong: a read-along book plays the whole book's file; not with --split chapters "
-                           "or --max-part-hours (--split chapters+book keeps the book)")  # fmt: skip
+            raise BadInput(
+                "--readalong: a read-along book plays the whole book's file; not with --split chapters "
+                "or --max-part-hours (--split chapters+book keeps the book)"
+            )
         return cls(
             subtitles=subs,
             loudness=parse_loudness(loudness),

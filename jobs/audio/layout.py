@@ -60,8 +60,17 @@ def pieces(
             for n, group in enumerate(groups, 1):
                 start, end = group[0][0], group[-1][1]
                 label = f"{stem} - part {n} of {len(groups)}"
-                out.append(Piece((), f"{label}{ext}", start, end, f"{title or stem}, part {n}",
-                                 _inside(spans, start, end), (n, len(groups))))  # fmt: skip
+                out.append(
+                    Piece(
+                        (),
+                        f"{label}{ext}",
+                        start,
+                        end,
+                        f"{title or stem}, part {n}",
+                        _inside(spans, start, end),
+                        (n, len(groups)),
+                    )
+                )
     if split in ("chapters", "chapters+book"):
         named = numbers if numbers and len(numbers) == len(chapters) else range(1, len(chapters) + 1)
         width = max(2, len(str(max(named))))

@@ -80,8 +80,26 @@ def mux(ffmpeg: str, scratch: Path, segments: list[tuple[str, int]], samples: in
                 data, held = kept((scratch / name).read_bytes(), n, last=k == len(segments) - 1, name=name)
                 dst.write(data)
                 count += held
-        run_ffmpeg(ffmpeg, ["-y", "-f", "mp3", "-i", joined.name, "-c:a", "copy", "-id3v2_version", "0",
-                            "-write_xing", "1", "-f", "mp3", out.name], cwd=scratch)  # fmt: skip
+        run_ffmpeg(
+            ffmpeg,
+            [
+                "-y",
+                "-f",
+                "mp3",
+                "-i",
+                joined.name,
+                "-c:a",
+                "copy",
+                "-id3v2_version",
+                "0",
+                "-write_xing",
+                "1",
+                "-f",
+                "mp3",
+                out.name,
+            ],
+            cwd=scratch,
+        )
     finally:
         joined.unlink(missing_ok=True)
     padding = count * FRAME - DELAY - samples

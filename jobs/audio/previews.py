@@ -42,8 +42,15 @@ def folder_of(output_relative: str, job_id: str) -> PurePosixPath:
 class ChapterPreviews:
     """Made from the segment encoder's threads (``update`` after each segment), one chapter once."""
 
-    def __init__(self, r: redis.Redis, job_id: str, root: OutputRoot, output_relative: str,
-                 chapters: list[tuple[int, int, str]], scratch: Path):  # fmt: skip
+    def __init__(
+        self,
+        r: redis.Redis,
+        job_id: str,
+        root: OutputRoot,
+        output_relative: str,
+        chapters: list[tuple[int, int, str]],
+        scratch: Path,
+    ):
         self.r, self.job_id, self.root, self.scratch = r, job_id, root, scratch
         self.parts = [p for p in folder_of(output_relative, job_id).parts if p != "."]
         self.chapters = chapters  # (first sentence, end sentence, title)
@@ -73,8 +80,9 @@ class ChapterPreviews:
                 try:
                     self._write(k + 1, title, [encoded[s.index] for s in covering], sum(s.samples for s in covering))
                 except (OSError, redis.RedisError, ValueError) as e:
-                    log.warning("job %s: chapter %d cannot be played before the book is done: %s", self.job_id,
-                                k + 1, e)  # fmt: skip
+                    log.warning(
+                        "job %s: chapter %d cannot be played before the book is done: %s", self.job_id, k + 1, e
+                    )
                 self.made.add(k)
 
     def _write(self, number: int, title: str, names: list[str], samples: int) -> None:

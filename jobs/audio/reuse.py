@@ -46,11 +46,24 @@ def fingerprint(plan: Plan, spec: JobSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def segment_key(seg: Segment, shas: list[str], gains: list[float | None], pauses: list[int], last: bool,
-                encoder: list[str]) -> str:  # fmt: skip
+def segment_key(
+    seg: Segment, shas: list[str], gains: list[float | None], pauses: list[int], last: bool, encoder: list[str]
+) -> str:
     """The hash of everything a segment's encoded samples depend on (`shas`, `gains`, `pauses`: its sentences')."""
-    blob = json.dumps([FORMAT, encoder, seg.lead, seg.tail, seg.samples, seg.index == 0, last, shas,
-                       [repr(g) for g in gains], pauses[:-1]])  # fmt: skip
+    blob = json.dumps(
+        [
+            FORMAT,
+            encoder,
+            seg.lead,
+            seg.tail,
+            seg.samples,
+            seg.index == 0,
+            last,
+            shas,
+            [repr(g) for g in gains],
+            pauses[:-1],
+        ]
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -67,23 +80,42 @@ class Record:
 
     def to_json(self) -> dict:
         leads = [[k, v] for k, v in sorted(self.cuts.leads.items())]
-        return {"format": FORMAT, "fingerprint": self.fingerprint, "sha": self.sha, "leads": leads,
-                "unit_starts": sorted(self.cuts.unit_starts), "unit_gain": self.unit_gain, "gains": self.gains,
-                "segments": self.segments}  # fmt: skip
+        return {
+            "format": FORMAT,
+            "fingerprint": self.fingerprint,
+            "sha": self.sha,
+            "leads": leads,
+            "unit_starts": sorted(self.cuts.unit_starts),
+            "unit_gain": self.unit_gain,
+            "gains": self.gains,
+            "segments": self.segments,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Record:
         cuts = Cuts(frozenset(int(i) for i in data["unit_starts"]), {int(k): int(v) for k, v in data["leads"]})
-        return cls(str(data["fingerprint"]), [str(s) for s in data["sha"]], cuts, _floats(data["unit_gain"]),
-                   _floats(data["gains"]), [str(k) for k in data["segments"]])  # fmt: skip
+        return cls(
+            str(data["fingerprint"]),
+            [str(s) for s in data["sha"]],
+            cuts,
+            _floats(data["unit_gain"]),
+            _floats(data["gains"]),
+            [str(k) for k in data["segments"]],
+        )
 
 
 def _floats(values: list) -> list[float | None]:
     return [None if g is None else float(g) for g in values]
 
 
-def record_of(seg: Segmenter, fingerprint: str, shas: list[str], unit_gain: list[float | None],
-              gains: list[float | None], keys: list[str]) -> Record:  # fmt: skip
+def record_of(
+    seg: Segmenter,
+    fingerprint: str,
+    shas: list[str],
+    unit_gain: list[float | None],
+    gains: list[float | None],
+    keys: list[str],
+) -> Record:
     cuts = Cuts(frozenset(u.first for u in seg.units[1:]), {s.first: s.lead for s in seg.segments[1:]})
     return Record(fingerprint, shas, cuts, unit_gain, gains, keys)
 

@@ -63,11 +63,27 @@ def decode_voice(raw: bytes, origin: str, ffmpeg: str) -> bytes:
         try:
             return run_ffmpeg(
                 ffmpeg,
-                ["-protocol_whitelist", "file", "-i", f"file:{copy}", "-map", "0:a:0", "-t",
-                 str(MAX_VOICE_SECONDS + 1), "-ac", "1", "-ar", str(SAMPLE_RATE), "-f", "s16le",
-                 "-acodec", "pcm_s16le", "pipe:1"],
+                [
+                    "-protocol_whitelist",
+                    "file",
+                    "-i",
+                    f"file:{copy}",
+                    "-map",
+                    "0:a:0",
+                    "-t",
+                    str(MAX_VOICE_SECONDS + 1),
+                    "-ac",
+                    "1",
+                    "-ar",
+                    str(SAMPLE_RATE),
+                    "-f",
+                    "s16le",
+                    "-acodec",
+                    "pcm_s16le",
+                    "pipe:1",
+                ],
                 timeout=DECODE_TIMEOUT_S,
-            )  # fmt: skip
+            )
         except FfmpegError as e:
             if "matches no streams" in e.log:
                 raise BadInput(f"{origin} has no audio stream (a video without sound, or an image?)") from None

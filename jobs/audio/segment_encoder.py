@@ -61,8 +61,17 @@ class SegmentEncoder:
     sentence, ``close()`` always. `write` (WAV mode): where rendered samples go, in reading order;
     None: each segment is encoded to AAC in the scratch directory `scratch`."""
 
-    def __init__(self, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore, scratch: Path, ffmpeg: str,
-                 write: Callable | None = None, reuse: Reuse | None = None, ext: str = ".m4b"):  # fmt: skip
+    def __init__(
+        self,
+        plan: Plan,
+        spec: JobSpec,
+        checkpoints: CheckpointStore,
+        scratch: Path,
+        ffmpeg: str,
+        write: Callable | None = None,
+        reuse: Reuse | None = None,
+        ext: str = ".m4b",
+    ):
         self.plan, self.spec, self.checkpoints = plan, spec, checkpoints
         self.mp3 = ext == ".mp3"  # segments of raw MP3 frames (jobs/audio/mp3frames.py); else of trimmed AAC
         self.encode, self.suffix = (mp3frames.ENCODE, "mp3") if self.mp3 else (ENCODE, "aac")
@@ -311,8 +320,7 @@ class SegmentEncoder:
         shas = [self.sha.get(i, "") for i in span]
         if not all(shas):
             return False
-        key = segment_key(seg, shas, [gains[i] if gains is not None else None for i in span], pauses, last,
-                          self.encode)  # fmt: skip
+        key = segment_key(seg, shas, [gains[i] if gains is not None else None for i in span], pauses, last, self.encode)
         self.keys[seg.index] = key
         name = f"seg-{seg.index:05d}.{self.suffix}"
         if not self.reuse.cache.take(key, self.scratch / name, self.suffix):
@@ -341,8 +349,9 @@ class SegmentEncoder:
         segs = [s for s in self.segments if start <= s.start < end]
         names = [self.encoded[s.index] for s in segs]
         if self.mp3:  # chapters and tags: mutagen, afterwards (jobs/audio/tagging.py)
-            mp3frames.mux(self.ffmpeg, self.scratch, [(n, s.samples) for n, s in zip(names, segs, strict=True)],
-                          end - start, out)  # fmt: skip
+            mp3frames.mux(
+                self.ffmpeg, self.scratch, [(n, s.samples) for n, s in zip(names, segs, strict=True)], end - start, out
+            )
             return
         shift = piece.start - start
         spans = [replace_span(s, shift) for s in piece.chapters]
@@ -363,9 +372,29 @@ class SegmentEncoder:
         meta.write_text(ffmetadata(title, spans), encoding="utf-8")
         try:
             run_ffmpeg(self.ffmpeg, [*joined, "-c:a", "copy", "-f", "ipod", audio.name], cwd=self.scratch)
-            run_ffmpeg(self.ffmpeg, ["-y", "-i", audio.name, "-i", meta.name, "-map", "0:a", "-map_metadata", "1",
-                                     "-map_chapters", "1", "-c:a", "copy", *brand, "-f", "ipod", out.name],
-                       cwd=self.scratch)  # fmt: skip
+            run_ffmpeg(
+                self.ffmpeg,
+                [
+                    "-y",
+                    "-i",
+                    audio.name,
+                    "-i",
+                    meta.name,
+                    "-map",
+                    "0:a",
+                    "-map_metadata",
+                    "1",
+                    "-map_chapters",
+                    "1",
+                    "-c:a",
+                    "copy",
+                    *brand,
+                    "-f",
+                    "ipod",
+                    out.name,
+                ],
+                cwd=self.scratch,
+            )
         finally:
             audio.unlink(missing_ok=True)
 

@@ -237,8 +237,9 @@ class Segmenter:
 
     def _close(self, last: int, tail: int) -> Segment:
         unit = self.units[-1]
-        seg = Segment(len(self.segments), unit.index, self._first, last, self._start, self._lead, tail,
-                      self._filled + tail)  # fmt: skip
+        seg = Segment(
+            len(self.segments), unit.index, self._first, last, self._start, self._lead, tail, self._filled + tail
+        )
         self.segments.append(seg)
         unit.segments.append(seg)
         self._start = seg.end
@@ -248,5 +249,4 @@ class Segmenter:
 def cuts_at_chapters(plan: Plan, spec: JobSpec) -> bool:
     """Every chapter (after the first sentence) starts a segment: its pause holds a cut."""
     least = grid_for(spec).min_pause
-    return all(i == 0 or plan.pause_after_ms(i - 1, spec) * SAMPLE_RATE // 1000 >= least
-               for i in plan.chapter_at)  # fmt: skip
+    return all(i == 0 or plan.pause_after_ms(i - 1, spec) * SAMPLE_RATE // 1000 >= least for i in plan.chapter_at)

@@ -51,8 +51,10 @@ class PcmEncoder:
         with open(self.log, "wb") as err:
             self.proc = subprocess.Popen(
                 [ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", *PCM_IN, *encode, str(out)],
-                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err,
-            )  # fmt: skip
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
 
     def write(self, data: np.ndarray) -> None:
         assert self.proc.stdin is not None
@@ -128,8 +130,15 @@ class PieceStreams:
     the scratch directory until the next chapter starts, then go to the open part's ffmpeg or a
     new one's; after the last sentence the last chapter is left to encode."""
 
-    def __init__(self, ffmpeg: str, scratch: Path, ext: str, split: str, chapters: list[tuple[int, str]],
-                 max_part_samples: int | None = None):  # fmt: skip
+    def __init__(
+        self,
+        ffmpeg: str,
+        scratch: Path,
+        ext: str,
+        split: str,
+        chapters: list[tuple[int, str]],
+        max_part_samples: int | None = None,
+    ):
         self.ffmpeg, self.scratch, self.ext, self.chapters = ffmpeg, scratch, ext, chapters
         self.limit = max_part_samples
         self.whole = split in ("", "chapters+book") and max_part_samples is None

@@ -54,8 +54,14 @@ def _mp4(path: Path, tags: Tags) -> None:
         f.add_tags()
     t = f.tags
     assert t is not None
-    for atom, value in (("\xa9nam", tags.title), ("\xa9alb", tags.album), ("\xa9ART", tags.author),
-                        ("aART", tags.author), ("\xa9wrt", tags.narrator), ("\xa9day", tags.year)):  # fmt: skip
+    for atom, value in (
+        ("\xa9nam", tags.title),
+        ("\xa9alb", tags.album),
+        ("\xa9ART", tags.author),
+        ("aART", tags.author),
+        ("\xa9wrt", tags.narrator),
+        ("\xa9day", tags.year),
+    ):
         if value:
             t[atom] = [value]
     if tags.narrator:
@@ -98,8 +104,14 @@ def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
         t = kind(path)
     except ID3NoHeaderError:
         t = kind()
-    frames = [(TIT2, tags.title), (TALB, tags.album), (TPE1, tags.author), (TPE2, tags.author),
-              (TCOM, tags.narrator), (TDRC, tags.year)]  # fmt: skip
+    frames = [
+        (TIT2, tags.title),
+        (TALB, tags.album),
+        (TPE1, tags.author),
+        (TPE2, tags.author),
+        (TCOM, tags.narrator),
+        (TDRC, tags.year),
+    ]
     for frame, value in frames:
         if value:
             t.setall(frame.__name__, [frame(encoding=3, text=[value])])
@@ -125,8 +137,14 @@ def _id3(path: Path, tags: Tags, chapters: list[Span]) -> None:
             for name, table in zip(names, tables, strict=True):
                 t.add(CTOC(element_id=name, flags=ordered, child_element_ids=table))
         for eid, (start, end, title) in zip(ids, chapters, strict=True):
-            t.add(CHAP(element_id=eid, start_time=_ms(start), end_time=_ms(end),
-                       sub_frames=[TIT2(encoding=3, text=[title])]))  # fmt: skip
+            t.add(
+                CHAP(
+                    element_id=eid,
+                    start_time=_ms(start),
+                    end_time=_ms(end),
+                    sub_frames=[TIT2(encoding=3, text=[title])],
+                )
+            )
     t.save(path, v2_version=3)  # ffmpeg misreads v2.4 sizes inside CHAP frames: long titles were lost
 
 
@@ -159,9 +177,17 @@ def _vorbis(path: Path, tags: Tags, chapters: list[Span]) -> None:
         return
     if f.tags is None:
         f.add_tags()
-    for key, value in (("title", tags.title), ("album", tags.album), ("artist", tags.author),
-                       ("albumartist", tags.author), ("composer", tags.narrator), ("narrator", tags.narrator),
-                       ("date", tags.year), ("series", tags.series), ("series-part", tags.series_part)):  # fmt: skip
+    for key, value in (
+        ("title", tags.title),
+        ("album", tags.album),
+        ("artist", tags.author),
+        ("albumartist", tags.author),
+        ("composer", tags.narrator),
+        ("narrator", tags.narrator),
+        ("date", tags.year),
+        ("series", tags.series),
+        ("series-part", tags.series_part),
+    ):
         if value:
             f[key] = [value]
     if tags.track:

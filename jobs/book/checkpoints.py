@@ -124,8 +124,9 @@ class CheckpointStore:
 
         pcm = np.frombuffer(body, dtype="<i2")
         self.touch(key)
-        return Checkpoint(pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]), meta.get("proof"),
-                          meta.get("words"))  # fmt: skip
+        return Checkpoint(
+            pcm, int(meta["frames"]), bool(meta["runaway"]), int(meta["takes"]), meta.get("proof"), meta.get("words")
+        )
 
     def save(self, key: str, pcm: np.ndarray, frames: int, runaway: bool, takes: int) -> None:
         """Write atomically: a temp file in the same directory, fsync, rename."""

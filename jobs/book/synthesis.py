@@ -83,9 +83,13 @@ class Engine(Protocol):
         ...
 
     def synthesize(
-        self, sentences: Sequence[Sentence], voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
-        on_batch: OnBatch | None = None, riders: RiderSource | None = None, on_dropped: OnDropped | None = None,
-    ) -> Iterator[Chunk]:  # fmt: skip
+        self,
+        sentences: Sequence[Sentence],
+        voice: VoiceEmbedding | Mapping[str, VoiceEmbedding],
+        on_batch: OnBatch | None = None,
+        riders: RiderSource | None = None,
+        on_dropped: OnDropped | None = None,
+    ) -> Iterator[Chunk]:
         """Audio for every sentence, in `voice`, or with a cast (a mapping) in the voice of each
         sentence's label (rows of different voices share a batch), streamed in chunks (possibly out
         of reading order); each sentence ends with a ``final`` chunk. ``on_batch`` is told the indices of each batch

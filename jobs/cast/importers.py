@@ -47,8 +47,11 @@ def import_markup(kind: str, text: str, cast: Cast, origin: str) -> tuple[str, U
     cast does not declare (as written in the text)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     importer: Callable[[list[str], Cast, str], tuple[list[str], Unknown]] = {
-        "e2a": _e2a, "abogen": _abogen, "jsonl": _jsonl, "lines": _lines,
-    }[kind]  # fmt: skip
+        "e2a": _e2a,
+        "abogen": _abogen,
+        "jsonl": _jsonl,
+        "lines": _lines,
+    }[kind]
     out, unknown = importer(lines, cast, origin)
     return "\n".join(out), unknown
 
@@ -87,8 +90,14 @@ class _Voice:
     first: str = NARRATOR  # the voice the paragraph's line started in
 
 
-def _tagged(lines: list[str], origin: str, tags: re.Pattern[str], unclosed: re.Pattern[str], why: str,
-            on_tag: Callable[[re.Match[str], _Voice, int, str], str]) -> list[str]:  # fmt: skip
+def _tagged(
+    lines: list[str],
+    origin: str,
+    tags: re.Pattern[str],
+    unclosed: re.Pattern[str],
+    why: str,
+    on_tag: Callable[[re.Match[str], _Voice, int, str], str],
+) -> list[str]:
     """Lines of a markup whose tags sit inside the text (e2a, abogen): each tag replaced by what
     `on_tag` says (it moves the voice), the text escaped, a paragraph's first line (or the line
     after a chapter heading `on_tag` put in) switched to the voice it starts in."""

@@ -27,10 +27,23 @@ from collections.abc import Sequence
 from narrate.jobs.documents.voicing import NARRATOR, Run
 
 PAIRS: dict[str, str] = {
-    "“": "”", "„": "“”", "«": "»", "»": "«", "‹": "›", "›": "‹", "「": "」", "『": "』", "﹁": "﹂", "﹃": "﹄",
-    '"': '"', "”": "”", "＂": "＂",
-    "‘": "’", "‚": "‘’", "'": "'",
-}  # fmt: skip
+    "“": "”",
+    "„": "“”",
+    "«": "»",
+    "»": "«",
+    "‹": "›",
+    "›": "‹",
+    "「": "」",
+    "『": "』",
+    "﹁": "﹂",
+    "﹃": "﹄",
+    '"': '"',
+    "”": "”",
+    "＂": "＂",
+    "‘": "’",
+    "‚": "‘’",
+    "'": "'",
+}
 SINGLE = frozenset("‘‚'")  # single marks, which apostrophes look like
 SYMMETRIC = frozenset('"”＂')  # the same mark opens and closes
 CJK = frozenset("「『﹁﹃")  # may follow a letter (no spaces between words)

@@ -113,8 +113,13 @@ class CastReading:
         return _checked(cast, data.get("markup") or "narrate", data.get("dialogue"), bool(data.get("strict")))
 
 
-def make_reading(cast: Cast, markup: str | None = None, dialogue_voice: str | None = None, strict: bool = False,
-                 names: tuple[str, str] = ("--markup", "--dialogue-voice")) -> CastReading:  # fmt: skip
+def make_reading(
+    cast: Cast,
+    markup: str | None = None,
+    dialogue_voice: str | None = None,
+    strict: bool = False,
+    names: tuple[str, str] = ("--markup", "--dialogue-voice"),
+) -> CastReading:
     """How to read a document with `cast`. `markup`: "narrate" (None) or an importer's name.
     `dialogue_voice` (`--dialogue-voice`): a member's name or alias, or a voice argument (a file, a
     saved voice, a preset speaker), which joins the cast as the member "dialogue". `names`: how the
@@ -129,8 +134,11 @@ def make_reading(cast: Cast, markup: str | None = None, dialogue_voice: str | No
             raise BadInput(f"{said} names the narrator: name another voice, or leave it out", param="dialogue_voice")
         if label is None:
             if DIALOGUE in cast.voices:
-                raise BadInput(f"{said} {dialogue_voice}: the cast already has a member named {DIALOGUE}; name it "
-                               f"({said} {DIALOGUE}) or rename that member", param="dialogue_voice")  # fmt: skip
+                raise BadInput(
+                    f"{said} {dialogue_voice}: the cast already has a member named {DIALOGUE}; name it "
+                    f"({said} {DIALOGUE}) or rename that member",
+                    param="dialogue_voice",
+                )
             cast = cast.with_voice(DIALOGUE, dialogue_voice.strip())
             label = DIALOGUE
     return _checked(cast, (markup or "narrate").lower(), label, strict, names[0])

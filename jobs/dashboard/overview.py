@@ -141,8 +141,13 @@ def _fetch(r: redis.Redis, ids: list[str]) -> dict[str, Job | None]:
 
 def _row(job_id: str, job: Job | None, state: str, now: datetime, due: datetime | None = None) -> Row:
     if job is None:
-        return Row(job_id, state, "(job not readable: expired, deleted, or not a narrate job)",
-                   Figures(0, 0, 0.0, None, None, None), due_at=due)  # fmt: skip
+        return Row(
+            job_id,
+            state,
+            "(job not readable: expired, deleted, or not a narrate job)",
+            Figures(0, 0, 0.0, None, None, None),
+            due_at=due,
+        )
     started = _aware(job.started_at)
     meta = job.meta if isinstance(job.meta, dict) else {}
     return Row(
@@ -175,10 +180,30 @@ def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20, now:
         p.zrange(scheduled.key, 0, limit - 1, withscores=True)
         for registry in (failed, canceled, finished):
             p.zrevrange(registry.key, 0, recent - 1)
-        (n_queued, n_scheduled, n_started, n_failed, n_canceled, n_finished, queued_ids, due, failed_ids,
-         canceled_ids, finished_ids) = p.execute()  # fmt: skip
-    view = QueueView(q.name, dict(queued=n_queued, scheduled=n_scheduled, started=n_started,
-                                  failed=n_failed, canceled=n_canceled, finished=n_finished))  # fmt: skip
+        (
+            n_queued,
+            n_scheduled,
+            n_started,
+            n_failed,
+            n_canceled,
+            n_finished,
+            queued_ids,
+            due,
+            failed_ids,
+            canceled_ids,
+            finished_ids,
+        ) = p.execute()
+    view = QueueView(
+        q.name,
+        dict(
+            queued=n_queued,
+            scheduled=n_scheduled,
+            started=n_started,
+            failed=n_failed,
+            canceled=n_canceled,
+            finished=n_finished,
+        ),
+    )
     if view.empty:
         return view
     ids = {

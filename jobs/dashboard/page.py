@@ -131,9 +131,9 @@ def make_blueprint() -> Blueprint:
             queues = overview(current_app.redis_conn, now=now)  # type: ignore[attr-defined]  # rq-dashboard sets it; Flask's types lack it
         except redis.RedisError as e:
             return Response(f"The Redis server did not answer: {type(e).__name__}.\n", 503, mimetype="text/plain")
-        return render_template_string(_TEMPLATE, queues=queues, now=now, refresh=REFRESH_S,
-                                      states=STATES,
-                                      titles=TITLES)  # fmt: skip
+        return render_template_string(
+            _TEMPLATE, queues=queues, now=now, refresh=REFRESH_S, states=STATES, titles=TITLES
+        )
 
     return page
 

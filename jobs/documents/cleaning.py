@@ -19,8 +19,11 @@ _SPACING_CONTROLS = re.compile(r"[\x0b\x0c\x1c-\x1f]+")  # vertical tab, form fe
 _CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x9f]+")  # the others (bell, backspace, C1...): nothing
 # Noncharacters (U+FDD0-U+FDEF and the last two of every plane: U+FFFE, U+FFFF, ...) and lone
 # surrogates: no text holds them, and XML 1.0 refuses some (an EPUB's pages, SMIL and package).
-_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufffe\uffff\ud800-\udfff" + "".join(
-    f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17)) + "]+")  # fmt: skip
+_NONCHARACTERS = re.compile(
+    "[\ufdd0-\ufdef\ufffe\uffff\ud800-\udfff"
+    + "".join(f"{chr(plane * 0x10000 + 0xFFFE)}{chr(plane * 0x10000 + 0xFFFF)}" for plane in range(1, 17))
+    + "]+"
+)
 
 
 def clean_text(text: str) -> str:

@@ -135,8 +135,18 @@ class Document:
         numbers = [int(n) for n in data.get("chapter_numbers", [])]
         source = base64.b64decode(data["source"]) if data.get("source") else b""
         pages = [str(p) for p in data.get("source_pages", [])]
-        return cls(data["title"], [list(p) for p in data["paragraphs"]], chapters, language, meta, languages, voices,
-                   numbers, source, pages)  # fmt: skip
+        return cls(
+            data["title"],
+            [list(p) for p in data["paragraphs"]],
+            chapters,
+            language,
+            meta,
+            languages,
+            voices,
+            numbers,
+            source,
+            pages,
+        )
 
 
 def read_document(path: Path, language: str | None = None) -> Document:

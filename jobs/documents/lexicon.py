@@ -42,8 +42,9 @@ def parse_lexicon(text: str, label: str = "lexicon") -> Lexicon:
         elif "=" in line:
             word, _, spoken = line.partition("=")
         else:
-            raise BadInput(f"{label} line {number}: expected 'word = spoken form' (or word<TAB>spoken form)",
-                           param="lexicon")  # fmt: skip
+            raise BadInput(
+                f"{label} line {number}: expected 'word = spoken form' (or word<TAB>spoken form)", param="lexicon"
+            )
         word, spoken = _entry(word, spoken, f"{label} line {number}")
         entries[word] = spoken  # a later line wins
     return [[w, s] for w, s in entries.items()]

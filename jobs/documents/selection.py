@@ -21,8 +21,10 @@ def check_chapters(spec: str | None, option: str = "--chapters") -> tuple[int, .
     for piece in spec.split(","):
         m = _RANGE.match(piece)
         if not m:
-            raise BadInput(f"{option} {spec.strip()[:60]!r}: give chapter numbers and ranges, e.g. 1-3,5 "
-                           "(as `narrate chapters DOC` numbers them)")  # fmt: skip
+            raise BadInput(
+                f"{option} {spec.strip()[:60]!r}: give chapter numbers and ranges, e.g. 1-3,5 "
+                "(as `narrate chapters DOC` numbers them)"
+            )
         first, last = int(m.group(1)), int(m.group(2) or m.group(1))
         if first < 1 or last < first or last > MAX_CHAPTER:
             raise BadInput(f"{option} {piece.strip()!r}: a range runs from 1 up, its first number not above its last")
@@ -61,8 +63,9 @@ def keep_chapters(doc: Document, numbers: tuple[int, ...], origin: str) -> Docum
         return doc  # every chapter: the document as it is
     beyond = [n for n in numbers if n > len(spans)]
     if beyond:
-        raise BadInput(f"--chapters {beyond[0]}: document {origin} has {len(spans)} chapters "
-                       f"(`narrate chapters` lists them)")  # fmt: skip
+        raise BadInput(
+            f"--chapters {beyond[0]}: document {origin} has {len(spans)} chapters (`narrate chapters` lists them)"
+        )
     paragraphs: list[list[str]] = []
     chapters: list[tuple[int, str]] = []
     kept: list[int] = []

@@ -86,8 +86,9 @@ def fetch(
     meta = job.meta or {}
     if not via_redis and meta.get("hostname") == socket.gethostname() and meta.get("host") == _host_id(settings):
         # written here, by a worker of this home (host names alone may repeat): no other host has it
-        why = whereabouts.diagnose(job_id, result, meta, whereabouts.written_root(result) or settings.output_dir,
-                                   changed=path.is_file())  # fmt: skip
+        why = whereabouts.diagnose(
+            job_id, result, meta, whereabouts.written_root(result) or settings.output_dir, changed=path.is_file()
+        )
         raise NarrateError(why.message)
     host = meta.get("host")
     if not host:

@@ -37,13 +37,18 @@ def audio_key(book_id: str) -> str:
 
 
 def encode(exe: str, ints: np.ndarray) -> bytes:
-    return run_ffmpeg(exe, [*PCM, "-i", "pipe:0", "-f", "flac", "-compression_level", "5", "pipe:1"],
-                      stdin=np.asarray(ints, dtype="<i2").tobytes(), timeout=600)  # fmt: skip
+    return run_ffmpeg(
+        exe,
+        [*PCM, "-i", "pipe:0", "-f", "flac", "-compression_level", "5", "pipe:1"],
+        stdin=np.asarray(ints, dtype="<i2").tobytes(),
+        timeout=600,
+    )
 
 
 def decode(exe: str, flac: bytes) -> np.ndarray:
-    return np.frombuffer(run_ffmpeg(exe, ["-f", "flac", "-i", "pipe:0", *PCM, "pipe:1"], stdin=flac, timeout=600),
-                         dtype="<i2")  # fmt: skip
+    return np.frombuffer(
+        run_ffmpeg(exe, ["-f", "flac", "-i", "pipe:0", *PCM, "pipe:1"], stdin=flac, timeout=600), dtype="<i2"
+    )
 
 
 def uploaded(r: redis.Redis, book_id: str) -> set[int]:

@@ -128,8 +128,16 @@ def _estimate_mb(spoken: list[str]) -> float:
     return sum(map(speaking_seconds, spoken)) * SAMPLE_RATE * 2 / 1e6
 
 
-def enqueue_parts(q: Queue, book_id: str, spec: JobSpec, doc: Document, ranges: Sequence[tuple[int, int]],
-                  settings: Settings, keep_s: int, document: str) -> list[str]:  # fmt: skip
+def enqueue_parts(
+    q: Queue,
+    book_id: str,
+    spec: JobSpec,
+    doc: Document,
+    ranges: Sequence[tuple[int, int]],
+    settings: Settings,
+    keep_s: int,
+    document: str,
+) -> list[str]:
     """Enqueue the part jobs of a book about to be enqueued; returns their ids (raises
     DuplicateJobError when the book job exists, or another submit is making it right now)."""
     r = q.connection
@@ -161,7 +169,7 @@ def enqueue_parts(q: Queue, book_id: str, spec: JobSpec, doc: Document, ranges: 
                     "document": document,
                     "book": book_id,
                     "part": part.index,
-                },  # fmt: skip
+                },
                 retry=Retry(max=settings.max_attempts - 1) if settings.max_attempts > 1 else None,
             )
             q.enqueue_job(job, pipeline=p)

@@ -25,8 +25,15 @@ ET.register_namespace("itunes", ITUNES)
 ET.register_namespace("podcast", PODCAST)
 ET.register_namespace("atom", ATOM)
 TRANSCRIPT = "transcript.vtt"  # an episode's transcript, served under this name (jobs/web/feeds.py)
-MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/x-m4b", ".m4a": "audio/mp4", ".flac": "audio/flac",
-         ".ogg": "audio/ogg", ".opus": "audio/ogg", ".wav": "audio/wav"}  # fmt: skip
+MEDIA = {
+    ".mp3": "audio/mpeg",
+    ".m4b": "audio/x-m4b",
+    ".m4a": "audio/mp4",
+    ".flac": "audio/flac",
+    ".ogg": "audio/ogg",
+    ".opus": "audio/ogg",
+    ".wav": "audio/wav",
+}
 
 
 @dataclass(frozen=True)
@@ -52,17 +59,31 @@ def _when(text: str | None) -> datetime:
     return (found or datetime.now(UTC)).astimezone(UTC)
 
 
-def episode_of(narration: dict[str, Any], file: dict[str, Any], has_cover: bool, title: str | None = None,
-               transcript: str | None = None) -> Episode:  # fmt: skip
+def episode_of(
+    narration: dict[str, Any],
+    file: dict[str, Any],
+    has_cover: bool,
+    title: str | None = None,
+    transcript: str | None = None,
+) -> Episode:
     """An episode from a finished narration (jobs/web/views.py `narration`) and its audio file;
     `title`: the book's (jobs/feeds/titles.py; None: one made from the document's file name);
     `transcript`: the name of its WebVTT subtitles, if it wrote them."""
     suffix = "." + file["name"].rsplit(".", 1)[-1].lower()
     title = title or from_file_name(narration.get("document") or "") or from_file_name(file["name"]) or narration["id"]
-    return Episode(narration["id"], title, _when(narration.get("ended_at") or narration.get("created_at")),
-                   file["name"], int(file["bytes"]), MEDIA.get(suffix, "application/octet-stream"),
-                   file.get("duration_s") or narration.get("duration_s"), narration["progress"].get("chapters") or [],
-                   has_cover, narration.get("voice"), transcript)  # fmt: skip
+    return Episode(
+        narration["id"],
+        title,
+        _when(narration.get("ended_at") or narration.get("created_at")),
+        file["name"],
+        int(file["bytes"]),
+        MEDIA.get(suffix, "application/octet-stream"),
+        file.get("duration_s") or narration.get("duration_s"),
+        narration["progress"].get("chapters") or [],
+        has_cover,
+        narration.get("voice"),
+        transcript,
+    )
 
 
 def episode_url(base: str, feed: str, episode: Episode, what: str, token: str | None) -> str:
@@ -102,18 +123,32 @@ def render(feed: str, title: str, base: str, episodes: list[Episode], token: str
         _sub(item, "pubDate", format_datetime(e.published))
         said = f"Read by narrate in the voice {e.voice}." if e.voice else "Read by narrate."
         _sub(item, "description", said)
-        _sub(item, "enclosure", url=episode_url(base, feed, e, e.file_name, token), length=str(e.bytes),
-             type=e.media_type)  # fmt: skip
+        _sub(
+            item,
+            "enclosure",
+            url=episode_url(base, feed, e, e.file_name, token),
+            length=str(e.bytes),
+            type=e.media_type,
+        )
         if e.duration_s is not None:
             _sub(item, f"{{{ITUNES}}}duration", str(round(e.duration_s)))
         if e.has_cover:
             _sub(item, f"{{{ITUNES}}}image", href=episode_url(base, feed, e, "cover", token))
         if e.chapters:
-            _sub(item, f"{{{PODCAST}}}chapters", url=episode_url(base, feed, e, "chapters.json", token),
-                 type="application/json+chapters")  # fmt: skip
+            _sub(
+                item,
+                f"{{{PODCAST}}}chapters",
+                url=episode_url(base, feed, e, "chapters.json", token),
+                type="application/json+chapters",
+            )
         if e.transcript:
-            _sub(item, f"{{{PODCAST}}}transcript", url=episode_url(base, feed, e, TRANSCRIPT, token), type="text/vtt",
-                 rel="captions")  # fmt: skip
+            _sub(
+                item,
+                f"{{{PODCAST}}}transcript",
+                url=episode_url(base, feed, e, TRANSCRIPT, token),
+                type="text/vtt",
+                rel="captions",
+            )
     return b"<?xml version='1.0' encoding='UTF-8'?>\n" + ET.tostring(rss, encoding="unicode").encode()
 
 

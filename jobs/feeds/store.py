@@ -31,8 +31,10 @@ class FeedNotFound(NotFound):
 def check_feed_name(text: str) -> str:
     name = text.strip().lower()
     if not NAME.fullmatch(name):
-        raise BadInput(f"feed name {text[:80]!r} is not valid: use 1-64 letters, digits, '-' or '_', starting with "
-                       "a letter or digit")  # fmt: skip
+        raise BadInput(
+            f"feed name {text[:80]!r} is not valid: use 1-64 letters, digits, '-' or '_', starting with "
+            "a letter or digit"
+        )
     return name
 
 

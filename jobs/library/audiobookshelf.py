@@ -45,8 +45,9 @@ def check_url(url: str, option: str = "--abs-url") -> str:
 
 
 def _call(method: str, url: str, token: str, body: Any = None, headers: dict[str, str] | None = None) -> bytes:
-    req = urllib.request.Request(url, data=body, method=method, headers={"Authorization": f"Bearer {token}",
-                                                                          **(headers or {})})  # fmt: skip
+    req = urllib.request.Request(
+        url, data=body, method=method, headers={"Authorization": f"Bearer {token}", **(headers or {})}
+    )
     try:
         with urllib.request.urlopen(req, timeout=TIMEOUT_S) as answer:  # noqa: S310 - http(s) only (check_url)
             return bytes(answer.read())
@@ -99,8 +100,9 @@ def check_free(base: str, token: str, folder_path: str, info: BookInfo) -> None:
         return
     body = json.dumps({"directory": directory, "folderPath": folder_path}).encode()
     try:
-        said = json.loads(_call("POST", f"{base}/api/filesystem/pathexists", token, body,
-                                {"Content-Type": "application/json"}))  # fmt: skip
+        said = json.loads(
+            _call("POST", f"{base}/api/filesystem/pathexists", token, body, {"Content-Type": "application/json"})
+        )
     except ValueError:
         return  # not an answer of this call: the upload says what the server makes of it
     except AbsError as e:
@@ -109,9 +111,11 @@ def check_free(base: str, token: str, folder_path: str, info: BookInfo) -> None:
         raise
     if isinstance(said, dict) and said.get("exists"):
         held = f" (its book {said['libraryItemTitle']!r})" if said.get("libraryItemTitle") else ""
-        raise AbsError(f"Audiobookshelf already has a folder {directory!r} in {folder_path}{held}: not uploaded, "
-                       "so that no book's files are replaced or mixed with these; remove or rename that folder "
-                       "in Audiobookshelf first, or export into its library folder with --library")  # fmt: skip
+        raise AbsError(
+            f"Audiobookshelf already has a folder {directory!r} in {folder_path}{held}: not uploaded, "
+            "so that no book's files are replaced or mixed with these; remove or rename that folder "
+            "in Audiobookshelf first, or export into its library folder with --library"
+        )
 
 
 def scan(base: str, token: str, library_id: str) -> None:
@@ -121,8 +125,13 @@ def scan(base: str, token: str, library_id: str) -> None:
 def upload(base: str, token: str, library_id: str, folder_id: str, info: BookInfo, files: list[Path]) -> None:
     """The book's files in one multipart POST, each streamed from disk (Content-Length known up front)."""
     boundary = f"narrate-{secrets.token_hex(12)}"
-    fields = {"title": info.title, "author": ", ".join(info.authors), "series": info.series,
-              "library": library_id, "folder": folder_id}  # fmt: skip
+    fields = {
+        "title": info.title,
+        "author": ", ".join(info.authors),
+        "series": info.series,
+        "library": library_id,
+        "folder": folder_id,
+    }
     head = b"".join(_part(boundary, name, None) + value.encode() + b"\r\n" for name, value in fields.items() if value)
     parts = [(_part(boundary, str(n), path), path) for n, path in enumerate(files)]
     tail = f"--{boundary}--\r\n".encode()
@@ -147,12 +156,13 @@ def _part(boundary: str, name: str, path: Path | None) -> bytes:
         return f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'.encode()
     kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     filename = path.name.replace('"', "'")
-    return (f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
-            f"Content-Type: {kind}\r\n\r\n").encode()  # fmt: skip
+    return (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"; filename="{filename}"\r\n'
+        f"Content-Type: {kind}\r\n\r\n"
+    ).encode()
 
 
-def push(base: str, token: str | None, library_id: str | None, info: BookInfo, folder: Path,
-         in_library: bool) -> str:  # fmt: skip
+def push(base: str, token: str | None, library_id: str | None, info: BookInfo, folder: Path, in_library: bool) -> str:
     """Scan (the folder is in a library the server watches) or upload the folder's files; what was done."""
     if not token:
         raise AbsError("--abs-url needs NARRATE_ABS_TOKEN (an Audiobookshelf API token) on the exporting host")
@@ -166,7 +176,9 @@ def push(base: str, token: str | None, library_id: str | None, info: BookInfo, f
         scan(base, token, lib)
     except AbsError as e:
         admin = " (a scan needs an admin's token)" if " 403 " in str(e) else ""
-        return (f"uploaded to Audiobookshelf library {lib}; warning: asking it to scan the library failed{admin}: "
-                f"{e}; the book appears once the library is scanned (its watcher, a scheduled scan, or Scan in "
-                "its library settings)")  # fmt: skip
+        return (
+            f"uploaded to Audiobookshelf library {lib}; warning: asking it to scan the library failed{admin}: "
+            f"{e}; the book appears once the library is scanned (its watcher, a scheduled scan, or Scan in "
+            "its library settings)"
+        )
     return f"uploaded to Audiobookshelf library {lib} and its scan asked for"

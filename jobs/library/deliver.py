@@ -22,8 +22,9 @@ class Abs:
     library: str | None  # its id; None: the first book library
 
 
-def deliver(found: Found, library: Path | None, layout: str, abs_server: Abs | None, home: Path,
-            replaces: str | None = None) -> tuple[Exported | None, str | None]:  # fmt: skip
+def deliver(
+    found: Found, library: Path | None, layout: str, abs_server: Abs | None, home: Path, replaces: str | None = None
+) -> tuple[Exported | None, str | None]:
     """(the library folder written, what Audiobookshelf was told). Raises NarrateError: an
     AbsError after the folder is in place says so. `replaces`: the job a redo redoes, whose folder
     this one replaces (jobs/library/export.py)."""
@@ -34,8 +35,9 @@ def deliver(found: Found, library: Path | None, layout: str, abs_server: Abs | N
         if abs_server is None:
             return done, None
         try:
-            told = audiobookshelf.push(abs_server.url, abs_server.token, abs_server.library, found[0], done.folder,
-                                       in_library=True)  # fmt: skip
+            told = audiobookshelf.push(
+                abs_server.url, abs_server.token, abs_server.library, found[0], done.folder, in_library=True
+            )
         except audiobookshelf.AbsError as e:
             raise audiobookshelf.AbsError(f"{done.note} to {done.folder}, but {e}") from None
         return done, told
@@ -45,8 +47,9 @@ def deliver(found: Found, library: Path | None, layout: str, abs_server: Abs | N
     tmp = Path(tempfile.mkdtemp(prefix="up-", dir=staging))
     try:
         done = export_files(tmp, "flat", *found)
-        told = audiobookshelf.push(abs_server.url, abs_server.token, abs_server.library, found[0], done.folder,
-                                   in_library=False)  # fmt: skip
+        told = audiobookshelf.push(
+            abs_server.url, abs_server.token, abs_server.library, found[0], done.folder, in_library=False
+        )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return None, told

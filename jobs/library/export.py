@@ -76,8 +76,16 @@ def book_info(r: redis.Redis, root: Path, job_id: str) -> Found:
     return info_of(r, root, job_id, spec, doc, result, (job.meta or {}).get("voice_name"), job.meta)
 
 
-def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Document | None, result: dict[str, Any],
-            voice_name: str | None, job_meta: dict[str, Any] | None = None) -> Found:  # fmt: skip
+def info_of(
+    r: redis.Redis,
+    root: Path,
+    job_id: str,
+    spec: JobSpec,
+    doc: Document | None,
+    result: dict[str, Any],
+    voice_name: str | None,
+    job_meta: dict[str, Any] | None = None,
+) -> Found:
     """`book_info` from what a worker has in hand when the job ends (the document, if still stored).
     The tracks: the book file; without one (`--split chapters`, or parts), the chapter files or parts."""
     files = recorded(r, root, job_id, result.get("output_relative") or spec.output)
@@ -98,19 +106,31 @@ def info_of(r: redis.Redis, root: Path, job_id: str, spec: JobSpec, doc: Documen
     marks = result.get("chapters") or []
     starts = [float(c["start_seconds"]) for c in marks] + [duration]
     chapters = [(starts[i], starts[i + 1], str(c["title"])) for i, c in enumerate(marks)]
-    info = BookInfo(title=title, authors=[a.strip() for a in author.split(",") if a.strip()],
-                    narrators=narrators, job_id=job_id, series=series, series_index=index,
-                    year=spec.year or meta.date[:4], publisher=meta.publisher, isbn=meta.isbn, language=meta.language,
-                    description=meta.description, chapters=chapters)  # fmt: skip
+    info = BookInfo(
+        title=title,
+        authors=[a.strip() for a in author.split(",") if a.strip()],
+        narrators=narrators,
+        job_id=job_id,
+        series=series,
+        series_index=index,
+        year=spec.year or meta.date[:4],
+        publisher=meta.publisher,
+        isbn=meta.isbn,
+        language=meta.language,
+        description=meta.description,
+        chapters=chapters,
+    )
     stem = PurePosixPath(main[0].relative).stem if main else ""
-    readalong = [(f.path, f.name[len(stem) :]) for f in files if main and f not in main and f.name.startswith(stem)
-                 and f.name[len(stem) :] in READALONG]  # fmt: skip
+    readalong = [
+        (f.path, f.name[len(stem) :])
+        for f in files
+        if main and f not in main and f.name.startswith(stem) and f.name[len(stem) :] in READALONG
+    ]
     subtitles = [f.path for f in files if f.path.suffix.lower() in (".srt", ".vtt")] if main else []
     subtitles = [p for p in subtitles if p not in {path for path, _ in readalong}]
     cover = store.get_cover(r, spec.cover) if spec.cover else None
     found = read_cover(first) if cover is None and not meta.cover else None
-    return (info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None),
-            readalong)  # fmt: skip
+    return (info, [f.path for f in tracks], subtitles, cover or meta.cover or (found[0] if found else None), readalong)
 
 
 def check_library(library: Path | str) -> Path:
@@ -121,9 +141,16 @@ def check_library(library: Path | str) -> Path:
     return folder
 
 
-def export_files(library: Path, layout: str, info: BookInfo, tracks: list[Path], beside: list[Path],
-                 cover: bytes | None, readalong: list[tuple[Path, str]] | None = None,
-                 replaces: str | None = None) -> Exported:  # fmt: skip
+def export_files(
+    library: Path,
+    layout: str,
+    info: BookInfo,
+    tracks: list[Path],
+    beside: list[Path],
+    cover: bytes | None,
+    readalong: list[tuple[Path, str]] | None = None,
+    replaces: str | None = None,
+) -> Exported:
     """The folder of `info`, with `tracks`, `beside`, `cover` and the `readalong` files (each with what follows
     the book's stem in its name), placed in `library`. `replaces`: the job a redo redoes (jobs/api/redo.py); its
     folder, if it has one there, is replaced by this one in one rename."""
@@ -190,8 +217,14 @@ def _existing(target: Path, job_id: str) -> Path | None:
     return None
 
 
-def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], cover: bytes | None,
-           readalong: list[tuple[Path, str]]) -> None:  # fmt: skip
+def _write(
+    tmp: Path,
+    info: BookInfo,
+    tracks: list[Path],
+    beside: list[Path],
+    cover: bytes | None,
+    readalong: list[tuple[Path, str]],
+) -> None:
     """One book file as "Title.ext"; several tracks (chapter files, parts) under their own names,
     each keeping its title and track number. Every track's tags agree with the folder."""
     stem = layouts.safe_part(info.title, "book")
@@ -201,15 +234,25 @@ def _write(tmp: Path, info: BookInfo, tracks: list[Path], beside: list[Path], co
         name = f"{stem}{track.suffix.lower()}" if len(tracks) == 1 else layouts.safe_part(track.name, track.name)
         copied = tmp / name
         shutil.copyfile(track, copied)
-        tags = Tags(title=info.title if len(tracks) == 1 else None, album=info.title,
-                    author=", ".join(info.authors) or None, narrator=", ".join(info.narrators),
-                    year=info.year or None, cover=cover, series=info.series or None,
-                    series_part=info.series_index or None)  # fmt: skip
+        tags = Tags(
+            title=info.title if len(tracks) == 1 else None,
+            album=info.title,
+            author=", ".join(info.authors) or None,
+            narrator=", ".join(info.narrators),
+            year=info.year or None,
+            cover=cover,
+            series=info.series or None,
+            series_part=info.series_index or None,
+        )
         write_tags(copied, tags)
     for side in beside:
         shutil.copyfile(side, tmp / f"{stem}{side.suffix.lower()}")
-    files = {"desc.txt": desc_txt(info).encode(), "reader.txt": reader_txt(info).encode(), "metadata.opf": opf(info),
-             "metadata.json": json.dumps(abs_json(info), indent=2, ensure_ascii=False).encode()}  # fmt: skip
+    files = {
+        "desc.txt": desc_txt(info).encode(),
+        "reader.txt": reader_txt(info).encode(),
+        "metadata.opf": opf(info),
+        "metadata.json": json.dumps(abs_json(info), indent=2, ensure_ascii=False).encode(),
+    }
     if cover:
         files["cover.png" if image_kind(cover) == "png" else "cover.jpg"] = cover
     for name, data in files.items():

@@ -33,8 +33,9 @@ def folder(info: BookInfo, layout: str) -> PurePath:
     author = safe_part(", ".join(info.authors), "Unknown Author")
     if layout == "plex":
         return PurePath(author, title)
-    name = " - ".join(p for p in (f"Vol {info.series_index}" if info.series and info.series_index else "",
-                                  info.year, title) if p)  # fmt: skip
+    name = " - ".join(
+        p for p in (f"Vol {info.series_index}" if info.series and info.series_index else "", info.year, title) if p
+    )
     if info.narrators:
         name += " {" + safe_part(", ".join(info.narrators), "narrate").replace("{", "(").replace("}", ")") + "}"
     parts = [author, safe_part(info.series, "")] if info.series else [author]

@@ -55,8 +55,9 @@ def abs_json(info: BookInfo) -> dict[str, Any]:
         "explicit": False,
         "abridged": False,
     }
-    chapters = [{"id": i, "start": round(s, 3), "end": round(e, 3), "title": t}
-                for i, (s, e, t) in enumerate(info.chapters)]  # fmt: skip
+    chapters = [
+        {"id": i, "start": round(s, 3), "end": round(e, 3), "title": t} for i, (s, e, t) in enumerate(info.chapters)
+    ]
     return {"tags": [], "chapters": chapters, **fields, "metadata": fields, "narrate": {"job": info.job_id}}
 
 

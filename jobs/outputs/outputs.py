@@ -15,8 +15,17 @@ from pathlib import Path, PurePosixPath
 from narrate.jobs.errors import BadInput
 from narrate.jobs.outputs.confined import TEMP_NAME_BYTES, OutputRoot
 
-__all__ = ["EPUB", "FORMATS", "OUTPUTS", "OutputRoot", "audio_of", "check_format", "check_lengths", "output_path",
-           "relative_output"]  # fmt: skip
+__all__ = [
+    "EPUB",
+    "FORMATS",
+    "OUTPUTS",
+    "OutputRoot",
+    "audio_of",
+    "check_format",
+    "check_lengths",
+    "output_path",
+    "relative_output",
+]
 
 # extension -> (ffmpeg muxer, codec arguments). AAC: ffmpeg's encoder is single-threaded; its fast
 # coder encodes twice as fast as the default two-loop search (a 10-hour book: minutes saved) at a

@@ -85,8 +85,9 @@ def written_root(result: dict[str, Any]) -> str:
     return str(path.parents[len(parts) - 1])
 
 
-def diagnose(job_id: str, result: dict[str, Any], meta: dict[str, Any], root: Path | str,
-             changed: bool = False) -> Missing:  # fmt: skip
+def diagnose(
+    job_id: str, result: dict[str, Any], meta: dict[str, Any], root: Path | str, changed: bool = False
+) -> Missing:
     """Why job `job_id`'s output (its `result` and `meta` as stored) is not found under this
     process's output root `root`: call it once the reader found nothing it may serve (`changed`:
     it found the file here, with another checksum)."""
@@ -95,8 +96,14 @@ def diagnose(job_id: str, result: dict[str, Any], meta: dict[str, Any], root: Pa
     host = str(meta.get("hostname") or "")
     wrote_root = written_root(result)
     path = str(result.get("output") or "")
-    facts = {"job_id": job_id, "path": path, "host": host, "root": wrote_root, "here_host": here_host,
-             "here_root": here_root}  # fmt: skip
+    facts = {
+        "job_id": job_id,
+        "path": path,
+        "host": host,
+        "root": wrote_root,
+        "here_host": here_host,
+        "here_root": here_root,
+    }
     if changed:
         return Missing(reason="changed", **facts)
     if host and host != here_host:

@@ -80,8 +80,10 @@ def check_model_ref(value: str, what: str, option: str) -> str:
         return os.path.abspath(path)
     if HUB_ID.fullmatch(value) and not value.startswith((".", "~", "/")):
         return value
-    raise BadInput(f"{what} {value!r} is neither a local model directory nor a Hugging Face id (org/name); give "
-                   f"auto, an id or a directory (after the document: {option} takes the word after it)")  # fmt: skip
+    raise BadInput(
+        f"{what} {value!r} is neither a local model directory nor a Hugging Face id (org/name); give "
+        f"auto, an id or a directory (after the document: {option} takes the word after it)"
+    )
 
 
 LIMIT_EXTRA = 12  # tokens a transcript may have beyond what its take can hold: a language tag, a made-up tail

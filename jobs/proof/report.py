@@ -32,8 +32,13 @@ def listed(records: Mapping[int, Record]) -> list[int]:
     return sorted(i for i, r in records.items() if r.takes and not r.takes[0].verdict.ok)
 
 
-def sentences(records: Mapping[int, Record], written: Sequence[str], spoken: Sequence[str],
-              places: Mapping[int, Place], limit: int = MAX_SENTENCES) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+def sentences(
+    records: Mapping[int, Record],
+    written: Sequence[str],
+    spoken: Sequence[str],
+    places: Mapping[int, Place],
+    limit: int = MAX_SENTENCES,
+) -> tuple[list[dict[str, Any]], int]:
     """The listed sentences (at most `limit`: those still flagged first, then the fixed ones, each in reading
     order) as JSON, and how many were left out. `written` and `spoken`: every sentence's text as the document
     writes it and as narrate speaks it (the plan's)."""
@@ -68,8 +73,15 @@ def entry(index: int, record: Record, written: str, spoken: str, place: Place | 
 def take(t: Take, kept: bool) -> dict[str, Any]:
     """A take as the report lists it: its seed and its verdict in short."""
     v = t.verdict
-    return {"seed": t.seed, "ok": v.ok, "reasons": list(v.reasons), "said": v.said(), "wer": v.wer,
-            "transcript": v.transcript, "kept": kept}  # fmt: skip
+    return {
+        "seed": t.seed,
+        "ok": v.ok,
+        "reasons": list(v.reasons),
+        "said": v.said(),
+        "wer": v.wer,
+        "transcript": v.transcript,
+        "kept": kept,
+    }
 
 
 def problem(record: Record) -> str:

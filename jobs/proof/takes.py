@@ -59,8 +59,12 @@ class Record:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Record:
-        return cls(str(data["model"]), [Take.from_json(t) for t in data.get("takes") or []], int(data.get("kept", 0)),
-                   bool(data.get("final")))  # fmt: skip
+        return cls(
+            str(data["model"]),
+            [Take.from_json(t) for t in data.get("takes") or []],
+            int(data.get("kept", 0)),
+            bool(data.get("final")),
+        )
 
 
 def final_record(proof: dict | None, model: str) -> Record | None:
@@ -122,5 +126,11 @@ class Counts:
         return cls(checked, flagged, retaken, still, retakes, dict(sorted(reasons.items())))
 
     def to_json(self) -> dict[str, Any]:
-        return {"checked": self.checked, "flagged": self.flagged, "retaken": self.retaken,
-                "still_flagged": self.still_flagged, "retakes": self.retakes, "reasons": self.reasons}  # fmt: skip
+        return {
+            "checked": self.checked,
+            "flagged": self.flagged,
+            "retaken": self.retaken,
+            "still_flagged": self.still_flagged,
+            "retakes": self.retakes,
+            "reasons": self.reasons,
+        }

@@ -57,8 +57,9 @@ class Thresholds:
 
     @classmethod
     def from_settings(cls, s: Settings) -> Thresholds:
-        return cls(s.proof_max_wer, s.proof_ending_words, s.proof_tail_words, s.proof_rate_factor,
-                   s.proof_max_silence_s)  # fmt: skip
+        return cls(
+            s.proof_max_wer, s.proof_ending_words, s.proof_tail_words, s.proof_rate_factor, s.proof_max_silence_s
+        )
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class Verdict:
                 "silence": f"silence {self.silence_s:.1f} s",
                 "rate": f"{self.rate:.1f}/s against {self.norm:.1f}/s" if self.rate and self.norm else "rate",
             }
-            parts.append(detail[r])  # fmt: skip
+            parts.append(detail[r])
         return ", ".join(parts)
 
 
@@ -148,9 +149,15 @@ def units(text: str, language: str = "english") -> list[str]:
 
 
 def judge(
-    spoken: str, transcript: str, pcm: np.ndarray | None = None, *, language: str = "english",
-    norm: float | None = None, thresholds: Thresholds | None = None, sample_rate: int = SAMPLE_RATE,
-) -> Verdict:  # fmt: skip
+    spoken: str,
+    transcript: str,
+    pcm: np.ndarray | None = None,
+    *,
+    language: str = "english",
+    norm: float | None = None,
+    thresholds: Thresholds | None = None,
+    sample_rate: int = SAMPLE_RATE,
+) -> Verdict:
     """The verdict on one take of the sentence `spoken` (the plan's text), from the recognizer's `transcript`
     and the take's samples (`pcm`, float at `sample_rate`; None: no pace or silence checks). `norm`: the voice's
     words (characters) a second so far; None: DEFAULT_RATE."""
@@ -185,11 +192,21 @@ def judge(
     if silence_s > t.max_silence_s:
         reasons.append("silence")
     return Verdict(
-        ok=not reasons, reasons=tuple(reasons), transcript=transcript, wer=round(wer, 4), words=len(ref),
-        dropped=tuple(a.dropped), inserted=tuple(a.inserted), repeated=tuple(a.repeated), tail=tail, ending=ending,
-        seconds=round(seconds, 3), rate=round(rate, 3) if rate is not None else None, norm=round(norm, 3),
+        ok=not reasons,
+        reasons=tuple(reasons),
+        transcript=transcript,
+        wer=round(wer, 4),
+        words=len(ref),
+        dropped=tuple(a.dropped),
+        inserted=tuple(a.inserted),
+        repeated=tuple(a.repeated),
+        tail=tail,
+        ending=ending,
+        seconds=round(seconds, 3),
+        rate=round(rate, 3) if rate is not None else None,
+        norm=round(norm, 3),
         silence_s=round(silence_s, 3),
-    )  # fmt: skip
+    )
 
 
 @dataclass

@@ -67,8 +67,10 @@ class Resumed:
         if o is Resume.BOOK_STITCHES:
             return f"requeued (all {self.parts} parts are done: it stitches now)"
         if o is Resume.BOOK_WAITS:
-            return (f"requeued {count(self.parts_requeued, 'part')}; the book waits for {self.parts_waiting} of "
-                    f"{count(self.parts, 'part')}")  # fmt: skip
+            return (
+                f"requeued {count(self.parts_requeued, 'part')}; the book waits for {self.parts_waiting} of "
+                f"{count(self.parts, 'part')}"
+            )
         if o is Resume.LEFT_CANCELED:
             return f"left alone (canceled: `narrate resume {self.job_id}` runs it again)"
         if o is Resume.LEFT_RUNNING:
@@ -101,8 +103,9 @@ def resume(r: redis.Redis, job_ids: list[str], queue_name: str) -> list[Resumed]
         ):  # waiting for (or failed by) its parts
             did = resume_book(r, job)
             outcome = Resume.BOOK_WAITS if did.waiting else Resume.BOOK_STITCHES
-            out.append(Resumed(job_id, outcome, parts=did.parts, parts_requeued=did.requeued,
-                               parts_waiting=did.waiting))  # fmt: skip
+            out.append(
+                Resumed(job_id, outcome, parts=did.parts, parts_requeued=did.requeued, parts_waiting=did.waiting)
+            )
             continue
         into = queue_name if is_run_queue(job.origin) else None  # a `narrate run` job: to the workers' queue
         if state in (JobStatus.FAILED, JobStatus.STOPPED, JobStatus.CANCELED):

@@ -61,8 +61,14 @@ def remove_run_queue(r: redis.Redis, q: Queue, job_ids: list[str]) -> None:
             if job.origin == q.name and (status is None or status.value not in ENDED):  # not moved away (resume)
                 unfinished.append(job_id)
     q.delete(delete_jobs=bool(unfinished))
-    registries = (q.started_job_registry, q.finished_job_registry, q.failed_job_registry, q.deferred_job_registry,
-                  q.scheduled_job_registry, q.canceled_job_registry)  # fmt: skip
+    registries = (
+        q.started_job_registry,
+        q.finished_job_registry,
+        q.failed_job_registry,
+        q.deferred_job_registry,
+        q.scheduled_job_registry,
+        q.canceled_job_registry,
+    )
     r.delete(*[reg.key for reg in registries])
     r.hdel(OWNERS, q.name)
     for job_id in unfinished:  # queued ones went with the queue; a started one is deleted here

@@ -76,8 +76,9 @@ def _folder(files: dict[str, bytes], base: str) -> str:
     return posixpath.join(base, name)
 
 
-def _from_source(doc: Document, narration: Narration, info: BookInfo, ext: str,
-                 kind: str) -> tuple[dict[str, bytes], str, int]:  # fmt: skip
+def _from_source(
+    doc: Document, narration: Narration, info: BookInfo, ext: str, kind: str
+) -> tuple[dict[str, bytes], str, int]:
     source = clean_source(doc.source)  # what the package lists, nothing that runs or loads from elsewhere
     if source.dropped:
         log.info("read-along EPUB: left out of the source EPUB: %s", "; ".join(source.dropped[:20]))
@@ -132,8 +133,9 @@ def _chapters(pages: Sequence[Page], narration: Narration) -> list[tuple[str, st
     return out
 
 
-def _from_document(doc: Document, narration: Narration, info: BookInfo, ext: str,
-                   kind: str) -> tuple[dict[str, bytes], str, int]:  # fmt: skip
+def _from_document(
+    doc: Document, narration: Narration, info: BookInfo, ext: str, kind: str
+) -> tuple[dict[str, bytes], str, int]:
     base = "OEBPS"
     pages = document_pages(doc, f"{base}/text")
     texts = narration.word_texts()

@@ -25,8 +25,15 @@ from narrate.jobs.xmltext import xml_text
 CONTEXT = "https://readium.org/webpub-manifest/context.jsonld"
 PROFILE = "https://readium.org/webpub-manifest/profiles/audiobook"
 MEDIA_TYPE = "application/audiobook+json"
-AUDIO_TYPES = {".mp3": "audio/mpeg", ".m4a": "audio/mp4", ".m4b": "audio/mp4", ".flac": "audio/flac",
-               ".ogg": "audio/ogg", ".opus": "audio/ogg; codecs=opus", ".wav": "audio/wav"}  # fmt: skip
+AUDIO_TYPES = {
+    ".mp3": "audio/mpeg",
+    ".m4a": "audio/mp4",
+    ".m4b": "audio/mp4",
+    ".flac": "audio/flac",
+    ".ogg": "audio/ogg",
+    ".opus": "audio/ogg; codecs=opus",
+    ".wav": "audio/wav",
+}
 
 
 def people(value: str | None) -> list[str]:
@@ -128,8 +135,15 @@ def w3c(
         made["author"] = people(author)
     if people(narrator):
         made["readBy"] = people(narrator)
-    made["readingOrder"] = [{"type": "LinkedResource", "url": quote(audio), "encodingFormat": kind, "name": title,
-                             "duration": iso_duration(duration)}]  # fmt: skip
+    made["readingOrder"] = [
+        {
+            "type": "LinkedResource",
+            "url": quote(audio),
+            "encodingFormat": kind,
+            "name": title,
+            "duration": iso_duration(duration),
+        }
+    ]
     contents = {"type": "LinkedResource", "rel": "contents", "url": quote(toc), "encodingFormat": "text/html"}
     made["resources"] = [contents]
     return made

@@ -110,8 +110,9 @@ class Package:
         assert path.startswith(prefix), path
         return path[len(prefix) :]
 
-    def add_item(self, path: str, media_type: str, wanted_id: str, properties: str | None = None,
-                 overlay: str | None = None) -> str:  # fmt: skip
+    def add_item(
+        self, path: str, media_type: str, wanted_id: str, properties: str | None = None, overlay: str | None = None
+    ) -> str:
         """A manifest item (`overlay`: the id of its media overlay); returns its id."""
         item = etree.SubElement(self.manifest, f"{{{OPF}}}item")
         ident = self.new_id(wanted_id)

@@ -29,8 +29,9 @@ def relative(target: str, start: str) -> str:
     return posixpath.relpath(target, posixpath.dirname(start) or ".")
 
 
-def overlay(page: Page, path: str, audio: str, clips: dict[int, Clip],
-            words: Mapping[int, Sequence[Word]] | None = None) -> tuple[bytes, float]:  # fmt: skip
+def overlay(
+    page: Page, path: str, audio: str, clips: dict[int, Clip], words: Mapping[int, Sequence[Word]] | None = None
+) -> tuple[bytes, float]:
     """The SMIL document of a page (`path`: where it goes in the package; `audio`: the audio's
     path there), and the total of its clips' durations in seconds (its media:duration)."""
     root = etree.Element(f"{{{SMIL}}}smil", nsmap={None: SMIL, "epub": OPS})

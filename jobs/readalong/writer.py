@@ -38,9 +38,18 @@ def identifier(job_id: str) -> str:
     return f"urn:uuid:{uuid5(NAMESPACE_URL, f'narrate:{job_id}')}"
 
 
-def add(book: BookWriter, formats: str, job_id: str, doc: Document, plan: Plan, cues: Sequence[Cue],
-        spans: Sequence[tuple[int, int, str]], rate: int, ffmpeg: str,
-        words: Mapping[int, Sequence[Word]] | None = None) -> None:  # fmt: skip
+def add(
+    book: BookWriter,
+    formats: str,
+    job_id: str,
+    doc: Document,
+    plan: Plan,
+    cues: Sequence[Cue],
+    spans: Sequence[tuple[int, int, str]],
+    rate: int,
+    ffmpeg: str,
+    words: Mapping[int, Sequence[Word]] | None = None,
+) -> None:
     """Give `book` the read-along files `formats` ("epub,manifest,w3c") asks for. `cues`: every
     sentence's times (with chapters), `spans`: the chapters (BookWriter.chapter_spans)."""
     tags = book.tags or Tags()
@@ -50,15 +59,32 @@ def add(book: BookWriter, formats: str, job_id: str, doc: Document, plan: Plan, 
     chapters = [(start / rate, t) for start, _, t in spans]
     if "manifest" in asked:
         name = f"{stem}.audiobook.json"
-        made = manifest.audiobook(name, book.final.name, book.samples / rate, chapters, identifier=identifier(job_id),
-                                  title=title, language=doc.language, modified=now, author=tags.author,
-                                  narrator=tags.narrator)  # fmt: skip
+        made = manifest.audiobook(
+            name,
+            book.final.name,
+            book.samples / rate,
+            chapters,
+            identifier=identifier(job_id),
+            title=title,
+            language=doc.language,
+            modified=now,
+            author=tags.author,
+            narrator=tags.narrator,
+        )
         book.add_text(name, manifest.render(made))
     if "w3c" in asked:
         name, toc = f"{stem}.publication.json", f"{stem}.toc.html"
-        made = manifest.w3c(toc, book.final.name, book.samples / rate, identifier=identifier(job_id), title=title,
-                            language=doc.language, modified=now, author=tags.author,
-                            narrator=tags.narrator)  # fmt: skip
+        made = manifest.w3c(
+            toc,
+            book.final.name,
+            book.samples / rate,
+            identifier=identifier(job_id),
+            title=title,
+            language=doc.language,
+            modified=now,
+            author=tags.author,
+            narrator=tags.narrator,
+        )
         book.add_text(name, manifest.render(made))
         book.add_text(toc, manifest.toc_html(title, doc.language, book.final.name, chapters, name))
     if "epub" in asked:
@@ -77,8 +103,11 @@ def add(book: BookWriter, formats: str, job_id: str, doc: Document, plan: Plan, 
             out = scratch / "readalong.partial.epub"
             written = write_epub(out, doc, narration, info, audio)
             if written.marked < written.sentences:
-                log.warning("read-along EPUB: %d of %d sentences found in its pages (the others have no overlay)",
-                            written.marked, written.sentences)  # fmt: skip
+                log.warning(
+                    "read-along EPUB: %d of %d sentences found in its pages (the others have no overlay)",
+                    written.marked,
+                    written.sentences,
+                )
             return out
 
         book.add_made(f"{stem}.epub", make)

@@ -94,9 +94,11 @@ class Schedule:
         data = json.loads(raw)
         if "options" not in data:  # a schedule added before its options were one object
             data["options"] = Options(
-                model=data.get("model"), quant=data.get("quant"), lexicon=data.get("lexicon") or [],
+                model=data.get("model"),
+                quant=data.get("quant"),
+                lexicon=data.get("lexicon") or [],
                 reading=ReadOptions(language=data.get("language", "auto")),
-            ).to_json()  # fmt: skip
+            ).to_json()
         for k, v in (data.pop("job_settings", None) or {}).items():  # kept beside the options before
             if k in KNOBS and data["options"].get(k) is None:
                 data["options"][k] = v
@@ -183,17 +185,29 @@ def make(
     real = check_watch(watch)
     rel = _output_dir(settings, output_dir, ext)
     return Schedule(
-        name=name, cron=expr, tz=tz, watch=str(real), output_dir=rel, format=ext, voice=voice.ref.spec_voice,
-        queue=settings.queue, options=options.for_output(f"x{ext}").with_knobs_of(settings).to_json(), created=now,
-        instruct=voice.ref.instruct, voice_name=voice.name, cast=_cast_json(cast),
-    )  # fmt: skip
+        name=name,
+        cron=expr,
+        tz=tz,
+        watch=str(real),
+        output_dir=rel,
+        format=ext,
+        voice=voice.ref.spec_voice,
+        queue=settings.queue,
+        options=options.for_output(f"x{ext}").with_knobs_of(settings).to_json(),
+        created=now,
+        instruct=voice.ref.instruct,
+        voice_name=voice.name,
+        cast=_cast_json(cast),
+    )
 
 
 def _cast_json(cast: CastChoice | None) -> dict | None:
     if cast is None:
         return None
-    voices = {label: {"voice": c.ref.spec_voice, "instruct": c.ref.instruct, "name": c.name}
-              for label, c in cast.voices.items()}  # fmt: skip
+    voices = {
+        label: {"voice": c.ref.spec_voice, "instruct": c.ref.instruct, "name": c.name}
+        for label, c in cast.voices.items()
+    }
     return {"reading": cast.reading.to_json(), "voices": voices}
 
 
@@ -386,13 +400,15 @@ def summary(r: redis.Redis) -> list[dict]:
         st = state(r, sched.name)
         last = st.get("last_run") or {}
         nxt = cron.next_tick(sched.cron, sched.tz, max(now, st.get("last_tick", 0.0)))
-        rows.append({
-            "name": sched.name,
-            "cron": f"{sched.cron} ({sched.tz})",
-            "watch": sched.watch,
-            "next_run": cron.show(nxt, sched.tz),
-            "last_run": cron.show(last["started"], sched.tz) if last else "never",
-            "submitted": len(last.get("submitted", [])),
-            "skipped": r.hlen(key(sched.name, "skipped")),
-        })  # fmt: skip
+        rows.append(
+            {
+                "name": sched.name,
+                "cron": f"{sched.cron} ({sched.tz})",
+                "watch": sched.watch,
+                "next_run": cron.show(nxt, sched.tz),
+                "last_run": cron.show(last["started"], sched.tz) if last else "never",
+                "submitted": len(last.get("submitted", [])),
+                "skipped": r.hlen(key(sched.name, "skipped")),
+            }
+        )
     return rows

@@ -38,9 +38,14 @@ class Lease:
         self.key = key
         self.ms = max(100, int(seconds * 1000))
         self.value = json.dumps(
-            {"token": uuid.uuid4().hex, "host": socket.gethostname(), "pid": os.getpid(), "tick": tick,
-             "started": time.time()}
-        )  # fmt: skip
+            {
+                "token": uuid.uuid4().hex,
+                "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "tick": tick,
+                "started": time.time(),
+            }
+        )
         self._record, self._finish, self._renew_script, self._release = (
             r.register_script(code) for code in (_RECORD, _FINISH, _RENEW, _RELEASE)
         )

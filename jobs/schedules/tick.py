@@ -121,9 +121,13 @@ def _run(
         log.warning("schedule %s: removed or taken over during its tick; its outcome is not recorded", name)
     log.info(
         "schedule %s: %s tick: %d submitted, %d waiting, %d newly skipped, %d unchanged",
-        name, "manual" if tick is None else cron.show(tick, sched.tz), len(report["submitted"]),
-        len(report["waiting"]), len(report["skipped_new"]), report["unchanged"],
-    )  # fmt: skip
+        name,
+        "manual" if tick is None else cron.show(tick, sched.tz),
+        len(report["submitted"]),
+        len(report["waiting"]),
+        len(report["skipped_new"]),
+        report["unchanged"],
+    )
     return report
 
 
@@ -167,8 +171,10 @@ def _rewind(settings: Settings, r: redis.Redis, sched: Schedule, now: float) -> 
     state["clock_went_back"] = {"last_tick_was": last, "at": now, "host": socket.gethostname()}
     log.warning(
         "schedule %s: its last tick (%s) is ahead of this clock: the clock went back; next tick %s",
-        sched.name, cron.show(last, sched.tz), cron.show(cron.next_tick(sched.cron, sched.tz, now), sched.tz),
-    )  # fmt: skip
+        sched.name,
+        cron.show(last, sched.tz),
+        cron.show(cron.next_tick(sched.cron, sched.tz, now), sched.tz),
+    )
     _finish(lease, sched.name, state)
 
 
@@ -200,9 +206,16 @@ class _Tick:
 
     def run(self, tick: float | None) -> dict:
         self.report: dict = {
-            "tick": tick, "manual": tick is None, "host": socket.gethostname(), "pid": os.getpid(),
-            "started": time.time(), "submitted": [], "waiting": [], "skipped_new": [], "unchanged": 0,
-        }  # fmt: skip
+            "tick": tick,
+            "manual": tick is None,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started": time.time(),
+            "submitted": [],
+            "waiting": [],
+            "skipped_new": [],
+            "unchanged": 0,
+        }
         entries, refused = self.folder.entries()
         for entry, reason in refused:
             self._skip(entry, reason)

@@ -180,15 +180,21 @@ def _server_url(settings: Settings) -> str:
 def blocking_client(settings: Settings, block_s: float) -> Redis:
     """A client of its own for blocking reads of at most `block_s` (one connection, no retry)."""
     return redis.Redis.from_url(
-        _server_url(settings), socket_timeout=block_s + BLOCK_MARGIN_S, socket_connect_timeout=5,
-        retry=Retry(NoBackoff(), 0), single_connection_client=True,
-    )  # fmt: skip
+        _server_url(settings),
+        socket_timeout=block_s + BLOCK_MARGIN_S,
+        socket_connect_timeout=5,
+        retry=Retry(NoBackoff(), 0),
+        single_connection_client=True,
+    )
 
 
 def async_blocking_client(settings: Settings, block_s: float) -> redis.asyncio.Redis:
     """An asyncio client of its own for blocking reads of at most `block_s`: waiting holds no thread,
     and a cancelled wait (a client gone, the server stopping) ends at once."""
     return redis.asyncio.Redis.from_url(
-        _server_url(settings), socket_timeout=block_s + BLOCK_MARGIN_S, socket_connect_timeout=5,
-        retry=AsyncRetry(NoBackoff(), 0), single_connection_client=True,
-    )  # fmt: skip
+        _server_url(settings),
+        socket_timeout=block_s + BLOCK_MARGIN_S,
+        socket_connect_timeout=5,
+        retry=AsyncRetry(NoBackoff(), 0),
+        single_connection_client=True,
+    )

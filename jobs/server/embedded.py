@@ -279,8 +279,11 @@ class EmbeddedServer:
                 raise ServerUnavailable(f"another server holds {self.alive_file}: stop it, then retry")
             proc = subprocess.run(
                 [valkey_binary(), str(self.conf)],
-                capture_output=True, text=True, check=False, pass_fds=(alive.fileno(),),
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=False,
+                pass_fds=(alive.fileno(),),
+            )
         finally:
             alive.close()
         if proc.returncode != 0:

@@ -131,8 +131,13 @@ def synthesize(
     first_audio = None
     asked = time.monotonic()
     rides = ctx.riders.open(engine)  # speech requests join the batches meanwhile (worker.process.clip_watch)
-    chunks = engine.synthesize(todo, voice, on_batch, ctx.riders.take if rides else None,
-                               on_dropped=lambda c: batch_log.chunk(c.frames, c.pcm.size, c.index))  # fmt: skip
+    chunks = engine.synthesize(
+        todo,
+        voice,
+        on_batch,
+        ctx.riders.take if rides else None,
+        on_dropped=lambda c: batch_log.chunk(c.frames, c.pcm.size, c.index),
+    )
     try:
         for chunk in chunks:
             ctx.beat()
@@ -147,8 +152,13 @@ def synthesize(
                 continue
             done = parts.pop(chunk.index)
             pcm = np.concatenate([c.pcm for c in done]) if done else np.zeros(0, dtype=np.float32)
-            checkpoints.save(plan.keys[chunk.index], pcm, frames=sum(c.frames for c in done),
-                             runaway=chunk.runaway, takes=chunk.takes)  # fmt: skip
+            checkpoints.save(
+                plan.keys[chunk.index],
+                pcm,
+                frames=sum(c.frames for c in done),
+                runaway=chunk.runaway,
+                takes=chunk.takes,
+            )
             progress.sentence_done(pcm.size / SAMPLE_RATE, chunk.index)
             batch_log.chunk(chunk.frames, chunk.pcm.size, chunk.index, final=True)  # after: its line counts it done
             if on_saved is not None:

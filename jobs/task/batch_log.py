@@ -109,9 +109,18 @@ class BatchLog:
         )
         log.info(
             "job %s: %s: %d sentence%s, %d frames in %.1f s (%.1f frames/s), %.1f s of audio%s; %d/%d sentences done",
-            self.job_id, b.label, b.sentences, _s(b.sentences), b.frames, wall, b.frames / wall,
-            b.samples / SAMPLE_RATE, dropped, self.progress.done, self.progress.total,
-        )  # fmt: skip
+            self.job_id,
+            b.label,
+            b.sentences,
+            _s(b.sentences),
+            b.frames,
+            wall,
+            b.frames / wall,
+            b.samples / SAMPLE_RATE,
+            dropped,
+            self.progress.done,
+            self.progress.total,
+        )
 
 
 def _s(n: int) -> str:

@@ -50,8 +50,12 @@ def sentences_of(spec: ClipSpec) -> list[Sentence]:
 def store(r: redis.Redis, job_id: str, spec: ClipSpec, index: int, pcm: np.ndarray, runaway: bool) -> dict:
     """Clip `index` + 1 into Redis as a WAV; what the job's result says of it."""
     put_clip(r, job_id, index + 1, wav_bytes(pcm16(pcm)), spec.keep_s)
-    return {"number": index + 1, "seed": spec.seeds[index], "seconds": round(pcm.size / SAMPLE_RATE, 3),
-            "runaway": runaway}  # fmt: skip
+    return {
+        "number": index + 1,
+        "seed": spec.seeds[index],
+        "seconds": round(pcm.size / SAMPLE_RATE, 3),
+        "runaway": runaway,
+    }
 
 
 def pcm16(pcm: np.ndarray) -> bytes:
@@ -148,8 +152,9 @@ class ClipRider:
         job.meta.update({"model": f"{self.engine.source} ({self.engine.quant})", "rode_with": self.book_id})
         if self.warnings:
             job.meta["warnings"] = self.warnings
-        done = riding.finish(self.r, job, result_of(self.spec, self.clips, self.engine, self.warnings),
-                             self.worker_name, self.host_id)  # fmt: skip
+        done = riding.finish(
+            self.r, job, result_of(self.spec, self.clips, self.engine, self.warnings), self.worker_name, self.host_id
+        )
         self.ended = True
         took = time.monotonic() - self.taken
         if done:

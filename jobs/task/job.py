@@ -97,10 +97,14 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
         found = info_of(r, ctx.settings.output_dir, ctx.job.id, spec, doc, data, (ctx.job.meta or {}).get("voice_name"))
         server = Abs(spec.abs_url, ctx.settings.abs_token, ctx.settings.abs_library) if spec.abs_url else None
         library = Path(spec.library) if spec.library else None
-        done, told = deliver(found, library, spec.library_layout, server, ctx.settings.home,
-                             replaces=(ctx.job.meta or {}).get(REDO_OF))  # fmt: skip
-        return {"folder": str(done.folder) if done else None, "note": done.note if done else None,
-                "audiobookshelf": told}  # fmt: skip
+        done, told = deliver(
+            found, library, spec.library_layout, server, ctx.settings.home, replaces=(ctx.job.meta or {}).get(REDO_OF)
+        )
+        return {
+            "folder": str(done.folder) if done else None,
+            "note": done.note if done else None,
+            "audiobookshelf": told,
+        }
     except (NarrateError, OSError) as e:
         log.warning("job %s: the export to %s failed: %s", ctx.job.id, spec.library or spec.abs_url, e)
         return {"error": f"{e}; the book stays at {data['output']} (narrate export {ctx.job.id} tries again)"}
@@ -127,9 +131,15 @@ def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobRes
     to_hear = proofing.to_hear(cached) if proofing else []  # checkpointed, not heard to the end yet
     wording = WordTimings.open(ctx, spec, plan, checkpoints) if spec.word_timings else None  # jobs/task/word_timings.py
     chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
-    progress = Progress(job, len(plan.sentences), done=len(plan.sentences) - len(todo), listener=ctx.on_progress,
-                        audio_seconds=sum(cached.values()) / SAMPLE_RATE, chapters=chapters,
-                        done_indices=set(cached))  # fmt: skip
+    progress = Progress(
+        job,
+        len(plan.sentences),
+        done=len(plan.sentences) - len(todo),
+        listener=ctx.on_progress,
+        audio_seconds=sum(cached.values()) / SAMPLE_RATE,
+        chapters=chapters,
+        done_indices=set(cached),
+    )
     progress.save()
     ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
     voice_cache, encoder_runs, first_audio = "unused", 0, None

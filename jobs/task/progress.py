@@ -35,9 +35,17 @@ Span = tuple[int, int, str]  # a chapter's sentences [first, end) and its title
 
 
 class Progress:
-    def __init__(self, job: Job, total: int, done: int = 0, listener: ProgressListener | None = None,
-                 save: Callable[[Job], None] = save_meta, audio_seconds: float = 0.0,
-                 chapters: list[Span] | None = None, done_indices: set[int] | None = None):  # fmt: skip
+    def __init__(
+        self,
+        job: Job,
+        total: int,
+        done: int = 0,
+        listener: ProgressListener | None = None,
+        save: Callable[[Job], None] = save_meta,
+        audio_seconds: float = 0.0,
+        chapters: list[Span] | None = None,
+        done_indices: set[int] | None = None,
+    ):
         self.job = job
         self.total = total
         self.done = done

@@ -135,11 +135,18 @@ class ProofPass(TakeStage[Queued]):
                 open_ = sorted(i for i, r in self.records.items() if not r.final)
             if not open_:
                 break
-            again = [dataclasses.replace(self.plan.sentences[i], seed=retake_seed(self.plan.sentences[i].seed,
-                                                                                   len(self.records[i].takes)))
-                     for i in open_]  # fmt: skip
-            log.info("job %s: proof: %d sentence(s) flagged, synthesized again: %s", self.ctx.job.id, len(again),
-                     ", ".join(f"{i} ({self.records[i].takes[-1].verdict.said()})" for i in open_[:10]))  # fmt: skip
+            again = [
+                dataclasses.replace(
+                    self.plan.sentences[i], seed=retake_seed(self.plan.sentences[i].seed, len(self.records[i].takes))
+                )
+                for i in open_
+            ]
+            log.info(
+                "job %s: proof: %d sentence(s) flagged, synthesized again: %s",
+                self.ctx.job.id,
+                len(again),
+                ", ".join(f"{i} ({self.records[i].takes[-1].verdict.said()})" for i in open_[:10]),
+            )
             t0 = time.monotonic()
             self._synthesize(retake, again)
             self.retakes_s += time.monotonic() - t0
@@ -160,12 +167,18 @@ class ProofPass(TakeStage[Queued]):
         times = {"heard_s": self.busy_s, "waited_s": self.waited_s, "retakes_s": self.retakes_s}
         with self._lock:
             records = dict(self.records)
-        places = {c.index: Place(c.start / SAMPLE_RATE, c.end / SAMPLE_RATE, *_chapter(c.chapter, chapters))
-                  for c in cues}  # fmt: skip
+        places = {
+            c.index: Place(c.start / SAMPLE_RATE, c.end / SAMPLE_RATE, *_chapter(c.chapter, chapters)) for c in cues
+        }
         spoken = [s.text for s in self.plan.sentences]
         listed, left_out = report.sentences(records, self.plan.originals, spoken, places)
-        return {"model": self.model, **self.counts().to_json(), **{k: round(v, 3) for k, v in times.items()},
-                "sentences": listed, "sentences_left_out": left_out}  # fmt: skip
+        return {
+            "model": self.model,
+            **self.counts().to_json(),
+            **{k: round(v, 3) for k, v in times.items()},
+            "sentences": listed,
+            "sentences_left_out": left_out,
+        }
 
     # The job thread's side.
 
@@ -219,11 +232,13 @@ class ProofPass(TakeStage[Queued]):
                 takes.append((index, seed, got, got.pcm.astype(np.float32) / 32767.0))  # as the verdict reads it
         sentences = [self.plan.sentences[i] for i, _, _, _ in takes]
         assert self._recognizer is not None
-        texts = self._recognizer.transcribe([pcm for *_, pcm in takes], languages=[s.language for s in sentences],
-                                            texts=[s.text for s in sentences])  # fmt: skip
+        texts = self._recognizer.transcribe(
+            [pcm for *_, pcm in takes], languages=[s.language for s in sentences], texts=[s.text for s in sentences]
+        )
         for (index, seed, got, pcm), s, text in zip(takes, sentences, texts, strict=True):
-            verdict = judge(s.text, text, pcm, language=s.language, norm=self.norms.norm(s.voice),
-                            thresholds=self.thresholds)  # fmt: skip
+            verdict = judge(
+                s.text, text, pcm, language=s.language, norm=self.norms.norm(s.voice), thresholds=self.thresholds
+            )
             with self._lock:
                 record = self.records.setdefault(index, Record(self.model))
                 record.takes.append(Take(seed, verdict))
@@ -241,8 +256,14 @@ class ProofPass(TakeStage[Queued]):
         kept = takes[record.kept] if record.kept < len(takes) else None
         self.checkpoints.record_proof(self.plan.keys[index], record.to_json(), kept)
         if not record.verdict.ok:
-            log.info("job %s: proof: sentence %d kept take %d of %d, still flagged: %s", self.ctx.job.id, index,
-                     record.kept + 1, len(record.takes), record.verdict.said())  # fmt: skip
+            log.info(
+                "job %s: proof: sentence %d kept take %d of %d, still flagged: %s",
+                self.ctx.job.id,
+                index,
+                record.kept + 1,
+                len(record.takes),
+                record.verdict.said(),
+            )
         self._finals.append(index)
 
 

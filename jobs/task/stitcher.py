@@ -83,8 +83,16 @@ class EncodePath:
     def wav(self) -> bool:
         return not (self.segmented or self.streamed)
 
-    def open(self, book: BookWriter, ffmpeg: str, plan: Plan, spec: JobSpec, checkpoints: CheckpointStore,
-             segmenter: Segmenter, reuse: Reuse | None = None) -> Encoders:  # fmt: skip
+    def open(
+        self,
+        book: BookWriter,
+        ffmpeg: str,
+        plan: Plan,
+        spec: JobSpec,
+        checkpoints: CheckpointStore,
+        segmenter: Segmenter,
+        reuse: Reuse | None = None,
+    ) -> Encoders:
         """The background encoders of `book` (its scratch directory), wired to it: rendered audio goes
         to the streamed files, to the WAV, or (segmented) nowhere but the AAC segments; ``book.mux``
         builds its files from them."""
@@ -92,8 +100,9 @@ class EncodePath:
 
         streams = None
         if self.streamed:
-            streams = PieceStreams(ffmpeg, book.scratch, self.ext, spec.split, segmenter.chapters,
-                                   assemble.max_part_samples(spec))  # fmt: skip
+            streams = PieceStreams(
+                ffmpeg, book.scratch, self.ext, spec.split, segmenter.chapters, assemble.max_part_samples(spec)
+            )
         try:
             write = streams.write if streams else None if self.segmented else book.write_pcm
             encoder = SegmentEncoder(plan, spec, checkpoints, book.scratch, ffmpeg, write, reuse, self.ext)
@@ -140,8 +149,18 @@ WordsOf = Callable[
 
 
 class Stitcher:
-    def __init__(self, ctx: JobContext, spec: JobSpec, doc: Document, plan: Plan, checkpoints: CheckpointStore,
-                 root: OutputRoot, final: Path, todo: list[Sentence], words: WordsOf | None = None):  # fmt: skip
+    def __init__(
+        self,
+        ctx: JobContext,
+        spec: JobSpec,
+        doc: Document,
+        plan: Plan,
+        checkpoints: CheckpointStore,
+        root: OutputRoot,
+        final: Path,
+        todo: list[Sentence],
+        words: WordsOf | None = None,
+    ):
         self.ctx, self.spec, self.doc, self.plan, self.checkpoints = ctx, spec, doc, plan, checkpoints
         self.words_of = words
         self.root, self.final = root, final
@@ -163,13 +182,20 @@ class Stitcher:
         from narrate.jobs.audio.book_writer import BookWriter  # pydub: loaded on workers only
 
         ffmpeg = ffmpeg_exe(self.ctx.settings.ffmpeg)
-        self.book = BookWriter(self.audio, ffmpeg, title=self.doc.title, root=self.root,
-                               workdir=self.ctx.settings.home / "stitch", wav=self.path.wav,
-                               place_audio=self.audio == self.final)  # fmt: skip
+        self.book = BookWriter(
+            self.audio,
+            ffmpeg,
+            title=self.doc.title,
+            root=self.root,
+            workdir=self.ctx.settings.home / "stitch",
+            wav=self.path.wav,
+            place_audio=self.audio == self.final,
+        )
         self.book.__enter__()
         try:
-            self.encoders = self.path.open(self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter,
-                                           self.reuse)  # fmt: skip
+            self.encoders = self.path.open(
+                self.book, ffmpeg, self.plan, self.spec, self.checkpoints, self.segmenter, self.reuse
+            )
             if self.path.segmented and self.path.ext in PREVIEWED:  # each chapter playable once encoded meanwhile
                 self.previews = self._previews()
                 self.encoders.encoder.on_encoded = self.previews.update
@@ -182,8 +208,9 @@ class Stitcher:
     def _previews(self) -> previews.ChapterPreviews:
         assert self.book is not None
         chapters = spans(sorted(self.plan.chapter_at.items()), len(self.plan.sentences), self.doc.title)
-        return previews.ChapterPreviews(self.ctx.job.connection, self.ctx.job.id, self.root, self.spec.output,
-                                        chapters, self.book.scratch)  # fmt: skip
+        return previews.ChapterPreviews(
+            self.ctx.job.connection, self.ctx.job.id, self.root, self.spec.output, chapters, self.book.scratch
+        )
 
     def saved(self, index: int) -> None:
         """A sentence's checkpoint was saved (the job thread, during synthesis)."""
@@ -273,8 +300,13 @@ class Stitcher:
             log.warning("job %s: the record of its stitch was not kept: %s", self.ctx.job.id, e)
         if self.reuse.follow is not None:
             enc = self.encoder
-            log.info("job %s: stitched following the book it redoes: %d of %d segments kept, %d sentences measured",
-                     self.ctx.job.id, enc.reused, len(self.segmenter.segments), enc.measured)  # fmt: skip
+            log.info(
+                "job %s: stitched following the book it redoes: %d of %d segments kept, %d sentences measured",
+                self.ctx.job.id,
+                enc.reused,
+                len(self.segmenter.segments),
+                enc.measured,
+            )
 
     def __exit__(self, *exc: object) -> None:
         try:
@@ -311,5 +343,6 @@ class _Owned:
     def after(self, path: Path, sha256: str) -> None:
         ttl = self.job.result_ttl  # the job's keep time: its index of paths goes with it
         keep_s = int(ttl) if ttl is not None and ttl > 0 else default("keep_days") * DAY_S
-        ownership.record_written(self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256,
-                                 keep_s)  # fmt: skip
+        ownership.record_written(
+            self.job.connection, path.relative_to(self.root.path).as_posix(), self.job.id, sha256, keep_s
+        )

@@ -85,9 +85,14 @@ class WordTimings(TakeStage[int]):
     def summary(self, words: dict[int, list[Word]]) -> dict:
         """The job result's `word_timings`: the aligner, the sentences read along word by word and those not."""
         level = [i for i in range(len(self.plan.sentences)) if i not in words]
-        return {"model": self.model, "sentences": len(words), "sentence_level": len(level),
-                "sentence_level_indices": level[:100], "aligned": self.aligned,
-                "aligned_s": round(self.busy_s, 3)}  # fmt: skip
+        return {
+            "model": self.model,
+            "sentences": len(words),
+            "sentence_level": len(level),
+            "sentence_level_indices": level[:100],
+            "aligned": self.aligned,
+            "aligned_s": round(self.busy_s, 3),
+        }
 
     # The job thread's side.
 
@@ -120,9 +125,16 @@ class WordTimings(TakeStage[int]):
             return
         named = ", ".join(f"{i + 1} ({self._why(i)})" for i in level[:SHOWN])
         more = f", and {len(level) - SHOWN} more" if len(level) > SHOWN else ""
-        log.warning("job %s: word timings: %d of %d sentences are read along sentence by sentence (the aligner "
-                    "%s gave no usable words): sentence %s%s", self.ctx.job.id, len(level), len(found), self.model,
-                    named, more)  # fmt: skip
+        log.warning(
+            "job %s: word timings: %d of %d sentences are read along sentence by sentence (the aligner "
+            "%s gave no usable words): sentence %s%s",
+            self.ctx.job.id,
+            len(level),
+            len(found),
+            self.model,
+            named,
+            more,
+        )
 
     # The words thread's side: a batch of sentences whose words are aligned.
 
@@ -144,14 +156,21 @@ class WordTimings(TakeStage[int]):
             self._aligner = self.ctx.aligner_for(self.model)  # on its first batch: synthesis goes on meanwhile
         sentences = [self.plan.sentences[i] for i, _, _ in takes]
         try:
-            aligned = self._aligner.align([pcm.astype(np.float32) / 32767.0 for *_, pcm in takes],
-                                          texts=[s.text for s in sentences],
-                                          languages=[s.language for s in sentences])  # fmt: skip
+            aligned = self._aligner.align(
+                [pcm.astype(np.float32) / 32767.0 for *_, pcm in takes],
+                texts=[s.text for s in sentences],
+                languages=[s.language for s in sentences],
+            )
         except NarrateError:
             raise
         except Exception as e:  # noqa: BLE001 - these sentences are read along sentence by sentence
-            log.warning("job %s: the aligner failed on sentences %s: %s: %s", self.ctx.job.id,
-                        ", ".join(str(i + 1) for i, _, _ in takes), type(e).__name__, e)  # fmt: skip
+            log.warning(
+                "job %s: the aligner failed on sentences %s: %s: %s",
+                self.ctx.job.id,
+                ", ".join(str(i + 1) for i, _, _ in takes),
+                type(e).__name__,
+                e,
+            )
             aligned = [[] for _ in takes]
         for (index, sha, pcm), words in zip(takes, aligned, strict=True):
             words = [(str(w), float(a), float(b)) for w, a, b in words]

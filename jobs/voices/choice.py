@@ -58,8 +58,15 @@ def check_instruct(instruct: str | None) -> str | None:
     return text
 
 
-def choose(r: redis.Redis | None, arg: str | Path, model: str | None, ffmpeg: str, instruct: str | None = None,
-           default_model: str | None = None, files: bool = True) -> VoiceChoice:  # fmt: skip
+def choose(
+    r: redis.Redis | None,
+    arg: str | Path,
+    model: str | None,
+    ffmpeg: str,
+    instruct: str | None = None,
+    default_model: str | None = None,
+    files: bool = True,
+) -> VoiceChoice:
     """The voice `arg` names for a job on `model` (None: the worker's NARRATE_MODEL, taken to be
     `default_model`, this host's NARRATE_MODEL). `r`: the server that holds the library (None:
     files only, no names). `files=False`: `arg` is never read as a path on this host (a name from
@@ -104,9 +111,15 @@ def _sample(choice: VoiceChoice, model: str | None, known: ModelFacts | None, in
         )
     if instruct is None:
         return choice
-    return VoiceChoice(choice.ref, choice.sample, choice.name,
-                       ("--instruct is ignored: a cloned voice (a Base model) follows no instruction; "
-                        "instructions steer the preset speakers of 1.7B CustomVoice models",))  # fmt: skip
+    return VoiceChoice(
+        choice.ref,
+        choice.sample,
+        choice.name,
+        (
+            "--instruct is ignored: a cloned voice (a Base model) follows no instruction; "
+            "instructions steer the preset speakers of 1.7B CustomVoice models",
+        ),
+    )
 
 
 def _preset(name: str, model: str | None, known: ModelFacts | None, instruct: str | None) -> VoiceChoice:
@@ -119,8 +132,9 @@ def _preset(name: str, model: str | None, known: ModelFacts | None, instruct: st
     return VoiceChoice(VoiceRef.preset(name, instruct), None, name, tuple(warnings))
 
 
-def _not_found(r: redis.Redis | None, text: str, model: str | None, known: ModelFacts | None,
-               files: bool = True) -> BadInput:  # fmt: skip
+def _not_found(
+    r: redis.Redis | None, text: str, model: str | None, known: ModelFacts | None, files: bool = True
+) -> BadInput:
     if not files and not is_name(text):
         return BadInput(
             f"voice {text[:80]!r} is not a voice name; give a saved voice's name (GET /v1/audio/voices), a preset "

@@ -76,8 +76,9 @@ def release(r: redis.Redis, job_ids: list[str], number: int = 1) -> list[str]:
     """A request lets go of its clips (however it ended); the ids of those no request waits for any more (their
     parts streams removed: the caller cancels what of them is not done, if it went away early)."""
     script = r.register_script(_RELEASE)
-    return [job_id for job_id in dict.fromkeys(job_ids)
-            if script(keys=[waiters_key(job_id), parts_key(job_id, number)])]  # fmt: skip
+    return [
+        job_id for job_id in dict.fromkeys(job_ids) if script(keys=[waiters_key(job_id), parts_key(job_id, number)])
+    ]
 
 
 def put_piece(r: redis.Redis | redis.client.Pipeline, job_id: str, number: int, at: int, pcm: bytes) -> None:

@@ -89,8 +89,18 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     app.state.limits = limits = Limits(web.settings.serve_submits_per_min, web.settings.serve_client_streams)
     errors.install(app)
     # redo.pages before pages.router: its POST /jobs/{id}/redo is not one of the Job page's other buttons
-    routers = (narrations.router, proof.router, redo.router, speech_api.router, voices.router, feeds.router,
-               login.router, redo.pages, pages.router, voice_pages.router)  # fmt: skip
+    routers = (
+        narrations.router,
+        proof.router,
+        redo.router,
+        speech_api.router,
+        voices.router,
+        feeds.router,
+        login.router,
+        redo.pages,
+        pages.router,
+        voice_pages.router,
+    )
     for router in routers:
         app.include_router(router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
@@ -132,11 +142,25 @@ def serve(app: Guard, bind: str, port: int, settings: Settings) -> None:
             super().handle_exit(sig, frame)
 
     proxies = settings.serve_trusted_proxies
-    http = protocol(settings.serve_header_s, settings.serve_client_connections, settings.serve_connections,
-                    settings.serve_min_rate_kib << 10)  # fmt: skip
-    config = uvicorn.Config(app, host=bind, port=port, log_level="info", server_header=False, timeout_keep_alive=5,
-                            proxy_headers=bool(proxies), forwarded_allow_ips=list(proxies) or None, http=http,
-                            limit_concurrency=None, log_config=log_config())  # fmt: skip
+    http = protocol(
+        settings.serve_header_s,
+        settings.serve_client_connections,
+        settings.serve_connections,
+        settings.serve_min_rate_kib << 10,
+    )
+    config = uvicorn.Config(
+        app,
+        host=bind,
+        port=port,
+        log_level="info",
+        server_header=False,
+        timeout_keep_alive=5,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=list(proxies) or None,
+        http=http,
+        limit_concurrency=None,
+        log_config=log_config(),
+    )
     server = Server(config)
     with contextlib.suppress(KeyboardInterrupt):
         server.run()

@@ -44,8 +44,9 @@ def signed_in(
         return
     if cookie and sessions.valid(web.redis, api_key, cookie):
         return
-    raise ApiError(401, "no API key: send Authorization: Bearer KEY (NARRATE_API_KEY)",
-                   headers={"www-authenticate": BEARER})  # fmt: skip
+    raise ApiError(
+        401, "no API key: send Authorization: Bearer KEY (NARRATE_API_KEY)", headers={"www-authenticate": BEARER}
+    )
 
 
 SIGNED_IN = Security(signed_in)  # a router's `dependencies=[SIGNED_IN]`

@@ -177,15 +177,22 @@ def _bound(r: redis.Redis, job_id: str) -> str | None:
 
 
 def _conflict(job_id: str) -> ApiError:
-    return ApiError(409, f"narration {job_id} has another callback_url, given when it was first submitted: a "
-                    "narration has one callback URL and it stays; submit again with that URL or without "
-                    "callback_url", "callback_url")  # fmt: skip
+    return ApiError(
+        409,
+        f"narration {job_id} has another callback_url, given when it was first submitted: a "
+        "narration has one callback URL and it stays; submit again with that URL or without "
+        "callback_url",
+        "callback_url",
+    )
 
 
 def _ended(job_id: str) -> ApiError:
-    return ApiError(409, f"narration {job_id} had already ended, submitted without a callback_url: its end is "
-                    f"not posted to a URL given afterwards; GET /v1/narrations/{job_id} has it",
-                    "callback_url")  # fmt: skip
+    return ApiError(
+        409,
+        f"narration {job_id} had already ended, submitted without a callback_url: its end is "
+        f"not posted to a URL given afterwards; GET /v1/narrations/{job_id} has it",
+        "callback_url",
+    )
 
 
 def check_bound(r: redis.Redis, settings: Settings, requests: list[Request], url: str) -> None:

@@ -22,8 +22,21 @@ from narrate.jobs.voices.choice import VoiceChoice, choose
 from narrate.jobs.web.errors import ApiError
 
 OPENAI_MODELS = ("tts-1", "tts-1-hd", "gpt-4o-mini-tts")
-OPENAI_VOICES = ("alloy", "ash", "ballad", "coral", "echo", "fable", "onyx", "nova", "sage", "shimmer", "verse",
-                 "marin", "cedar")  # fmt: skip
+OPENAI_VOICES = (
+    "alloy",
+    "ash",
+    "ballad",
+    "coral",
+    "echo",
+    "fable",
+    "onyx",
+    "nova",
+    "sage",
+    "shimmer",
+    "verse",
+    "marin",
+    "cedar",
+)
 
 
 def offered_models(settings: Settings) -> list[str]:
@@ -42,8 +55,12 @@ def check_model(model: str, settings: Settings) -> str | None:
         return None
     if model in offered_models(settings) or is_published(model):
         return model
-    raise ApiError(400, f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default) or a "
-                   "published Qwen3-TTS id (Qwen/... or mlx-community/Qwen3-TTS-12Hz-...)", "model")  # fmt: skip
+    raise ApiError(
+        400,
+        f"unknown model {model[:80]!r}: use one of GET /v1/models (tts-1 is the default) or a "
+        "published Qwen3-TTS id (Qwen/... or mlx-community/Qwen3-TTS-12Hz-...)",
+        "model",
+    )
 
 
 # The speech recognizers and forced aligners a request of the HTTP API may name besides "auto" (the worker's own):
@@ -76,8 +93,12 @@ def check_helper_model(field: str, value: str | None, settings: Settings) -> str
         if field == "proof"
         else "forced aligner (mlx-community/Qwen3-ForcedAligner-0.6B-8bit)"
     )
-    raise ApiError(400, f"unknown {field} model {value[:80]!r}: send auto (the worker's own) or a published {kind}; "
-                   "a path or another hub id is not taken", field)  # fmt: skip
+    raise ApiError(
+        400,
+        f"unknown {field} model {value[:80]!r}: send auto (the worker's own) or a published {kind}; "
+        "a path or another hub id is not taken",
+        field,
+    )
 
 
 def sample_from_data_url(url: str, folder: Path) -> Path:
@@ -96,8 +117,9 @@ def sample_from_data_url(url: str, folder: Path) -> Path:
     return path
 
 
-def choose_voice(r: redis.Redis, settings: Settings, voice: str, model: str | None, instruct: str | None,
-                 folder: Path) -> VoiceChoice:  # fmt: skip
+def choose_voice(
+    r: redis.Redis, settings: Settings, voice: str, model: str | None, instruct: str | None, folder: Path
+) -> VoiceChoice:
     """A saved voice, a preset speaker, an OpenAI name mapped by NARRATE_OPENAI_VOICES, or a data: URL."""
     ffmpeg = ffmpeg_exe(settings.ffmpeg)
     mapped = dict(settings.openai_voices).get(voice.lower())

@@ -67,9 +67,10 @@ class Pool:
         rate; else the newcomer."""
         held = Counter(c.address for c in among)
         fair = [
-            c for c in among
+            c
+            for c in among
             if c is not newcomer and (c.address == newcomer.address or held[c.address] > held[newcomer.address])
-        ]  # fmt: skip
+        ]
         waiting = [c for c in fair if c.waiting()]
         if waiting:
             victim = min(waiting, key=lambda c: self.idle_since.get(c, 0.0))

@@ -46,8 +46,14 @@ TYPES = {
 class ApiError(Exception):
     """An error the API answers as it is: its status, message, the parameter it is about and its code."""
 
-    def __init__(self, status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None,
-                 code: str | None = None):  # fmt: skip
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.message = message
@@ -130,8 +136,9 @@ def api_error(e: BaseException, message: str | None = None) -> ApiError:
     return ApiError(status_of(e), said, param_of(e), getattr(e, "headers", None), code_of(e))
 
 
-def response(status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None,
-             code: str | None = None) -> JSONResponse:  # fmt: skip
+def response(
+    status: int, message: str, param: str | None = None, headers: dict[str, str] | None = None, code: str | None = None
+) -> JSONResponse:
     from fastapi.responses import JSONResponse
 
     return JSONResponse(body(status, message, param, code), status_code=status, headers=headers)
@@ -205,9 +212,19 @@ ERROR_SCHEMA = {
 
 def documented(*codes: int) -> dict[int | str, dict[str, Any]]:
     """`responses=` of a route: each error code with the error body's schema."""
-    said = {400: "bad input", 401: "no or wrong API key", 403: "refused (Host/Origin)", 404: "not found",
-            409: "conflict", 413: "too large", 415: "not multipart/form-data", 416: "range not satisfiable",
-            422: "malformed request", 503: "no server or worker", 504: "timed out"}  # fmt: skip
+    said = {
+        400: "bad input",
+        401: "no or wrong API key",
+        403: "refused (Host/Origin)",
+        404: "not found",
+        409: "conflict",
+        413: "too large",
+        415: "not multipart/form-data",
+        416: "range not satisfiable",
+        422: "malformed request",
+        503: "no server or worker",
+        504: "timed out",
+    }
     return {
         c: {"description": said.get(c, "error"), "content": {"application/json": {"schema": ERROR_SCHEMA}}}
         for c in codes

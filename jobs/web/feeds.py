@@ -68,9 +68,14 @@ def _episodes(web: Web, feed: feeds.Feed) -> list[rss.Episode]:
     return [got[0] for job_id in feeds.items(web.redis, feed.name) if (got := _episode(web, job_id)) is not None]
 
 
-@router.get("/feeds/{name}.xml", response_class=Response,
-            responses={200: {"content": {"application/rss+xml": {}}, "description": "the feed"},
-                       404: {"description": "no such feed, or a wrong or revoked token"}})  # fmt: skip
+@router.get(
+    "/feeds/{name}.xml",
+    response_class=Response,
+    responses={
+        200: {"content": {"application/rss+xml": {}}, "description": "the feed"},
+        404: {"description": "no such feed, or a wrong or revoked token"},
+    },
+)
 def feed_xml(request: Request, web: WebDep, name: str, token: Token = None) -> Response:
     """The feed: RSS 2.0 with iTunes and Podcasting 2.0 tags, its finished narrations newest first."""
     feed = _feed(web, name, token)

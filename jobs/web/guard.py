@@ -127,9 +127,17 @@ class Guard:
     token is a live session of this server (jobs/web/sessions.py; it may call Redis, so a request
     carrying a cookie is checked in a thread); `limits`: the per-address limits (jobs/web/limits.py)."""
 
-    def __init__(self, app: App, hosts: frozenset[str], api_key: str | None, body_rules: BodyRules,
-                 multipart_cap: int, policies: dict[str, bytes] | None = None,
-                 session_valid: Callable[[str], bool] | None = None, limits: Limits | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        app: App,
+        hosts: frozenset[str],
+        api_key: str | None,
+        body_rules: BodyRules,
+        multipart_cap: int,
+        policies: dict[str, bytes] | None = None,
+        session_valid: Callable[[str], bool] | None = None,
+        limits: Limits | None = None,
+    ) -> None:
         self.app = app
         self.hosts = hosts
         self.key = api_key.encode() if api_key else None
@@ -175,8 +183,9 @@ class Guard:
         policy = self.policies.get(path, API_POLICY)
         await self.app(scope, self._receive(receive, cap, hint), _secured(send, policy))
 
-    def check(self, method: str, headers: dict[str, str], path: str = "/",
-              client: str = "unknown") -> tuple[int, str, dict[str, str]] | None:  # fmt: skip
+    def check(
+        self, method: str, headers: dict[str, str], path: str = "/", client: str = "unknown"
+    ) -> tuple[int, str, dict[str, str]] | None:
         """(status, message, headers) of a refusal, or None to serve the request (`client`: its address,
         for the wrong-key limit). Raises ApiError 429 for an address that sent too many wrong keys."""
         decision = decide(self.site, method, path, headers, lambda: self.credential(headers, client))
@@ -291,7 +300,7 @@ async def _reply(send: Send, status: int, message: str, headers: dict[str, str] 
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(payload)).encode()),
                 *extra,
-            ],  # fmt: skip
+            ],
         }
     )
     await send({"type": "http.response.body", "body": payload})

@@ -53,8 +53,15 @@ async def login(request: Request, web: WebDep) -> Response:
         return render(request, "login.html", {"next": goto, "error": "That is not the server's key."}, status=401)
     token = await run_in_threadpool(sessions.start, web.redis, key)
     answer = RedirectResponse(goto, status_code=303)
-    answer.set_cookie(SESSION_COOKIE, token, max_age=sessions.SESSION_DAYS * 86400, path="/", httponly=True,
-                      samesite="strict", secure=request.url.scheme == "https")  # fmt: skip
+    answer.set_cookie(
+        SESSION_COOKIE,
+        token,
+        max_age=sessions.SESSION_DAYS * 86400,
+        path="/",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
     return answer
 
 

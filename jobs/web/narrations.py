@@ -37,9 +37,18 @@ EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
 RECONNECT_MS = 1000  # the retry hint at the end of a stream's stretch
 DELETE_CLAIM_S = 300  # the one request deleting a narration holds it this long at most (a crash lets go)
-MEDIA = {".mp3": "audio/mpeg", ".m4b": "audio/mp4", ".m4a": "audio/mp4", ".flac": "audio/flac", ".ogg": "audio/ogg",
-         ".opus": "audio/ogg", ".wav": "audio/wav", ".srt": "application/x-subrip", ".vtt": "text/vtt",
-         ".json": "application/json"}  # fmt: skip
+MEDIA = {
+    ".mp3": "audio/mpeg",
+    ".m4b": "audio/mp4",
+    ".m4a": "audio/mp4",
+    ".flac": "audio/flac",
+    ".ogg": "audio/ogg",
+    ".opus": "audio/ogg",
+    ".wav": "audio/wav",
+    ".srt": "application/x-subrip",
+    ".vtt": "text/vtt",
+    ".json": "application/json",
+}
 
 
 @router.post(
@@ -88,10 +97,14 @@ def get_narration(web: WebDep, narration_id: str) -> dict[str, Any]:
 @router.get(
     "/v1/narrations/{narration_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": sse(["narration"])},
-                     "description": "`narration` events, the last at a terminal state"},
-               **documented(401, 403, 404)},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {"text/event-stream": sse(["narration"])},
+            "description": "`narration` events, the last at a terminal state",
+        },
+        **documented(401, 403, 404),
+    },
+)
 async def events(request: Request, web: WebDep, narration_id: str) -> StreamingResponse:
     """Server-sent events: the narration object each time it changes, until it ends. One stream lasts
     at most NARRATE_SERVE_STREAM_S: it then ends with a `retry` hint, and the client reconnects for
@@ -171,10 +184,15 @@ def left_alone(did: Resumed) -> str:
 @router.get(
     "/v1/narrations/{narration_id}/files/{name:path}",
     response_class=FileResponse,
-    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
-                     "description": "the file (HTTP Range: 206)"},
-               206: {"description": "part of the file (Range)"}, **documented(401, 403, 404, 416)},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the file (HTTP Range: 206)",
+        },
+        206: {"description": "part of the file (Range)"},
+        **documented(401, 403, 404, 416),
+    },
+)
 def file(web: WebDep, narration_id: str, name: str) -> FileResponse:
     """One file the narration wrote (its `outputs`): the book, subtitles, chapter files; HTTP Range
     requests get 206."""
@@ -193,10 +211,15 @@ def file(web: WebDep, narration_id: str, name: str) -> FileResponse:
 @router.get(
     "/v1/narrations/{narration_id}/audio",
     response_class=FileResponse,
-    responses={200: {"content": {"audio/mp4": {"schema": {"type": "string", "format": "binary"}}},
-                     "description": "the book's audio (HTTP Range: 206)"},
-               206: {"description": "part of it (Range)"}, **documented(401, 403, 404, 416)},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {"audio/mp4": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the book's audio (HTTP Range: 206)",
+        },
+        206: {"description": "part of it (Range)"},
+        **documented(401, 403, 404, 416),
+    },
+)
 def book_audio(web: WebDep, narration_id: str) -> FileResponse:
     """The book's audio, for a player: its audio file, or the audio inside its EPUB (`format=epub`)."""
     found = views.files_of(web.redis, web.settings, narration_id)
@@ -212,18 +235,26 @@ def book_audio(web: WebDep, narration_id: str) -> FileResponse:
 @router.get(
     "/v1/narrations/{narration_id}/chapters/{number}/audio",
     response_class=FileResponse,
-    responses={200: {"content": {"audio/aac": {"schema": {"type": "string", "format": "binary"}}},
-                     "description": "the chapter's audio (HTTP Range: 206)"},
-               206: {"description": "part of it (Range)"}, **documented(401, 403, 404, 416)},
-)  # fmt: skip
+    responses={
+        200: {
+            "content": {"audio/aac": {"schema": {"type": "string", "format": "binary"}}},
+            "description": "the chapter's audio (HTTP Range: 206)",
+        },
+        206: {"description": "part of it (Range)"},
+        **documented(401, 403, 404, 416),
+    },
+)
 def chapter_audio(web: WebDep, narration_id: str, number: int) -> FileResponse:
     """A chapter of a narration still being read, once its audio is encoded (m4a and m4b books: the
     chapters' `audio_url` in `progress`); gone once the book is finished (its own files replace it)."""
     views.check_id(narration_id)
     path = previews.chapter_file(web.redis, web.settings, narration_id, number)
     if path is None:
-        raise ApiError(404, f"chapter {number} of narration {narration_id} cannot be played yet (or any more: a "
-                       "finished book has its own files, see outputs)")  # fmt: skip
+        raise ApiError(
+            404,
+            f"chapter {number} of narration {narration_id} cannot be played yet (or any more: a "
+            "finished book has its own files, see outputs)",
+        )
     return FileResponse(path, filename=f"chapter-{number:03d}.aac", media_type="audio/aac")
 
 

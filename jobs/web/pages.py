@@ -39,8 +39,28 @@ MISSING = "There is no narration by that id: it was deleted, it expired, or the 
 # are laid out by hand (new.html, _book.html: the document, the voice, the output, the time, the tags, the chapters
 # of a chosen file), the rest are made from the form's schema (``control`` in new.html), the proof pass and the
 # read-along in a fieldset of their own. A callback is a program's (the API's), not a person's.
-PLACED = ("file", "text", "voice", "voice_sample", "model", "format", "split", "subtitles", "language", "cover", "feed",
-          "priority", "in", "at", "title", "series", "author", "narrator", "year", "chapters")  # fmt: skip
+PLACED = (
+    "file",
+    "text",
+    "voice",
+    "voice_sample",
+    "model",
+    "format",
+    "split",
+    "subtitles",
+    "language",
+    "cover",
+    "feed",
+    "priority",
+    "in",
+    "at",
+    "title",
+    "series",
+    "author",
+    "narrator",
+    "year",
+    "chapters",
+)
 FOR_PROGRAMS = ("callback_url",)
 CHECKS = ("proof", "retakes", "readalong", "word_timings")
 MORE = tuple(n for n in submitting.FIELDS if n not in (*PLACED, *FOR_PROGRAMS, *CHECKS))
@@ -54,10 +74,16 @@ def _controls(names: tuple[str, ...]) -> list[dict[str, Any]]:
 
 def _new_context(web: Web, values: dict[str, Any]) -> dict[str, Any]:
     return {
-        "voices": _voices(web), "formats": submitting.FORMAT_NAMES, "priorities": submitting.FIELDS["priority"]["enum"],
-        "values": values, "pangram": PANGRAM, "models": views.offered_models(web.settings),
-        "checks": _controls(CHECKS), "more": _controls(MORE), "repeated": range(REPEATED_INPUTS),
-    }  # fmt: skip
+        "voices": _voices(web),
+        "formats": submitting.FORMAT_NAMES,
+        "priorities": submitting.FIELDS["priority"]["enum"],
+        "values": values,
+        "pangram": PANGRAM,
+        "models": views.offered_models(web.settings),
+        "checks": _controls(CHECKS),
+        "more": _controls(MORE),
+        "repeated": range(REPEATED_INPUTS),
+    }
 
 
 # The paged pages' `after`: the id of the last narration of the page before.
@@ -117,9 +143,16 @@ def _titled(web: Web, jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         title = known.get("title") or job["document"] or job["id"]
         outputs = [{**f, "download": views.download_name(title, known.get("stem"), f["name"])} for f in job["outputs"]]
         audio = _audio(job)
-        shown.append({**job, "title": title, "voice_shown": known.get("voice") or job["voice"], "outputs": outputs,
-                      "format": PurePosixPath(audio["name"]).suffix.lstrip(".").upper() if audio else None,
-                      "day": _day(job.get("ended_at") or job.get("created_at"))})  # fmt: skip
+        shown.append(
+            {
+                **job,
+                "title": title,
+                "voice_shown": known.get("voice") or job["voice"],
+                "outputs": outputs,
+                "format": PurePosixPath(audio["name"]).suffix.lstrip(".").upper() if audio else None,
+                "day": _day(job.get("ended_at") or job.get("created_at")),
+            }
+        )
     return shown
 
 
@@ -145,8 +178,13 @@ def job_page(request: Request, web: WebDep, job_id: str) -> Response:
     except JobNotFound:  # the words are fixed: the id in the URL is anyone's text
         return render(request, "missing.html", {"message": MISSING}, status=404)
     [job] = _titled(web, [job])
-    context = {"job": job, "audio": _audio(job), "terminal": job["status"] in views.TERMINAL,
-               "proof": _proof(web, job), **_flash(request)}  # fmt: skip
+    context = {
+        "job": job,
+        "audio": _audio(job),
+        "terminal": job["status"] in views.TERMINAL,
+        "proof": _proof(web, job),
+        **_flash(request),
+    }
     return render(request, "job.html", context)
 
 
@@ -190,8 +228,9 @@ async def form_fields(request: Request) -> dict[str, str]:
 
 
 @router.post("/jobs/{job_id}/{action}")
-async def act(request: Request, web: WebDep, job_id: str,
-              action: Literal["cancel", "resume", "priority", "delete"]) -> Response:  # fmt: skip
+async def act(
+    request: Request, web: WebDep, job_id: str, action: Literal["cancel", "resume", "priority", "delete"]
+) -> Response:
     """A job's buttons: cancel, resume, priority (a waiting job) and delete (an ended one, ticked)."""
     return await run_in_threadpool(_act, request, web, job_id, await form_fields(request), action)
 
@@ -203,8 +242,10 @@ def books_page(request: Request, web: WebDep, after: After = None) -> Response:
     ids = [row["id"] for row in rows if not row.get("superseded_by")]  # one card a book: its redo stands for it
     found = views.finished_narrations(web.redis, web.settings, ids)  # deleted: left out
     titled = _titled(web, [job for job, _ in found])
-    books = [{"job": shown, "audio": _audio(shown), "cover": _cover(job, files) is not None}
-             for (job, files), shown in zip(found, titled, strict=True)]  # fmt: skip
+    books = [
+        {"job": shown, "audio": _audio(shown), "cover": _cover(job, files) is not None}
+        for (job, files), shown in zip(found, titled, strict=True)
+    ]
     older = rows[-1]["id"] if more and rows else None
     return render(request, "books.html", {"books": books, "older": older, "after": after, **_flash(request)})
 
@@ -287,5 +328,8 @@ async def new_submit(request: Request, web: WebDep) -> Response:
         said = "already submitted: this is its job" if job["duplicate"] else "submitted"
         return back_to(request, f"/jobs/{quote(job['id'])}", said=said)
     dupes = sum(1 for j in made if j["duplicate"])
-    return back_to(request, "/queue", said=f"submitted {len(made) - dupes} documents" +
-                   (f" ({dupes} already queued)" if dupes else ""))  # fmt: skip
+    return back_to(
+        request,
+        "/queue",
+        said=f"submitted {len(made) - dupes} documents" + (f" ({dupes} already queued)" if dupes else ""),
+    )

@@ -32,9 +32,17 @@ def report(web: Web, narration_id: str) -> dict[str, Any]:
     try:
         rep = proofs.report(web.redis, job_id)
     except proofs.NotProofed:
-        raise ApiError(409, f"narration {job_id} was submitted without proof: nothing heard its sentences back; "
-                       "submit it again with proof=auto", code=proofs.NotProofed.code) from None  # fmt: skip
+        raise ApiError(
+            409,
+            f"narration {job_id} was submitted without proof: nothing heard its sentences back; "
+            "submit it again with proof=auto",
+            code=proofs.NotProofed.code,
+        ) from None
     audio = rep.pop("audio")
     here = {f.name for f in views.files_of(web.redis, web.settings, job_id)} if audio else set()
-    return {**rep, "object": "narration.proof", "status": views.api_state(rep["status"]),
-            "audio_url": views.file_url(job_id, audio) if audio in here else None}  # fmt: skip
+    return {
+        **rep,
+        "object": "narration.proof",
+        "status": views.api_state(rep["status"]),
+        "audio_url": views.file_url(job_id, audio) if audio in here else None,
+    }

@@ -24,8 +24,7 @@ from starlette.concurrency import run_in_threadpool
 router = APIRouter(tags=["narrations"], dependencies=[SIGNED_IN])
 pages = APIRouter(include_in_schema=False, dependencies=[SIGNED_IN])
 # The Job page names the options by its own controls.
-PAGE = redoing.Words(accept="Accept", flagged="Redo all flagged", text="the corrected text", seed="seed",
-                     proof="proof")  # fmt: skip
+PAGE = redoing.Words(accept="Accept", flagged="Redo all flagged", text="the corrected text", seed="seed", proof="proof")
 DUPLICATE = {"queued": "already queued or running", "done": "already done", "resumed": "resumed"}
 
 
@@ -61,10 +60,17 @@ def redo(web: WebDep, narration_id: str, body: RedoRequest, response: Response) 
 
 def answer(web: Web, done: redoing.Redone) -> dict[str, Any]:
     """What `narrate redo --json` prints, and the new narration."""
-    return {"id": done.job.id, "object": "narration.redo", "redo_of": done.of, "sentences": done.sentences,
-            "accepted": done.accepted, "texts": {str(k): v for k, v in sorted(done.texts.items())},
-            "duplicate": done.duplicate, "note": done.note,
-            "narration": views.narration(web.redis, web.settings, done.job.id)}  # fmt: skip
+    return {
+        "id": done.job.id,
+        "object": "narration.redo",
+        "redo_of": done.of,
+        "sentences": done.sentences,
+        "accepted": done.accepted,
+        "texts": {str(k): v for k, v in sorted(done.texts.items())},
+        "duplicate": done.duplicate,
+        "note": done.note,
+        "narration": views.narration(web.redis, web.settings, done.job.id),
+    }
 
 
 @pages.post("/jobs/{job_id}/redo")
@@ -98,17 +104,21 @@ def page_change(form: dict[str, str]) -> redoing.Change:
     if do == "text":
         text = form.get("text", "")
         if " ".join(text.split()) == " ".join(form.get("was", "").split()):
-            raise BadInput(f"sentence {number}'s text is as it was: change it, or press Redo for another take",
-                           param="text")  # fmt: skip
+            raise BadInput(
+                f"sentence {number}'s text is as it was: change it, or press Redo for another take", param="text"
+            )
         return redoing.Change(sentences=(number,), text=text)
     raise BadInput(f"no such action {do[:20]!r} (redo, text, accept or flagged)", param="do")
 
 
 def said(done: redoing.Redone) -> str:
     """The redo in words, as `narrate redo` prints it."""
-    what = [f"{_sentences(done.sentences)} rendered again" if done.sentences else "",
-            f"{'take' if len(done.accepted) == 1 else 'takes'} {redoing.ranges(done.accepted)} accepted"
-            if done.accepted else ""]  # fmt: skip
+    what = [
+        f"{_sentences(done.sentences)} rendered again" if done.sentences else "",
+        f"{'take' if len(done.accepted) == 1 else 'takes'} {redoing.ranges(done.accepted)} accepted"
+        if done.accepted
+        else "",
+    ]
     line = f"redo of {done.of}: {'; '.join(filter(None, what))}"
     if len(done.texts) == 1:
         [text] = done.texts.values()

@@ -74,13 +74,20 @@ async def speech(request: Request, web: WebDep, body: SpeechRequest) -> Streamin
         await run_in_threadpool(clips.let_go, web.redis, job_ids, True)
         raise
     single = len(job_ids) == 1 and not streamed.pieces  # the whole answer in one block
-    audio = clips.encoded(clips.pcm_stream(web, job_ids, first, rest, streamed), body.response_format,
-                             web.settings, single=single)  # fmt: skip
+    audio = clips.encoded(
+        clips.pcm_stream(web, job_ids, first, rest, streamed), body.response_format, web.settings, single=single
+    )
     if body.stream_format == "sse":
-        return StreamingResponse(_events(audio, web, job_ids, len(body.input)), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store"})  # fmt: skip
-    return StreamingResponse(_guarded(audio, web, job_ids), media_type=clips.MEDIA[body.response_format],
-                             headers={"Cache-Control": "no-store"})  # fmt: skip
+        return StreamingResponse(
+            _events(audio, web, job_ids, len(body.input)),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store"},
+        )
+    return StreamingResponse(
+        _guarded(audio, web, job_ids),
+        media_type=clips.MEDIA[body.response_format],
+        headers={"Cache-Control": "no-store"},
+    )
 
 
 async def _first(rest: AsyncIterator[bytes], request: Request) -> bytes:

@@ -56,8 +56,14 @@ ENCODE = {
     "aac": ["-f", "adts", *AAC],
     "flac": ["-f", "flac", "-c:a", "flac"],
 }
-MEDIA = {"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac", "wav": "audio/wav",
-         "pcm": "audio/pcm"}  # fmt: skip
+MEDIA = {
+    "mp3": "audio/mpeg",
+    "opus": "audio/ogg",
+    "aac": "audio/aac",
+    "flac": "audio/flac",
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+}
 BLOCK_S = 1.0  # a wait for a clip's next entry blocks this long at most, then the job's state is looked at
 NO_WORKER_CHECK_S = 10.0  # a supervisor restarts a crashed worker within seconds
 WAIT_S = 900.0  # a clip waits at most this long for a worker (a running book's batch, a model load)
@@ -91,8 +97,12 @@ def prepare(r: redis.Redis, settings: Settings, body: dict, folder: Path) -> Spe
         raise ApiError(400, f"speed {body['speed']}: only 1.0 is supported (narrate speaks at its own pace)", "speed")
     text = body["input"]
     if len(text) > MAX_INPUT_CHARS:
-        raise ApiError(413, f"input is {len(text)} characters; the limit is {MAX_INPUT_CHARS}: narrate a longer "
-                       "text as a document with POST /v1/narrations", "input")  # fmt: skip
+        raise ApiError(
+            413,
+            f"input is {len(text)} characters; the limit is {MAX_INPUT_CHARS}: narrate a longer "
+            "text as a document with POST /v1/narrations",
+            "input",
+        )
     if not text.strip():
         raise ApiError(400, "input is empty; give the text to speak", "input")
     model = check_model(body["model"], settings)
@@ -201,8 +211,9 @@ async def clip_audio(web: Web, job_id: str, deadline: float, streamed: Streamed)
             await reader.aclose()
 
 
-async def _ended(web: Web, reader: redis.asyncio.Redis, job_id: str, pieces: bool, deadline: float,
-                 checked: float) -> tuple[bool, float]:  # fmt: skip
+async def _ended(
+    web: Web, reader: redis.asyncio.Redis, job_id: str, pieces: bool, deadline: float, checked: float
+) -> tuple[bool, float]:
     """(whether the clip's job has finished: its clip is stored, when a worker was last looked for);
     raises ApiError when it will not finish."""
     state = _state(await reader.hget(Job.key_for(job_id), "status"))
@@ -230,13 +241,19 @@ def _samples(r: redis.Redis, job_id: str) -> bytes:
 def wav_header(frames: int | None) -> bytes:
     """A 24 kHz mono 16-bit WAV header; `frames` None: a stream of unknown length (sizes at their maximum)."""
     data = 0xFFFFFFFF - 36 if frames is None else frames * 2
-    return (b"RIFF" + struct.pack("<I", min(36 + data, 0xFFFFFFFF)) + b"WAVEfmt "
-            + struct.pack("<IHHIIHH", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * 2, 2, 16)
-            + b"data" + struct.pack("<I", data))  # fmt: skip
+    return (
+        b"RIFF"
+        + struct.pack("<I", min(36 + data, 0xFFFFFFFF))
+        + b"WAVEfmt "
+        + struct.pack("<IHHIIHH", 16, 1, 1, SAMPLE_RATE, SAMPLE_RATE * 2, 2, 16)
+        + b"data"
+        + struct.pack("<I", data)
+    )
 
 
-async def pcm_stream(web: Web, job_ids: list[str], first: bytes, rest: AsyncIterator[bytes],
-                     streamed: Streamed) -> AsyncIterator[bytes]:  # fmt: skip
+async def pcm_stream(
+    web: Web, job_ids: list[str], first: bytes, rest: AsyncIterator[bytes], streamed: Streamed
+) -> AsyncIterator[bytes]:
     """The samples of every clip in order, as they come (the first clip's first block already waited
     for, `rest` its remainder)."""
     yield first
@@ -258,10 +275,25 @@ async def encoded(pcm: AsyncIterator[bytes], fmt: str, settings: Settings, singl
             yield wav_header(len(chunk) // 2) + chunk if fmt == "wav" and single else chunk
         return
     proc = await asyncio.create_subprocess_exec(
-        ffmpeg_exe(settings.ffmpeg), "-hide_banner", "-nostdin", "-v", "error", "-f", "s16le", "-ar",
-        str(SAMPLE_RATE), "-ac", "1", "-i", "pipe:0", *ENCODE[fmt], "pipe:1",
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        ffmpeg_exe(settings.ffmpeg),
+        "-hide_banner",
+        "-nostdin",
+        "-v",
+        "error",
+        "-f",
+        "s16le",
+        "-ar",
+        str(SAMPLE_RATE),
+        "-ac",
+        "1",
+        "-i",
+        "pipe:0",
+        *ENCODE[fmt],
+        "pipe:1",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     async def feed() -> None:

@@ -119,8 +119,9 @@ def voice(web: Web, settings: Settings, form: Form, opts: Options) -> VoiceChoic
     if sample is not None:
         return choose(web.redis, sample.path, opts.model, ffmpeg, instruct, settings.model)
     if named is None:
-        raise ApiError(400, "no voice: send voice=NAME (a saved voice or a preset speaker) or voice_sample=@me.wav",
-                       "voice")  # fmt: skip
+        raise ApiError(
+            400, "no voice: send voice=NAME (a saved voice or a preset speaker) or voice_sample=@me.wav", "voice"
+        )
     return choices.choose_voice(web.redis, settings, named, opts.model, instruct, form.folder)
 
 
@@ -133,8 +134,11 @@ def cast_of(web: Web, settings: Settings, form: Form, opts: Options) -> CastChoi
         return None
     for arg in args:
         if not LABEL.fullmatch(arg.partition("=")[0].strip().lower()) or "=" not in arg:
-            raise ApiError(400, f"cast_voice {arg[:60]!r}: write LABEL=VOICE (alice=grandma); the narrator is voice "
-                           "or voice_sample", "cast_voice")  # fmt: skip
+            raise ApiError(
+                400,
+                f"cast_voice {arg[:60]!r}: write LABEL=VOICE (alice=grandma); the narrator is voice or voice_sample",
+                "cast_voice",
+            )
     declared = parse_voice_args(args)
     reading = make_reading(declared, markup, dialogue, form.flag("strict"), ("markup", "dialogue_voice"))
     voices = {}

@@ -87,9 +87,12 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
     signed_in = web.settings.api_key is not None and bool(request.scope.get("state", {}).get(SIGNED_IN_STATE))
     page = {"signed_in": signed_in, "path": request.url.path, **context}
     answer = templates().TemplateResponse(
-        request, name, page, status_code=status, headers={"Content-Security-Policy": PAGE_POLICY,
-                                                          "Cache-Control": "no-store"}
-    )  # fmt: skip
+        request,
+        name,
+        page,
+        status_code=status,
+        headers={"Content-Security-Policy": PAGE_POLICY, "Cache-Control": "no-store"},
+    )
     if not name.startswith("_"):  # a whole page (not a piece htmx swaps in) showed what the last action said
         flash.clear(request, answer)
     return answer

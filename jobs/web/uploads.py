@@ -114,8 +114,9 @@ class Form:
             message = re.sub(re.escape(f"{folder}{os.sep}") + r"\d+" + re.escape(os.sep), "", message)
             message = message.replace(folder, "upload")
         parts = message.split("`")  # a command quoted in backticks is left as it is (it runs on the server's host)
-        return "`".join(_OPTION.sub(lambda m: m.group(1).replace("-", "_"), p) if i % 2 == 0 else p
-                        for i, p in enumerate(parts))  # fmt: skip
+        return "`".join(
+            _OPTION.sub(lambda m: m.group(1).replace("-", "_"), p) if i % 2 == 0 else p for i, p in enumerate(parts)
+        )
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)

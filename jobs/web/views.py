@@ -101,8 +101,14 @@ def finished_narrations(
     return made
 
 
-def _view(r: redis.Redis, settings: Settings, st: dict[str, Any], found: list[OutputFile], created: str | None,
-          explain: bool = True) -> dict[str, Any]:  # fmt: skip
+def _view(
+    r: redis.Redis,
+    settings: Settings,
+    st: dict[str, Any],
+    found: list[OutputFile],
+    created: str | None,
+    explain: bool = True,
+) -> dict[str, Any]:
     """The narration object of a job's status `st` and the files it lists here."""
     job_id = st["id"]
     state = api_state(st["status"])
@@ -110,9 +116,15 @@ def _view(r: redis.Redis, settings: Settings, st: dict[str, Any], found: list[Ou
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
     if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done, and its audio
         made = previews.ready(r, job_id)
-        chapters = [{"title": c["title"], "sentences_done": c["done"], "sentences_total": c["total"],
-                     "audio_url": chapter_url(job_id, n) if n in made else None}
-                    for n, c in enumerate((st.get("progress") or {}).get("chapters", []), start=1)]  # fmt: skip
+        chapters = [
+            {
+                "title": c["title"],
+                "sentences_done": c["done"],
+                "sentences_total": c["total"],
+                "audio_url": chapter_url(job_id, n) if n in made else None,
+            }
+            for n, c in enumerate((st.get("progress") or {}).get("chapters", []), start=1)
+        ]
     files = [
         {"name": f.name, "url": file_url(job_id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
         for f in found
@@ -191,9 +203,12 @@ def listed(r: redis.Redis, settings: Settings, state: str | None = None) -> list
 
 
 def listed_page(
-    r: redis.Redis, settings: Settings, states: tuple[str, ...] | None = None, limit: int | None = None,
+    r: redis.Redis,
+    settings: Settings,
+    states: tuple[str, ...] | None = None,
+    limit: int | None = None,
     after: str | None = None,
-) -> tuple[list[dict[str, Any]], bool]:  # fmt: skip
+) -> tuple[list[dict[str, Any]], bool]:
     """`listed` a page at a time (jobs/api/listing.py list_page): the newest `limit` narrations after
     narration `after`, in one of `states` (API names) if given; and whether more follow."""
     wanted = tuple(narrate_state(s) for s in states) if states else None
@@ -217,8 +232,13 @@ def _running(r: redis.Redis, row: dict[str, Any]) -> dict[str, Any]:
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
     state = api_state(row["status"])
-    progress = {"done": row["done"], "total": row["total"], "audio_seconds": row["audio_seconds"],
-                "realtime_factor": row["realtime_factor"], "eta_seconds": row["eta_seconds"]}  # fmt: skip
+    progress = {
+        "done": row["done"],
+        "total": row["total"],
+        "audio_seconds": row["audio_seconds"],
+        "realtime_factor": row["realtime_factor"],
+        "eta_seconds": row["eta_seconds"],
+    }
     return {
         "id": row["id"],
         "object": "narration",
@@ -309,8 +329,11 @@ def book_facts(r: redis.Redis, job_ids: list[str]) -> dict[str, dict[str, str | 
         if job is not None:
             meta = job.meta or {}
             output = meta.get("output")
-            found[job.id] = {"title": title_of(job), "stem": PurePosixPath(output).stem if output else None,
-                             "voice": meta.get("voice_name") or meta.get("voice")}  # fmt: skip
+            found[job.id] = {
+                "title": title_of(job),
+                "stem": PurePosixPath(output).stem if output else None,
+                "voice": meta.get("voice_name") or meta.get("voice"),
+            }
     return found
 
 

@@ -32,10 +32,16 @@ DESIGN_DRY_RUN = f"{DRY_RUN} --kind voice-design"  # a random-weight VoiceDesign
 @router.get("/voices")
 def voices_page(request: Request, web: WebDep) -> Response:
     models = views.design_models(web.settings)
-    context = {"voices": voices_api.list_voices(web.redis, web.settings.model), "pangram": clips.PANGRAM,
-               "name_pattern": views.NAME_PATTERN, "name_rule": views.NAME_RULE, "design_models": models,
-               "design_model": models[0], "design_dry_run": DESIGN_DRY_RUN,
-               **flash.take(web.redis, request)}  # fmt: skip
+    context = {
+        "voices": voices_api.list_voices(web.redis, web.settings.model),
+        "pangram": clips.PANGRAM,
+        "name_pattern": views.NAME_PATTERN,
+        "name_rule": views.NAME_RULE,
+        "design_models": models,
+        "design_model": models[0],
+        "design_dry_run": DESIGN_DRY_RUN,
+        **flash.take(web.redis, request),
+    }
     return render(request, "voices.html", context)
 
 
@@ -48,8 +54,15 @@ async def add(request: Request, web: WebDep) -> RedirectResponse:
             raise BadInput("tick the consent box: save only a voice you have the right to use")
         if sample is None or not name:
             raise BadInput("give the voice a name and choose a sample file (1-60 s of one person's speech)")
-        record = await run_in_threadpool(voices_api.add, web.settings, web.redis, name, sample.path,
-                                         form.value("description"), form.value("ref_text"))  # fmt: skip
+        record = await run_in_threadpool(
+            voices_api.add,
+            web.settings,
+            web.redis,
+            name,
+            sample.path,
+            form.value("description"),
+            form.value("ref_text"),
+        )
     except (NarrateError, ApiError) as e:
         return back_to(request, "/voices", error=form.plain(flash.words_of(e)))
     finally:
@@ -65,17 +78,28 @@ async def design(request: Request, web: WebDep) -> RedirectResponse:
         count = int(form.get("candidates") or 3)
         model = form.get("model") or models[0]
         if model not in models:
-            raise BadInput(f"model {model[:100]!r} is not one this server offers for designing: choose one of "
-                           f"{', '.join(models)}")  # fmt: skip
-        draft, _job = await run_in_threadpool(voices_api.design, web.settings, web.redis, form.get("name", ""),
-                                              form.get("description", ""), form.get("text") or None, count,
-                                              model)  # fmt: skip
+            raise BadInput(
+                f"model {model[:100]!r} is not one this server offers for designing: choose one of {', '.join(models)}"
+            )
+        draft, _job = await run_in_threadpool(
+            voices_api.design,
+            web.settings,
+            web.redis,
+            form.get("name", ""),
+            form.get("description", ""),
+            form.get("text") or None,
+            count,
+            model,
+        )
     except ValueError:
         return back_to(request, "/voices", error="candidates: give a whole number")
     except NarrateError as e:
         return back_to(request, "/voices", error=flash.words_of(e))
-    return back_to(request, f"/voices/designs/{quote(draft.name)}", said="designing: the candidates come when a "
-                   "worker has made them")  # fmt: skip
+    return back_to(
+        request,
+        f"/voices/designs/{quote(draft.name)}",
+        said="designing: the candidates come when a worker has made them",
+    )
 
 
 def _design(web: Web, name: str) -> dict[str, Any]:
@@ -96,8 +120,12 @@ def design_page(request: Request, web: WebDep, name: str) -> Response:
     try:
         context = _design(web, name)
     except NarrateError:  # fixed words: the name in the URL is anyone's text
-        return back_to(request, "/voices", error="There is no such design waiting to be kept: it was kept, or it "
-                       "expired. Design the voice again below.")  # fmt: skip
+        return back_to(
+            request,
+            "/voices",
+            error="There is no such design waiting to be kept: it was kept, or it "
+            "expired. Design the voice again below.",
+        )
     return render(request, "design.html", {**context, **flash.take(web.redis, request)})
 
 
@@ -106,8 +134,9 @@ def design_clip(web: WebDep, name: str, number: int) -> Response:
     draft = clips.get_draft(web.redis, check_name(name))
     if draft is None or not 1 <= number <= len(draft.seeds):
         raise ApiError(404, f"no candidate {number} of a design {name[:64]!r}")
-    return Response(clips.get_clip(web.redis, draft.job_id, number), media_type="audio/wav",
-                    headers={"Cache-Control": "no-store"})  # fmt: skip
+    return Response(
+        clips.get_clip(web.redis, draft.job_id, number), media_type="audio/wav", headers={"Cache-Control": "no-store"}
+    )
 
 
 @router.post("/voices/designs/{name}/keep")
@@ -136,8 +165,9 @@ async def rename(request: Request, web: WebDep, name: str) -> RedirectResponse:
 async def remove(request: Request, web: WebDep, name: str) -> RedirectResponse:
     form = await form_fields(request)
     try:
-        record, users = await run_in_threadpool(voices_api.remove, web.redis, web.settings, name,
-                                                bool(form.get("force")))  # fmt: skip
+        record, users = await run_in_threadpool(
+            voices_api.remove, web.redis, web.settings, name, bool(form.get("force"))
+        )
     except NarrateError as e:
         return back_to(request, "/voices", error=flash.words_of(e))
     kept = f" ({len(users)} jobs keep their own copy)" if users else ""

@@ -73,13 +73,17 @@ async def add_voice(request: Request, web: WebDep) -> JSONResponse:
 
 def _add(web: Web, form: Form) -> dict[str, Any]:
     if not form.flag("consent"):
-        raise ApiError(400, "consent must be true: save only a voice you have the right to use (your own, or one "
-                       "whose speaker agreed)", "consent")  # fmt: skip
+        raise ApiError(
+            400,
+            "consent must be true: save only a voice you have the right to use (your own, or one whose speaker agreed)",
+            "consent",
+        )
     name = form.value("name")
     sample = form.file("audio_sample")
     if name is None or sample is None:
-        raise ApiError(400, "send name and audio_sample (a file: -F audio_sample=@me.wav)", "name" if not name else
-                       "audio_sample")  # fmt: skip
+        raise ApiError(
+            400, "send name and audio_sample (a file: -F audio_sample=@me.wav)", "name" if not name else "audio_sample"
+        )
     if library.find(web.redis, check_name(name)) is not None:  # before the sample is read (VoiceExists later)
         raise library.VoiceExists(f"a voice named {name.lower()!r} exists", name.lower())
     description = form.value("description") or form.value("speaker_description")

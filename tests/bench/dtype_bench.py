@@ -49,8 +49,12 @@ FPS = 12.5  # codec frames a second of audio
 
 def stats(values: list[float]) -> dict:
     med = statistics.median(values)
-    return {"median": round(med, 4), "min": round(min(values), 4), "max": round(max(values), 4),
-            "spread_pct": round(100 * (max(values) - min(values)) / med, 1) if med else 0.0}  # fmt: skip
+    return {
+        "median": round(med, 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+        "spread_pct": round(100 * (max(values) - min(values)) / med, 1) if med else 0.0,
+    }
 
 
 # ---- the child: one BLAS, both dtypes, in this process -------------------------------------------------
@@ -115,9 +119,14 @@ def child(a: argparse.Namespace) -> int:
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         made = sum(len(v) for v in codes.values())
         assert made == frames_total, f"{dtype} made {made} frames, the plan {frames_total}"
-        fig = {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "frames_per_s": round(made / wall, 3),
-               "audio_s_per_s": round(made / FPS / wall, 3), "cpu_ms_per_frame": round(1000 * cpu / made, 2),
-               "kv_dtype": sorted(kv_seen)}  # fmt: skip
+        fig = {
+            "wall_s": round(wall, 3),
+            "cpu_s": round(cpu, 3),
+            "frames_per_s": round(made / wall, 3),
+            "audio_s_per_s": round(made / FPS / wall, 3),
+            "cpu_ms_per_frame": round(1000 * cpu / made, 2),
+            "kv_dtype": sorted(kv_seen),
+        }
         audio = {i: np.concatenate(v) for i, v in pcm.items()}
         return fig, {i: np.stack(v) for i, v in codes.items()}, audio
 
@@ -130,8 +139,12 @@ def child(a: argparse.Namespace) -> int:
             fig, got_codes, got_audio = synthesize(dtype)
             out["runs"][dtype].append(fig)
             last[dtype] = (got_codes, got_audio)
-            print(f"  {a.child:8s} run {i + 1} {dtype:8s} {fig['frames_per_s']:8.2f} frames/s "
-                  f"{fig['cpu_ms_per_frame']:7.2f} CPU ms/frame", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"  {a.child:8s} run {i + 1} {dtype:8s} {fig['frames_per_s']:8.2f} frames/s "
+                f"{fig['cpu_ms_per_frame']:7.2f} CPU ms/frame",
+                file=sys.stderr,
+                flush=True,
+            )
     out["difference"] = difference(last["bf16"], last["float32"], a.codes_only)
     np.savez(a.codes_out, **{f"{d}_{i}": c for d in DTYPES for i, c in last[d][0].items()})
     print(json.dumps(out), flush=True)
@@ -149,12 +162,13 @@ def difference(ref: tuple[dict, dict], other: tuple[dict, dict], codes_only: boo
     same_codes = sum(int((rc[i] == oc[i]).sum()) for i in rc)
     first = [int(np.argmax(~np.all(rc[i] == oc[i], axis=1))) for i in rc if not np.array_equal(rc[i], oc[i])]
     out: dict = {
-        "sentences": len(rc), "codes_same_sentences": same_sentences,
+        "sentences": len(rc),
+        "codes_same_sentences": same_sentences,
         "frames_same_pct": round(100 * same_frames / frames, 1),
         "codes_same_pct": round(100 * same_codes / rc[next(iter(rc))].shape[1] / frames, 1),
         "first_codebook_same_pct": round(100 * sum(int((rc[i][:, 0] == oc[i][:, 0]).sum()) for i in rc) / frames, 1),
         "first_differing_frame_median": statistics.median(first) if first else None,
-    }  # fmt: skip
+    }
     if not codes_only:
         diff = [np.abs(ra[i] - oa[i]) for i in ra]
         ref_rms = float(np.sqrt(np.mean(np.concatenate(list(ra.values())) ** 2)))
@@ -180,15 +194,34 @@ def plan(a: argparse.Namespace) -> list[dict]:
 def ensure_model(a: argparse.Namespace, work: Path) -> None:
     if a.model is None:
         a.model = work / f"checkpoint-{a.size}"
-        subprocess.run([sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(a.model), "--size",
-                        a.size], check=True, stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(a.model), "--size", a.size],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
 
 def run_child(a: argparse.Namespace, work: Path, which: str, plan_file: Path) -> dict:
     codes = work / f"codes-{which}.npz"
-    cmd = [sys.executable, __file__, "--child", which, "--model", str(a.model), "--plan", str(plan_file),
-           "--voice", str(a.voice), "--runs", str(a.runs), "--batch-size", str(a.batch_size),
-           "--codes-out", str(codes), *(["--codes-only"] if a.codes_only else [])]  # fmt: skip
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        which,
+        "--model",
+        str(a.model),
+        "--plan",
+        str(plan_file),
+        "--voice",
+        str(a.voice),
+        "--runs",
+        str(a.runs),
+        "--batch-size",
+        str(a.batch_size),
+        "--codes-out",
+        str(codes),
+        *(["--codes-only"] if a.codes_only else []),
+    ]
     env = dict(os.environ, NARRATE_BLAS=which, PYTHONUNBUFFERED="1")
     p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
     if p.returncode:
@@ -202,25 +235,34 @@ def report(a: argparse.Namespace, sentences: list[dict], by_blas: dict[str, dict
     import numpy as np
 
     fig: dict = {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(),
-        "load_average": round(os.getloadavg()[0], 2), "sentences": len(sentences),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cpus": os.cpu_count(),
+        "load_average": round(os.getloadavg()[0], 2),
+        "sentences": len(sentences),
         "model": a.size if a.given_model is None else str(a.given_model),
-        "frames": sum(s["budget"] for s in sentences), "batch_size": a.batch_size, "runs": a.runs,
-        "codes_only": a.codes_only, "blas": {},
-    }  # fmt: skip
-    print(f"\n{fig['sentences']} sentences, {fig['frames']} frames, batch {a.batch_size}, model {fig['model']}"
-          f"{', codes only (no codec)' if a.codes_only else ''}; {a.runs} alternated runs each")  # fmt: skip
+        "frames": sum(s["budget"] for s in sentences),
+        "batch_size": a.batch_size,
+        "runs": a.runs,
+        "codes_only": a.codes_only,
+        "blas": {},
+    }
+    print(
+        f"\n{fig['sentences']} sentences, {fig['frames']} frames, batch {a.batch_size}, model {fig['model']}"
+        f"{', codes only (no codec)' if a.codes_only else ''}; {a.runs} alternated runs each"
+    )
     for which, got in by_blas.items():
         runs = got["runs"]
         entry: dict = {"library": got["blas"], "difference": got["difference"]}
         for dtype in DTYPES:
-            entry[dtype] = {k: stats([r[k] for r in runs[dtype]]) for k in
-                            ("frames_per_s", "audio_s_per_s", "cpu_ms_per_frame")}  # fmt: skip
+            entry[dtype] = {
+                k: stats([r[k] for r in runs[dtype]]) for k in ("frames_per_s", "audio_s_per_s", "cpu_ms_per_frame")
+            }
             entry[dtype]["kv_dtype"] = sorted({d for r in runs[dtype] for d in r["kv_dtype"]})
         f32, bf = entry["float32"]["frames_per_s"]["median"], entry["bf16"]["frames_per_s"]["median"]
         entry["ratio_float32_over_bf16"] = round(f32 / bf, 2)
-        entry["ratio_per_run"] = [round(x["frames_per_s"] / y["frames_per_s"], 2)
-                                  for x, y in zip(runs["float32"], runs["bf16"], strict=True)]  # fmt: skip
+        entry["ratio_per_run"] = [
+            round(x["frames_per_s"] / y["frames_per_s"], 2) for x, y in zip(runs["float32"], runs["bf16"], strict=True)
+        ]
         cpu_ratio = entry["bf16"]["cpu_ms_per_frame"]["median"] / entry["float32"]["cpu_ms_per_frame"]["median"]
         entry["cpu_ratio_bf16_over_float32"] = round(cpu_ratio, 2)
         fig["blas"][which] = entry
@@ -242,7 +284,7 @@ def report(a: argparse.Namespace, sentences: list[dict], by_blas: dict[str, dict
         cx, cy = np.load(x["codes_file"]), np.load(y["codes_file"])
         fig["codes_same_across_blas"] = {
             d: sum(bool(np.array_equal(cx[k], cy[k])) for k in cx.files if k.startswith(d + "_")) for d in DTYPES
-        }  # fmt: skip
+        }
         print(f"sentences with the same codes under both BLAS libraries: {fig['codes_same_across_blas']}")
     print(json.dumps(fig))
     return fig

@@ -58,8 +58,14 @@ def plan_sentences(chapter: Path, max_frames: int, seed: int) -> list[dict]:
     out = []
     for p, para in enumerate(spoken_paragraphs(doc)):
         for text in para:
-            out.append({"text": text, "language": tts_name(doc.language_of(p)), "seed": sentence_seed(seed, text),
-                        "budget": frame_budget(text, max_frames)})  # fmt: skip
+            out.append(
+                {
+                    "text": text,
+                    "language": tts_name(doc.language_of(p)),
+                    "seed": sentence_seed(seed, text),
+                    "budget": frame_budget(text, max_frames),
+                }
+            )
     return out
 
 
@@ -84,8 +90,14 @@ def run_narrate(
     home.mkdir()
     out = work / f"{tag}.{a.format}"
     probe = work / f"probe-{tag}.json"
-    env = dict(os.environ, NARRATE_HOME=str(home), NARRATE_MODEL=str(a.model), NARRATE_RUNAWAY_RETRIES="0",
-               E2E_PROBE_OUT=str(probe), PYTHONUNBUFFERED="1")  # fmt: skip
+    env = dict(
+        os.environ,
+        NARRATE_HOME=str(home),
+        NARRATE_MODEL=str(a.model),
+        NARRATE_RUNAWAY_RETRIES="0",
+        E2E_PROBE_OUT=str(probe),
+        PYTHONUNBUFFERED="1",
+    )
     env.pop("NARRATE_REDIS_URL", None)
     if blas is not None:
         env["NARRATE_BLAS"] = blas
@@ -98,15 +110,30 @@ def run_narrate(
         env["NARRATE_REDIS_URL"] = a.redis_url
     if a.batch_size:
         env["NARRATE_BATCH_SIZE"] = str(a.batch_size)
-    cmd = [sys.executable, str(HERE / "e2e_probe.py"), "run", str(a.chapter), "--voice", str(a.voice), "-o", str(out),
-           "--max-frames", str(a.max_frames), "--json"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(HERE / "e2e_probe.py"),
+        "run",
+        str(a.chapter),
+        "--voice",
+        str(a.voice),
+        "-o",
+        str(out),
+        "--max-frames",
+        str(a.max_frames),
+        "--json",
+    ]
     t_spawn = time.time()
     wall, cpu, stdout = timed(cmd, env, work / f"{tag}.log")
     result = json.loads(stdout.strip().splitlines()[-1])["result"]
     assert result["frames"] == budgets, "narrate made other frames than the plan's budgets"
     shutil.rmtree(home, ignore_errors=True)
-    return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "timings": result["timings"],
-            "breakdown": breakdown(json.loads(probe.read_text()), t_spawn, wall)}  # fmt: skip
+    return {
+        "wall_s": round(wall, 3),
+        "cpu_s": round(cpu, 3),
+        "timings": result["timings"],
+        "breakdown": breakdown(json.loads(probe.read_text()), t_spawn, wall),
+    }
 
 
 def breakdown(p: dict, t_spawn: float, wall: float) -> dict:
@@ -146,9 +173,21 @@ def run_plain(a: argparse.Namespace, work: Path, tag: str, plan: Path, budgets: 
     from narrate.jobs.ffmpeg import ffmpeg_exe
 
     out = work / f"{tag}.{a.format}"
-    cmd = [sys.executable, str(HERE / "e2e_plain.py"), "--model", str(a.model), "--voice", str(a.voice),
-           "--plan", str(plan), "-o", str(out), "--ffmpeg", ffmpeg_exe(os.environ.get("NARRATE_FFMPEG")),
-           *(["--openblas"] if a.plain_blas == "openblas" else [])]  # fmt: skip
+    cmd = [
+        sys.executable,
+        str(HERE / "e2e_plain.py"),
+        "--model",
+        str(a.model),
+        "--voice",
+        str(a.voice),
+        "--plan",
+        str(plan),
+        "-o",
+        str(out),
+        "--ffmpeg",
+        ffmpeg_exe(os.environ.get("NARRATE_FFMPEG")),
+        *(["--openblas"] if a.plain_blas == "openblas" else []),
+    ]
     wall, cpu, stdout = timed(cmd, dict(os.environ, PYTHONUNBUFFERED="1"), work / f"{tag}.log")
     phases = json.loads(stdout.strip().splitlines()[-1])
     assert phases.pop("frames") == budgets, "the plain loop made other frames than the plan's budgets"
@@ -157,8 +196,12 @@ def run_plain(a: argparse.Namespace, work: Path, tag: str, plan: Path, budgets: 
 
 def stats(values: list[float]) -> dict:
     med = statistics.median(values)
-    return {"median": round(med, 3), "min": round(min(values), 3), "max": round(max(values), 3),
-            "spread_pct": round(100 * (max(values) - min(values)) / med, 1) if med else 0.0}  # fmt: skip
+    return {
+        "median": round(med, 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "spread_pct": round(100 * (max(values) - min(values)) / med, 1) if med else 0.0,
+    }
 
 
 def medians(rows: list[dict]) -> dict:
@@ -176,8 +219,11 @@ def busy_process() -> subprocess.Popen:
 def ensure_model(a: argparse.Namespace, work: Path) -> None:
     if a.model is None:
         a.model = work / "tiny-checkpoint"
-        subprocess.run([sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(a.model)], check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(a.model)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
 
 
 def measure(
@@ -194,16 +240,25 @@ def measure(
             if which == "plain":
                 r = run_plain(a, work, tag, plan, budgets)
             else:
-                r = run_narrate(a, work, tag, budgets, a.baseline if which == "baseline" else None,
-                                a.baseline_blas if which == "baseline" else None)  # fmt: skip
+                r = run_narrate(
+                    a,
+                    work,
+                    tag,
+                    budgets,
+                    a.baseline if which == "baseline" else None,
+                    a.baseline_blas if which == "baseline" else None,
+                )
             if busy is not None and busy.poll() is not None:
                 raise SystemExit(
                     f"the busy neighbour ended (exit status {busy.returncode}) during {tag}: measure again"
                 )
             r["load_before"] = round(load, 2)
             runs[which].append(r)
-            print(f"run {i + 1} {which:8s} {r['wall_s']:8.2f} s wall {r['cpu_s']:8.2f} s CPU "
-                  f"(load average before: {load:.2f})", flush=True)  # fmt: skip
+            print(
+                f"run {i + 1} {which:8s} {r['wall_s']:8.2f} s wall {r['cpu_s']:8.2f} s CPU "
+                f"(load average before: {load:.2f})",
+                flush=True,
+            )
     return runs
 
 
@@ -212,31 +267,47 @@ def report(a: argparse.Namespace, budgets: list[int], runs: dict[str, list[dict]
     p = stats([r["wall_s"] for r in plain])
     frames = sum(budgets)
     fig: dict = {
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "cpus": os.cpu_count(), "busy": a.busy, "runs": a.runs,
-        "chapter": a.chapter.name, "words": len(a.chapter.read_text(encoding="utf-8").split()),
-        "sentences": len(budgets), "max_frames": a.max_frames, "frames": frames, "audio_s": frames / 12.5,
-        "format": a.format, "batch_size": a.batch_size, "redis": "external" if a.redis_url else "embedded",
-        "baseline": str(a.baseline) if a.baseline else None, "plain_blas": a.plain_blas,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cpus": os.cpu_count(),
+        "busy": a.busy,
+        "runs": a.runs,
+        "chapter": a.chapter.name,
+        "words": len(a.chapter.read_text(encoding="utf-8").split()),
+        "sentences": len(budgets),
+        "max_frames": a.max_frames,
+        "frames": frames,
+        "audio_s": frames / 12.5,
+        "format": a.format,
+        "batch_size": a.batch_size,
+        "redis": "external" if a.redis_url else "embedded",
+        "baseline": str(a.baseline) if a.baseline else None,
+        "plain_blas": a.plain_blas,
         "baseline_blas": a.baseline_blas,
-        "narrate_blas": os.environ.get("NARRATE_BLAS") or "auto", "plain_wall_s": p,
+        "narrate_blas": os.environ.get("NARRATE_BLAS") or "auto",
+        "plain_wall_s": p,
         "plain_cpu_s": stats([r["cpu_s"] for r in plain]),
         "plain_phases_median_s": medians([r["phases"] for r in plain]),
-    }  # fmt: skip
-    print(f"\n{fig['sentences']} sentences, {frames} frames ({frames / 12.5:.0f} s of audio), {a.format}, "
-          f"{'with a busy process beside' if a.busy else 'nothing else of ours running'}; the plain loop's BLAS: "
-          f"{a.plain_blas}, narrate's: NARRATE_BLAS={fig['narrate_blas']}")  # fmt: skip
+    }
+    print(
+        f"\n{fig['sentences']} sentences, {frames} frames ({frames / 12.5:.0f} s of audio), {a.format}, "
+        f"{'with a busy process beside' if a.busy else 'nothing else of ours running'}; the plain loop's BLAS: "
+        f"{a.plain_blas}, narrate's: NARRATE_BLAS={fig['narrate_blas']}"
+    )
     print(f"plain     median {p['median']:8.2f} s  (min {p['min']:.2f}, max {p['max']:.2f}, spread {p['spread_pct']}%)")
     for name in [v for v in runs if v != "plain"]:
         n = stats([r["wall_s"] for r in runs[name]])
         fig[name] = {
-            "wall_s": n, "cpu_s": stats([r["cpu_s"] for r in runs[name]]),
+            "wall_s": n,
+            "cpu_s": stats([r["cpu_s"] for r in runs[name]]),
             "ratio_plain_over_it": round(p["median"] / n["median"], 2),
             "ratio_per_run": [round(q["wall_s"] / r["wall_s"], 2) for q, r in zip(plain, runs[name], strict=True)],
             "breakdown_median_s": medians([r["breakdown"] for r in runs[name]]),
-        }  # fmt: skip
-        print(f"{name:9s} median {n['median']:8.2f} s  (min {n['min']:.2f}, max {n['max']:.2f}, "
-              f"spread {n['spread_pct']}%); plain/{name}: {fig[name]['ratio_plain_over_it']}x "
-              f"(per run: {fig[name]['ratio_per_run']})")  # fmt: skip
+        }
+        print(
+            f"{name:9s} median {n['median']:8.2f} s  (min {n['min']:.2f}, max {n['max']:.2f}, "
+            f"spread {n['spread_pct']}%); plain/{name}: {fig[name]['ratio_plain_over_it']}x "
+            f"(per run: {fig[name]['ratio_per_run']})"
+        )
     names = [v for v in runs if v != "plain"]
     print("where narrate's time goes, medians (s): " + " / ".join(names))
     for k in fig[names[0]]["breakdown_median_s"]:
@@ -261,9 +332,13 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, default=None, help="also time the narrate of TREE/narrate")
     ap.add_argument("--baseline-blas", default=None, help="NARRATE_BLAS for the baseline (alone: this tree's)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--plain-blas", choices=["bundled", "openblas"], default="bundled",
-                    help="the plain loop's BLAS: MLX's bundled one (a script as installed) or the system OpenBLAS "
-                    "narrate loads on Linux (narrate.worker.blas)")  # fmt: skip
+    ap.add_argument(
+        "--plain-blas",
+        choices=["bundled", "openblas"],
+        default="bundled",
+        help="the plain loop's BLAS: MLX's bundled one (a script as installed) or the system OpenBLAS "
+        "narrate loads on Linux (narrate.worker.blas)",
+    )
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     from narrate.jobs.outputs.outputs import FORMATS

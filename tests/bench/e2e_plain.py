@@ -54,9 +54,14 @@ def main() -> int:
         mx.random.seed(s["seed"])
         made = 0
         for r in model.generate(
-            text=s["text"], ref_audio=a.voice, lang_code=s["language"], max_tokens=s["budget"], stream=True,
-            streaming_interval=STREAM_INTERVAL_S, verbose=False,
-        ):  # fmt: skip
+            text=s["text"],
+            ref_audio=a.voice,
+            lang_code=s["language"],
+            max_tokens=s["budget"],
+            stream=True,
+            streaming_interval=STREAM_INTERVAL_S,
+            verbose=False,
+        ):
             if first is None:
                 first = time.monotonic()
             pieces.append(np.asarray(r.audio, dtype=np.float32))
@@ -66,16 +71,43 @@ def main() -> int:
     muxer, codec = plan["format"]  # narrate's muxer and codec arguments for the output's extension
     pcm = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
     subprocess.run(
-        [a.ffmpeg, "-hide_banner", "-nostdin", "-v", "error", "-y", "-f", "f32le", "-ar", str(SAMPLE_RATE),
-         "-ac", "1", "-i", "pipe:0", *codec, "-f", muxer, a.output],
-        input=pcm.tobytes(), check=True,
-    )  # fmt: skip
+        [
+            a.ffmpeg,
+            "-hide_banner",
+            "-nostdin",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "f32le",
+            "-ar",
+            str(SAMPLE_RATE),
+            "-ac",
+            "1",
+            "-i",
+            "pipe:0",
+            *codec,
+            "-f",
+            muxer,
+            a.output,
+        ],
+        input=pcm.tobytes(),
+        check=True,
+    )
     t_end = time.monotonic()
-    print(json.dumps({
-        "imports_s": round(t_imported - T0, 3), "load_s": round(t_loaded - t_imported, 3),
-        "first_audio_s": round((first or t_synth) - T0, 3), "synthesis_s": round(t_synth - t_loaded, 3),
-        "encode_s": round(t_end - t_synth, 3), "frames": frames, "audio_s": round(pcm.size / SAMPLE_RATE, 3),
-    }))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "imports_s": round(t_imported - T0, 3),
+                "load_s": round(t_loaded - t_imported, 3),
+                "first_audio_s": round((first or t_synth) - T0, 3),
+                "synthesis_s": round(t_synth - t_loaded, 3),
+                "encode_s": round(t_end - t_synth, 3),
+                "frames": frames,
+                "audio_s": round(pcm.size / SAMPLE_RATE, 3),
+            }
+        )
+    )
     return 0
 
 

@@ -147,9 +147,16 @@ def _write() -> None:
     if out:
         found = {k: {f: round(v, 4) for f, v in s.items()} for k, s in spans.items()}
         with open(out, "w", encoding="utf-8") as f:
-            json.dump({"t0": T0, "exit_at": round(_now(), 4), "spans": found,
-                       "imports": {"s": round(imports["s"], 4), "modules": imports["modules"]},
-                       "redis": {k: round(v, 4) for k, v in redis_calls.items()}}, f)  # fmt: skip
+            json.dump(
+                {
+                    "t0": T0,
+                    "exit_at": round(_now(), 4),
+                    "spans": found,
+                    "imports": {"s": round(imports["s"], 4), "modules": imports["modules"]},
+                    "redis": {k: round(v, 4) for k, v in redis_calls.items()},
+                },
+                f,
+            )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,14 @@ def chaptered(chapters: int, per: int) -> str:
 def host(base: dict, url: str) -> tuple[dict, Path]:
     h = Path(tempfile.mkdtemp(prefix="fb-", dir="/tmp"))
     (h / "out").mkdir()
-    return dict(base, NARRATE_HOME=str(h), NARRATE_LOCK_PATH=str(h / "lock"), NARRATE_OUTPUT_DIR=str(h / "out"),
-                NARRATE_REDIS_URL=url, NARRATE_CACHE_MAX_GB="0"), h  # fmt: skip
+    return dict(
+        base,
+        NARRATE_HOME=str(h),
+        NARRATE_LOCK_PATH=str(h / "lock"),
+        NARRATE_OUTPUT_DIR=str(h / "out"),
+        NARRATE_REDIS_URL=url,
+        NARRATE_CACHE_MAX_GB="0",
+    ), h
 
 
 def run(base: dict, url: str, doc: Path, voice: Path, hosts: int, fan_out: str, name: str) -> float:
@@ -47,8 +53,10 @@ def run(base: dict, url: str, doc: Path, voice: Path, hosts: int, fan_out: str, 
 
     r = redis.Redis.from_url(url)
     envs = [host(base, url) for _ in range(hosts)]
-    workers = [subprocess.Popen([*NARRATE, "worker", "--quiet"], env=e,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for e, _ in envs]  # fmt: skip
+    workers = [
+        subprocess.Popen([*NARRATE, "worker", "--quiet"], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for e, _ in envs
+    ]
     try:
         deadline = time.monotonic() + 120
         while len(r.smembers("rq:workers")) < hosts:
@@ -56,8 +64,9 @@ def run(base: dict, url: str, doc: Path, voice: Path, hosts: int, fan_out: str, 
             time.sleep(0.1)
         time.sleep(1.0)  # registered; let them settle (imports done)
         t0 = time.monotonic()
-        sub = narrate(envs[0][0], "submit", str(doc), "--voice", str(voice), "-o", f"{name}.wav", "--fan-out",
-                      fan_out, "--json")  # fmt: skip
+        sub = narrate(
+            envs[0][0], "submit", str(doc), "--voice", str(voice), "-o", f"{name}.wav", "--fan-out", fan_out, "--json"
+        )
         assert sub.returncode == 0, sub.stderr
         job_id = json.loads(sub.stdout)["id"]
         from narrate.jobs.api.submit import status
@@ -92,8 +101,14 @@ def main() -> int:
     doc = work / "book.txt"
     doc.write_text(chaptered(a.chapters, a.per_chapter))
     voice = write_voice(work / "voice.wav")
-    base = dict(os.environ, NARRATE_ENGINE=a.engine, NARRATE_FAKE_DELAY_MS=str(a.delay_ms), NARRATE_BATCH_SIZE="4",
-                NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1")  # fmt: skip
+    base = dict(
+        os.environ,
+        NARRATE_ENGINE=a.engine,
+        NARRATE_FAKE_DELAY_MS=str(a.delay_ms),
+        NARRATE_BATCH_SIZE="4",
+        NARRATE_MAX_FRAMES="6",
+        PYTHONUNBUFFERED="1",
+    )
     if a.model:
         base["NARRATE_MODEL"] = a.model
     import redis
@@ -104,17 +119,23 @@ def main() -> int:
     t_three = run(base, a.redis_url, doc, voice, 3, "chapters", "fan3")
     shutil.rmtree(work, ignore_errors=True)
     fig = {
-        "engine": a.engine, "sentences": a.chapters * (a.per_chapter + 1), "chapters": a.chapters,
-        "delay_ms": a.delay_ms if a.engine == "fake" else None, "cpus": os.cpu_count(),
-        "one_host_no_fan_out_s": round(t_none, 2), "one_host_fan_out_s": round(t_one, 2),
+        "engine": a.engine,
+        "sentences": a.chapters * (a.per_chapter + 1),
+        "chapters": a.chapters,
+        "delay_ms": a.delay_ms if a.engine == "fake" else None,
+        "cpus": os.cpu_count(),
+        "one_host_no_fan_out_s": round(t_none, 2),
+        "one_host_fan_out_s": round(t_one, 2),
         "three_hosts_fan_out_s": round(t_three, 2),
         "speedup_3_hosts_vs_1_no_fan_out": round(t_none / t_three, 2),
         "speedup_3_hosts_vs_1_fan_out": round(t_one / t_three, 2),
         "fan_out_overhead_1_host": round(t_one / t_none, 2),
-    }  # fmt: skip
-    print(f"3 hosts vs 1 (no fan-out): {fig['speedup_3_hosts_vs_1_no_fan_out']}x; "
-          f"vs 1 host fanned out: {fig['speedup_3_hosts_vs_1_fan_out']}x; "
-          f"fan-out overhead on 1 host: {fig['fan_out_overhead_1_host']}x")  # fmt: skip
+    }
+    print(
+        f"3 hosts vs 1 (no fan-out): {fig['speedup_3_hosts_vs_1_no_fan_out']}x; "
+        f"vs 1 host fanned out: {fig['speedup_3_hosts_vs_1_fan_out']}x; "
+        f"fan-out overhead on 1 host: {fig['fan_out_overhead_1_host']}x"
+    )
     print(json.dumps(fig))
     if a.json:
         Path(a.json).write_text(json.dumps(fig, indent=2))

@@ -37,18 +37,39 @@ CHAPTER = Path(__file__).resolve().parent / "chapter.txt"
 
 
 def build(kind: str, out: Path) -> Path:
-    subprocess.run([sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(out), "--size", "tiny",
-                    "--kind", kind], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(out), "--size", "tiny", "--kind", kind],
+        check=True,
+        capture_output=True,
+    )
     return out
 
 
 def one_run(model: Path, voice: Path, doc: Path, frames: int, proof: Path | None, retakes: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="npb-", dir="/tmp"))
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
-    env.update(NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home), NARRATE_RUNAWAY_RETRIES="0",
-               HF_HUB_OFFLINE="1", NARRATE_LOCK_PATH=str(home / "host.lock"))  # fmt: skip
-    args = [*NARRATE, "run", str(doc), "--voice", str(voice), "-o", str(home / "out.wav"), "--model", str(model),
-            "--max-frames", str(frames), "--json", "--here"]  # fmt: skip
+    env.update(
+        NARRATE_HOME=str(home),
+        NARRATE_OUTPUT_DIR=str(home),
+        NARRATE_RUNAWAY_RETRIES="0",
+        HF_HUB_OFFLINE="1",
+        NARRATE_LOCK_PATH=str(home / "host.lock"),
+    )
+    args = [
+        *NARRATE,
+        "run",
+        str(doc),
+        "--voice",
+        str(voice),
+        "-o",
+        str(home / "out.wav"),
+        "--model",
+        str(model),
+        "--max-frames",
+        str(frames),
+        "--json",
+        "--here",
+    ]
     if proof is not None:
         args += ["--proof", str(proof), "--retakes", str(retakes)]
     try:

@@ -39,16 +39,29 @@ from narrate.worker.bench import stitch as stitch_bench
 CAP = 50 * 10**9  # the caches' cap: nothing is pruned during the benchmark
 
 
-def stitch(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path, reuse: Reuse,
-           unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
+def stitch(
+    plan: Plan,
+    store: CheckpointStore,
+    spec: JobSpec,
+    out: Path,
+    work: Path,
+    reuse: Reuse,
+    unit_s: float = SEGMENT_S,
+    block_s: float = BLOCK_S,
+) -> dict:
     """The job's stitch (jobs/task/stitcher.py without the queue) of a plan whose every sentence is checkpointed,
     from the planning's verification to the files in place and the record kept."""
     t0 = time.monotonic()
     assert len(plan.checkpointed(store)) == len(plan.sentences)  # as the job's planning does
     t_plan = time.monotonic()
     ffmpeg = ffmpeg_exe()
-    seg = Segmenter(plan, spec, int(unit_s * SAMPLE_RATE), int(block_s * SAMPLE_RATE),
-                    follow=reuse.follow.cuts if reuse.follow else None)  # fmt: skip
+    seg = Segmenter(
+        plan,
+        spec,
+        int(unit_s * SAMPLE_RATE),
+        int(block_s * SAMPLE_RATE),
+        follow=reuse.follow.cuts if reuse.follow else None,
+    )
     path = EncodePath.choose(out, plan, spec)
     with BookWriter(out, ffmpeg, title="Bench", root=out.parent, workdir=work, wav=path.wav) as book:
         encoders = path.open(book, ffmpeg, plan, spec, store, seg, reuse)
@@ -72,10 +85,20 @@ def stitch(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: P
     if reuse.cache is not None:
         reuse.cache.save(out.stem, encoder.record(seg))
     t_kept = time.monotonic()
-    return {"wall_s": t_kept - t0, "plan_s": t_plan - t0, "measure_encode_s": t_encoded - t_plan,
-            "mux_tag_place_s": t_placed - t_encoded, "record_s": t_kept - t_placed, "segments": len(seg.segments),
-            "segments_reused": encoder.reused, "sentences_measured": encoder.measured, "samples": seg.samples,
-            "record": encoder.record(seg), "cues": seg.cues, "segment_list": seg.segments}  # fmt: skip
+    return {
+        "wall_s": t_kept - t0,
+        "plan_s": t_plan - t0,
+        "measure_encode_s": t_encoded - t_plan,
+        "mux_tag_place_s": t_placed - t_encoded,
+        "record_s": t_kept - t_placed,
+        "segments": len(seg.segments),
+        "segments_reused": encoder.reused,
+        "sentences_measured": encoder.measured,
+        "samples": seg.samples,
+        "record": encoder.record(seg),
+        "cues": seg.cues,
+        "segment_list": seg.segments,
+    }
 
 
 def redone(plan: Plan, store: CheckpointStore, index: int, seconds: float) -> Plan:
@@ -116,8 +139,16 @@ def main() -> None:
         fulls, redos = [], []
         for run in range(args.runs):
             cache = SegmentCache(root / f"segments-{run}", CAP)
-            fulls.append(stitch(plan, store, spec, root / "out" / f"full.{args.format}", root / "s",
-                                Reuse(cache, None, fingerprint(plan, spec))))  # fmt: skip
+            fulls.append(
+                stitch(
+                    plan,
+                    store,
+                    spec,
+                    root / "out" / f"full.{args.format}",
+                    root / "s",
+                    Reuse(cache, None, fingerprint(plan, spec)),
+                )
+            )
             print(f"full {run + 1}: {fulls[-1]['wall_s']:.2f} s", file=sys.stderr)
         middle = len(plan.sentences) // 2
         again = redone(plan, store, middle, 5.55)
@@ -154,9 +185,11 @@ def main() -> None:
         "ratio_full_over_redo": round(min(r["wall_s"] for r in fulls) / min(r["wall_s"] for r in redos), 1),
     }
     text = json.dumps(report)
-    print(f"full stitch {report['full']['wall_s']:.2f} s, redo's stitch {report['redo']['wall_s']:.2f} s "
-          f"({report['ratio_full_over_redo']}x); {report['redo']['segments_reused']} of "
-          f"{report['redo']['segments']} segments kept")  # fmt: skip
+    print(
+        f"full stitch {report['full']['wall_s']:.2f} s, redo's stitch {report['redo']['wall_s']:.2f} s "
+        f"({report['ratio_full_over_redo']}x); {report['redo']['segments_reused']} of "
+        f"{report['redo']['segments']} segments kept"
+    )
     print("JSON: " + text)
     if args.json:
         args.json.write_text(text + "\n")

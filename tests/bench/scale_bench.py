@@ -109,22 +109,40 @@ def per_job(env: dict, r: redis.Redis, home: Path, n: int, tag: str) -> dict:
         doc.write_text(f"Document {tag} number {i} has one sentence.\n")
         docs.append(str(doc))
     e = dict(env, NARRATE_ENGINE="fake", NARRATE_FAKE_DELAY_MS="0")
-    args = [*NARRATE, "submit", *docs, "--voice", str(home / "voice.wav"), "--priority", "high", "--json",
-            "-o", str(home / "out" / tag)]  # fmt: skip
+    args = [
+        *NARRATE,
+        "submit",
+        *docs,
+        "--voice",
+        str(home / "voice.wav"),
+        "--priority",
+        "high",
+        "--json",
+        "-o",
+        str(home / "out" / tag),
+    ]
     ran = subprocess.run(args, env=e, capture_output=True, text=True, check=True)
     ids = [json.loads(line)["id"] for line in ran.stdout.splitlines()]
     worker = start_worker(e)
     try:
-        wait_until(lambda: all(j.get_status() == "finished" for j in Job.fetch_many(ids, r, JSONSerializer)),
-                   timeout=600, what=f"{n} jobs finished", poll=0.2)  # fmt: skip
+        wait_until(
+            lambda: all(j.get_status() == "finished" for j in Job.fetch_many(ids, r, JSONSerializer)),
+            timeout=600,
+            what=f"{n} jobs finished",
+            poll=0.2,
+        )
     finally:
         stop_worker(worker)
     jobs = sorted(Job.fetch_many(ids, r, JSONSerializer), key=lambda j: j.started_at)
     span = (jobs[-1].ended_at - jobs[0].started_at).total_seconds()
     gaps = [(b.started_at - a.ended_at).total_seconds() for a, b in zip(jobs, jobs[1:], strict=False)]
     runs = [(j.ended_at - j.started_at).total_seconds() for j in jobs]
-    return {"jobs": n, "per_job_s": round(span / n, 3), "median_job_s": round(statistics.median(runs), 3),
-            "median_gap_s": round(statistics.median(gaps), 3)}  # fmt: skip
+    return {
+        "jobs": n,
+        "per_job_s": round(span / n, 3),
+        "median_job_s": round(statistics.median(runs), 3),
+        "median_gap_s": round(statistics.median(gaps), 3),
+    }
 
 
 def main() -> None:
@@ -142,8 +160,13 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="nsb-", dir="/tmp"))
     (home / "out").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
-    env.update(NARRATE_REDIS_URL=url, NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"),
-               HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")  # fmt: skip
+    env.update(
+        NARRATE_REDIS_URL=url,
+        NARRATE_HOME=str(home),
+        NARRATE_OUTPUT_DIR=str(home / "out"),
+        HF_HUB_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
     figures: dict[str, object] = {}
     write_voice(home / "voice.wav")
     try:
@@ -156,10 +179,12 @@ def main() -> None:
         figures["build_s"] = round(time.perf_counter() - t0, 1)
         settings = Settings(home=home, output_dir=home / "out", queue="narrate")
 
-        figures["startup_s"] = timed(lambda: subprocess.run([*NARRATE, "--version"], env=env, check=True,
-                                                            capture_output=True))  # fmt: skip
-        figures["narrate_list_s"] = timed(lambda: subprocess.run([*NARRATE, "list", "--json"], env=env, check=True,
-                                                                 capture_output=True))  # fmt: skip
+        figures["startup_s"] = timed(
+            lambda: subprocess.run([*NARRATE, "--version"], env=env, check=True, capture_output=True)
+        )
+        figures["narrate_list_s"] = timed(
+            lambda: subprocess.run([*NARRATE, "list", "--json"], env=env, check=True, capture_output=True)
+        )
 
         now = timed(lambda: books_now(r, settings))
         before = timed(lambda: books_before(r, settings), repeat=1)
@@ -171,8 +196,11 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             wait_serving(proc, base)
-            for name, path in (("v1_narrations_s", "/v1/narrations"), ("books_page_s", "/books"),
-                               ("queue_page_s", "/queue")):  # fmt: skip
+            for name, path in (
+                ("v1_narrations_s", "/v1/narrations"),
+                ("books_page_s", "/books"),
+                ("queue_page_s", "/queue"),
+            ):
                 figures[name] = timed(lambda p=path: get(base + p))
         finally:
             stop(proc)
@@ -191,8 +219,13 @@ def main() -> None:
         r.flushdb()
         r.close()
         subprocess.run(["rm", "-rf", str(home)], check=False)
-    report = {"date": datetime.now(UTC).date().isoformat(), "finished": args.finished, "queued": args.queued,
-              "machine": f"{os.cpu_count()} cores", **figures}  # fmt: skip
+    report = {
+        "date": datetime.now(UTC).date().isoformat(),
+        "finished": args.finished,
+        "queued": args.queued,
+        "machine": f"{os.cpu_count()} cores",
+        **figures,
+    }
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n")

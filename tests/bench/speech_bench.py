@@ -37,8 +37,12 @@ from helpers.audio import write_voice  # noqa: E402
 from helpers.procs import wait_until  # noqa: E402
 from helpers.web import Served, add_voice, post_book, serve  # noqa: E402
 
-WAYS = {"alone": {}, "wait": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "0"},
-        "yield": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "1"}, "ride": {}}  # fmt: skip
+WAYS = {
+    "alone": {},
+    "wait": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "0"},
+    "yield": {"NARRATE_CLIP_RIDE": "0", "NARRATE_CLIP_YIELD_S": "1"},
+    "ride": {},
+}
 
 
 def first_byte(url: str, text: str) -> tuple[float, float]:
@@ -92,8 +96,9 @@ def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, eve
         ended: list[tuple[float, dict]] = []  # (when, the narration) once the book has ended
 
         def follow() -> None:
-            done = wait_until(lambda: status() if status()["status"] in ("completed", "failed") else None, 3600,
-                              "the book", poll=0.2)  # fmt: skip
+            done = wait_until(
+                lambda: status() if status()["status"] in ("completed", "failed") else None, 3600, "the book", poll=0.2
+            )
             ended.append((time.monotonic(), done))
 
         follower = threading.Thread(target=follow, daemon=True)
@@ -118,15 +123,23 @@ def run(way: str, model: Path, voice: Path, sentences: int, requests_n: int, eve
         s.close()
     beside = [took for took, end in answers if end <= book_end]  # answered while the book still ran
     if len(beside) < len(answers):
-        print(f"{way}: {len(answers) - len(beside)} request(s) ended after the book: a longer book (--sentences) "
-              "or less time between requests (--every) keeps them beside it", flush=True)  # fmt: skip
+        print(
+            f"{way}: {len(answers) - len(beside)} request(s) ended after the book: a longer book (--sentences) "
+            "or less time between requests (--every) keeps them beside it",
+            flush=True,
+        )
     ran = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
     per_s = sum(ran.values()) / (book_end - started)
     top = dict(sorted(ran.items(), key=lambda kv: -kv[1])[:8])
-    return {"book_s": round(book_s, 2), "first_byte_s": sorted(round(x, 2) for x in beside),
-            "after_the_book": len(answers) - len(beside),
-            "first_byte_p50_s": percentile(beside, 50), "first_byte_p95_s": percentile(beside, 95),
-            "redis_commands_per_s": round(per_s, 1), "redis_commands": top}  # fmt: skip
+    return {
+        "book_s": round(book_s, 2),
+        "first_byte_s": sorted(round(x, 2) for x in beside),
+        "after_the_book": len(answers) - len(beside),
+        "first_byte_p50_s": percentile(beside, 50),
+        "first_byte_p95_s": percentile(beside, 95),
+        "redis_commands_per_s": round(per_s, 1),
+        "redis_commands": top,
+    }
 
 
 def main() -> None:
@@ -146,21 +159,31 @@ def main() -> None:
         ap.error(f"--ways: unknown {sorted(unknown)}; choose from {','.join(WAYS)}")
     voice = Path(os.environ.get("TMPDIR", "/tmp")) / "speech-bench-voice.wav"
     write_voice(voice)
-    out: dict = {"date": datetime.date.today().isoformat(), "label": a.label, "sentences": a.sentences,
-                 "max_frames": a.max_frames, "requests": a.requests, "every_s": a.every, "cpus": os.cpu_count(),
-                 "load_average_at_start": [round(x, 2) for x in os.getloadavg()], "ways": {}}  # fmt: skip
+    out: dict = {
+        "date": datetime.date.today().isoformat(),
+        "label": a.label,
+        "sentences": a.sentences,
+        "max_frames": a.max_frames,
+        "requests": a.requests,
+        "every_s": a.every,
+        "cpus": os.cpu_count(),
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        "ways": {},
+    }
     for way in ways:
         got = run(way, a.model, voice, a.sentences, 1 if way == "wait" else a.requests, a.every, a.max_frames)
         out["ways"][way] = got
-        print(f"{way:6s} book {got['book_s']:7.2f} s  first audio byte p50 {got['first_byte_p50_s']} s "
-              f"p95 {got['first_byte_p95_s']} s: {got['first_byte_s']}; Redis {got['redis_commands_per_s']} "
-              f"commands/s {got['redis_commands']}", flush=True)  # fmt: skip
+        print(
+            f"{way:6s} book {got['book_s']:7.2f} s  first audio byte p50 {got['first_byte_p50_s']} s "
+            f"p95 {got['first_byte_p95_s']} s: {got['first_byte_s']}; Redis {got['redis_commands_per_s']} "
+            f"commands/s {got['redis_commands']}",
+            flush=True,
+        )
     out["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     if "alone" in out["ways"]:
         alone = out["ways"]["alone"]["book_s"]
         out["book_slowdown_s"] = {w: round(v["book_s"] - alone, 2) for w, v in out["ways"].items() if w != "alone"}
-        out["book_slowdown_ratio"] = {w: round(v["book_s"] / alone, 3) for w, v in out["ways"].items()
-                                      if w != "alone"}  # fmt: skip
+        out["book_slowdown_ratio"] = {w: round(v["book_s"] / alone, 3) for w, v in out["ways"].items() if w != "alone"}
         print("book slowdown against alone (s):", out["book_slowdown_s"], "ratio:", out["book_slowdown_ratio"])
     print("JSON:", json.dumps(out), flush=True)
     if a.json:

@@ -14,8 +14,9 @@ from helpers.procs import NARRATE, narrate
 def test_bench_runs_every_variant_on_the_book_workload_and_plots(env, checkpoint, tmp_path):
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     args = ["--workload", "book", "--sentences", "5", "--budget-scale", "0.03", "--batch-sizes", "2"]
-    proc = narrate(env, "bench", "--model", str(checkpoint), *args, "--warmup-frames", "2", "--json", str(out),
-                   "--plot", str(png))  # fmt: skip
+    proc = narrate(
+        env, "bench", "--model", str(checkpoint), *args, "--warmup-frames", "2", "--json", str(out), "--plot", str(png)
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert list(report["variants"]) == ["plain", "mlx-batch-2", "static-2", "continuous-2"]
@@ -89,9 +90,14 @@ def test_ctrl_c_during_bench_removes_its_temp_folder(env, checkpoint, tmp_path):
     e = bench_env(env, tmp_path)
     args = ["bench", "--model", str(checkpoint), "--workload", "fixed", "--sentences", "8", "--frames", "2000"]
     args += ["--batch-sizes", "1"]
-    proc = subprocess.Popen([*NARRATE, *args, "--warmup-frames", "1"], env=e,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=ctrl_c_works)  # fmt: skip
+    proc = subprocess.Popen(
+        [*NARRATE, *args, "--warmup-frames", "1"],
+        env=e,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=ctrl_c_works,
+    )
     try:
         for line in proc.stderr:
             if line.startswith("loaded "):  # the temp folder exists now; measuring takes minutes
@@ -109,9 +115,9 @@ def test_ctrl_c_during_bench_removes_its_temp_folder(env, checkpoint, tmp_path):
 def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(env, home, tmp_path):
     e = bench_env(env, tmp_path)
     args = ["bench", "--sentences", "1", "--frames", "2", "--batch-sizes", "1", "--warmup-frames", "1"]
-    proc = subprocess.Popen([*NARRATE, *args], env=e,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=ctrl_c_works)  # fmt: skip
+    proc = subprocess.Popen(
+        [*NARRATE, *args], env=e, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_works
+    )
     try:
         for line in proc.stderr:
             if line.startswith("writing a random-weight tiny checkpoint"):
@@ -133,10 +139,21 @@ def test_the_long_book_stitch_benchmark_runs(tmp_path):
     import subprocess
 
     proc = subprocess.run(
-        [sys.executable, "-m", "narrate.worker.bench.stitch", "--hours", "0.02", "--rate", "30",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "narrate.worker.bench.stitch",
+            "--hours",
+            "0.02",
+            "--rate",
+            "30",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     report = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("JSON: "))[6:])
     assert report["sentences"] > 10 and report["units"] == 1 and 0.019 < report["hours"] < 0.03

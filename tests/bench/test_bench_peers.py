@@ -18,8 +18,19 @@ BOOK = ["--workload", "book", "--sentences", "4", "--budget-scale", "0.03", "--w
 
 def test_mlx_continuous_runs_beside_narrates_preset_rows(env, home, checkpoint, tmp_path):
     out = tmp_path / "bench.json"
-    proc = narrate(env, "bench", "--model", str(checkpoint), *BOOK, "--batch-sizes", "2",
-                   "--variants", "continuous,mlx-continuous", "--json", str(out))  # fmt: skip
+    proc = narrate(
+        env,
+        "bench",
+        "--model",
+        str(checkpoint),
+        *BOOK,
+        "--batch-sizes",
+        "2",
+        "--variants",
+        "continuous,mlx-continuous",
+        "--json",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     variants = report["variants"]  # mlx-continuous brings the CustomVoice checkpoint and narrate's preset rows
@@ -54,8 +65,20 @@ def test_torch_variants_are_skipped_with_a_reason(env, checkpoint, tmp_path):
     for python, why in ((None, "no --torch-python given"), (sys.executable, "cannot import torch and qwen_tts")):
         out = tmp_path / "bench.json"
         args = ["--torch-python", python] if python else []
-        proc = narrate(env, "bench", "--model", str(checkpoint), *BOOK, "--batch-sizes", "2",
-                       "--variants", "torch", *args, "--json", str(out))  # fmt: skip
+        proc = narrate(
+            env,
+            "bench",
+            "--model",
+            str(checkpoint),
+            *BOOK,
+            "--batch-sizes",
+            "2",
+            "--variants",
+            "torch",
+            *args,
+            "--json",
+            str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         report = json.loads(out.read_text())
         assert list(report["variants"]) == ["plain"]
@@ -67,9 +90,24 @@ def test_torch_variants_are_skipped_with_a_reason(env, checkpoint, tmp_path):
 @pytest.mark.skipif(not TORCH_PYTHON, reason="set NARRATE_TEST_TORCH_PYTHON to a Python with torch and qwen-tts")
 def test_torch_variants_run_qwen_tts_on_the_same_work(env, checkpoint, tmp_path):
     out = tmp_path / "bench.json"
-    proc = narrate(env, "bench", "--model", str(checkpoint), *BOOK, "--batch-sizes", "2", "--variants",
-                   "continuous,torch", "--torch-python", str(TORCH_PYTHON), "--torch-threads", "1",
-                   "--json", str(out), timeout=600)  # fmt: skip
+    proc = narrate(
+        env,
+        "bench",
+        "--model",
+        str(checkpoint),
+        *BOOK,
+        "--batch-sizes",
+        "2",
+        "--variants",
+        "continuous,torch",
+        "--torch-python",
+        str(TORCH_PYTHON),
+        "--torch-threads",
+        "1",
+        "--json",
+        str(out),
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert list(report["variants"]) == ["plain", "continuous-2", "torch-plain", "torch-batch-2"], report.get("skipped")

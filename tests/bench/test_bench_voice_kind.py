@@ -9,8 +9,21 @@ from helpers.procs import narrate
 def test_bench_compares_preset_rows_with_cloned_rows(env, home, checkpoint, tmp_path):
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     args = ["--workload", "fixed", "--sentences", "3", "--frames", "4", "--batch-sizes", "2", "--warmup-frames", "1"]
-    proc = narrate(env, "bench", "--model", str(checkpoint), *args, "--variants", "static,continuous",
-                   "--voice-kind", "preset", "--json", str(out), "--plot", str(png))  # fmt: skip
+    proc = narrate(
+        env,
+        "bench",
+        "--model",
+        str(checkpoint),
+        *args,
+        "--variants",
+        "static,continuous",
+        "--voice-kind",
+        "preset",
+        "--json",
+        str(out),
+        "--plot",
+        str(png),
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["voice_kind"] == "preset"

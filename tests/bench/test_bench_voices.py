@@ -9,8 +9,21 @@ from helpers.procs import narrate
 def test_bench_compares_rows_of_three_voices_with_rows_of_one(env, checkpoint, tmp_path):
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
     args = ["--workload", "fixed", "--sentences", "6", "--frames", "4", "--batch-sizes", "3", "--warmup-frames", "1"]
-    proc = narrate(env, "bench", "--model", str(checkpoint), *args, "--variants", "static,continuous",
-                   "--voices", "3", "--json", str(out), "--plot", str(png))  # fmt: skip
+    proc = narrate(
+        env,
+        "bench",
+        "--model",
+        str(checkpoint),
+        *args,
+        "--variants",
+        "static,continuous",
+        "--voices",
+        "3",
+        "--json",
+        str(out),
+        "--plot",
+        str(png),
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["voices"] == 3 and report["voice_kind"] == "clone"

@@ -11,10 +11,25 @@ HERE = Path(__file__).resolve().parent
 
 def test_the_dtype_bench_times_both_dtypes_under_both_blas_libraries(env, checkpoint, voice_wav, tmp_path):
     out = tmp_path / "dtype.json"
-    args = ["--model", str(checkpoint), "--voice", str(voice_wav), "--runs", "2", "--sentences", "2", "--frames", "3",
-            "--batch-size", "2", "--json", str(out)]  # fmt: skip
-    proc = subprocess.run([sys.executable, str(HERE / "dtype_bench.py"), *args], env=env, capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    args = [
+        "--model",
+        str(checkpoint),
+        "--voice",
+        str(voice_wav),
+        "--runs",
+        "2",
+        "--sentences",
+        "2",
+        "--frames",
+        "3",
+        "--batch-size",
+        "2",
+        "--json",
+        str(out),
+    ]
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "dtype_bench.py"), *args], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fig = json.loads(out.read_text())
     assert (fig["sentences"], fig["frames"], fig["runs"]) == (2, 6, 2)

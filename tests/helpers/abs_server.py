@@ -44,8 +44,15 @@ START_TIMEOUT_S = 120
 NODE_HINT = "Node.js 20 or later with npm (Debian: apt-get install nodejs npm; or NodeSource's nodejs package)"
 FFMPEG_HINT = "Debian's ffmpeg, which has ffprobe (apt-get install ffmpeg)"
 BUILD_HINT = "make, a C++ compiler and python3, to compile sqlite3 (Debian: apt-get install build-essential python3)"
-INSTALL_HINT = {"node": NODE_HINT, "npm": NODE_HINT, "ffprobe": FFMPEG_HINT, "ffmpeg": FFMPEG_HINT,
-                "make": BUILD_HINT, "c++": BUILD_HINT, "python3": BUILD_HINT}  # fmt: skip
+INSTALL_HINT = {
+    "node": NODE_HINT,
+    "npm": NODE_HINT,
+    "ffprobe": FFMPEG_HINT,
+    "ffmpeg": FFMPEG_HINT,
+    "make": BUILD_HINT,
+    "c++": BUILD_HINT,
+    "python3": BUILD_HINT,
+}
 
 
 class Unavailable(Exception):
@@ -121,17 +128,27 @@ def build(force: bool = False) -> Path:
         shutil.rmtree(server, ignore_errors=True)
         server.mkdir()
         _extract(ARCHIVE, server)
-        env = {**os.environ, "npm_config_cache": str(cache_root() / "npm-cache"), "npm_config_update_notifier": "false",
-               "npm_config_fund": "false", "npm_config_audit": "false"}  # fmt: skip
+        env = {
+            **os.environ,
+            "npm_config_cache": str(cache_root() / "npm-cache"),
+            "npm_config_update_notifier": "false",
+            "npm_config_fund": "false",
+            "npm_config_audit": "false",
+        }
         if Path("/usr/include/node/common.gypi").is_file():  # the system's Node headers: node-gyp downloads none
             env["npm_config_nodedir"] = "/usr"
         log = folder / "build.log"
         started = time.monotonic()
         with open(log, "wb") as out:
             try:
-                ran = subprocess.run(["npm", "ci", "--omit=dev", "--prefer-offline", "--foreground-scripts"],
-                                     cwd=server, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                     timeout=NPM_CI_TIMEOUT_S)  # fmt: skip
+                ran = subprocess.run(
+                    ["npm", "ci", "--omit=dev", "--prefer-offline", "--foreground-scripts"],
+                    cwd=server,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    timeout=NPM_CI_TIMEOUT_S,
+                )
                 rc: int | str = ran.returncode
             except subprocess.TimeoutExpired:
                 rc = f"timeout after {NPM_CI_TIMEOUT_S} s"
@@ -147,8 +164,9 @@ def build(force: bool = False) -> Path:
                 f"compiler and python3. Try again: python tests/helpers/abs_server.py --build (or remove {folder})"
             )
             raise Unavailable(failed.read_text().strip())
-        ready.write_text(json.dumps({"built_s": round(time.monotonic() - started, 1), "node": node,
-                                     "sha256": archive_sha256()}))  # fmt: skip
+        ready.write_text(
+            json.dumps({"built_s": round(time.monotonic() - started, 1), "node": node, "sha256": archive_sha256()})
+        )
         return server
 
 
@@ -174,14 +192,28 @@ class AbsServer:
             (self.workdir / name).mkdir(parents=True, exist_ok=True)
         for _ in range(3):  # a free port may be taken between the probe and the server's bind
             port = free_port()
-            env = {**os.environ, "NODE_ENV": "production", "HOST": "127.0.0.1", "PORT": str(port),
-                   "CONFIG_PATH": str(self.workdir / "config"), "METADATA_PATH": str(self.workdir / "metadata"),
-                   "SOURCE": "docker", "SKIP_BINARIES_CHECK": "1", "RATE_LIMIT_AUTH_MAX": "0",
-                   "FFMPEG_PATH": shutil.which("ffmpeg") or "ffmpeg",
-                   "FFPROBE_PATH": shutil.which("ffprobe") or "ffprobe"}  # fmt: skip
+            env = {
+                **os.environ,
+                "NODE_ENV": "production",
+                "HOST": "127.0.0.1",
+                "PORT": str(port),
+                "CONFIG_PATH": str(self.workdir / "config"),
+                "METADATA_PATH": str(self.workdir / "metadata"),
+                "SOURCE": "docker",
+                "SKIP_BINARIES_CHECK": "1",
+                "RATE_LIMIT_AUTH_MAX": "0",
+                "FFMPEG_PATH": shutil.which("ffmpeg") or "ffmpeg",
+                "FFPROBE_PATH": shutil.which("ffprobe") or "ffprobe",
+            }
             with open(self.log, "ab") as out:
-                self.proc = subprocess.Popen(["node", "index.js"], cwd=self.server_dir, env=env, stdout=out,
-                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
+                self.proc = subprocess.Popen(
+                    ["node", "index.js"],
+                    cwd=self.server_dir,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                )
             self.url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + START_TIMEOUT_S
             while time.monotonic() < deadline and self.proc.poll() is None:
@@ -214,8 +246,9 @@ class AbsServer:
 
     # The API, as its web client calls it.
 
-    def call(self, method: str, path: str, body: Any = None, raw: bool = False,
-             headers: dict[str, str] | None = None) -> Any:  # fmt: skip
+    def call(
+        self, method: str, path: str, body: Any = None, raw: bool = False, headers: dict[str, str] | None = None
+    ) -> Any:
         data, sent = None, dict(headers or {})
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
@@ -241,9 +274,18 @@ class AbsServer:
 
     def create_book_library(self, name: str, folder: Path) -> dict:
         """A book library on `folder`, its watcher off: only asked-for scans see new books."""
-        return dict(self.call("POST", "/api/libraries", {"name": name, "mediaType": "book",
-                                                          "folders": [{"fullPath": str(folder)}],
-                                                          "settings": {"disableWatcher": True}}))  # fmt: skip
+        return dict(
+            self.call(
+                "POST",
+                "/api/libraries",
+                {
+                    "name": name,
+                    "mediaType": "book",
+                    "folders": [{"fullPath": str(folder)}],
+                    "settings": {"disableWatcher": True},
+                },
+            )
+        )
 
     def library(self, library_id: str) -> dict:
         found = self.call("GET", f"/api/libraries/{library_id}")
@@ -255,8 +297,13 @@ class AbsServer:
         while time.monotonic() < deadline:
             last = self.library(library_id).get("lastScan") or 0
             tasks = self.call("GET", "/api/tasks").get("tasks", [])
-            running = [t for t in tasks if t.get("action") == "library-scan" and not t.get("isFinished")
-                       and (t.get("data") or {}).get("libraryId") == library_id]  # fmt: skip
+            running = [
+                t
+                for t in tasks
+                if t.get("action") == "library-scan"
+                and not t.get("isFinished")
+                and (t.get("data") or {}).get("libraryId") == library_id
+            ]
             if last != (after or 0) and not running:
                 return
             time.sleep(0.2)

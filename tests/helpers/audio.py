@@ -32,8 +32,21 @@ def decoded_samples(path: Path) -> np.ndarray:
     import imageio_ffmpeg
 
     proc = subprocess.run(
-        [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "s16le", "-ac", "1",
-         "-ar", str(SR), "pipe:1"],
-        capture_output=True, check=True,
-    )  # fmt: skip
+        [
+            imageio_ffmpeg.get_ffmpeg_exe(),
+            "-v",
+            "error",
+            "-i",
+            str(path),
+            "-f",
+            "s16le",
+            "-ac",
+            "1",
+            "-ar",
+            str(SR),
+            "pipe:1",
+        ],
+        capture_output=True,
+        check=True,
+    )
     return np.frombuffer(proc.stdout, dtype="<i2")

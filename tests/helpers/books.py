@@ -31,8 +31,10 @@ def write_docs(folder: Path, docs: dict[str, int] | int, prefix: str = "doc", se
     if isinstance(docs, int):
         texts = {f"{prefix}{i:04d}.txt": book(sentences, f"{prefix} {i}") for i in range(docs)}
     else:
-        texts = {name: book(n).replace("Sentence number", f"In {''.join(c for c in name if c.isalnum())} sentence")
-                 for name, n in docs.items()}  # fmt: skip
+        texts = {
+            name: book(n).replace("Sentence number", f"In {''.join(c for c in name if c.isalnum())} sentence")
+            for name, n in docs.items()
+        }
     paths = []
     for name, text in texts.items():
         path = folder / name
@@ -61,30 +63,40 @@ def make_epub3(path: Path) -> Path:
     book.add_author("Ada Lovelace")
     book.set_cover("images/cover.jpg", COVER)
     toc_page = epub_page(
-        epub, "contents.xhtml", "Contents",
+        epub,
+        "contents.xhtml",
+        "Contents",
         '<h1>Contents</h1><ol><li><a href="ch1.xhtml">One</a></li><li><a href="ch2.xhtml">Two</a></li></ol>',
         "contents",
-    )  # fmt: skip
+    )
     copyright_page = epub_page(
-        epub, "legal.xhtml", "Legal",
+        epub,
+        "legal.xhtml",
+        "Legal",
         "<p>Copyright © 2026 Ada Lovelace. All rights reserved.</p><p>ISBN 978-0-00-000000-0</p>",
-        "legal", "copyright-page",
-    )  # fmt: skip
+        "legal",
+        "copyright-page",
+    )
     ch1 = epub_page(
-        epub, "ch1.xhtml", "Arrival",
+        epub,
+        "ch1.xhtml",
+        "Arrival",
         '<h1>Chapter One</h1><p>The keeper climbed the stairs.<sup><a epub:type="noteref" href="#n1">1</a></sup> '
         'The lamp was cold.</p><img src="images/cover.jpg" alt="A picture of the lamp"/>'
         '<aside epub:type="footnote" id="n1"><p>There were ninety-nine stairs.</p></aside>',
         "ch1",
-    )  # fmt: skip
+    )
     ch2 = epub_page(
         epub, "ch2.xhtml", "Storm", "<h1>Chapter Two</h1><p>Rain hammered the glass. Ships waited.</p>", "ch2"
     )
     ch3 = epub_page(epub, "ch3.xhtml", "Dawn", "<h1>Chapter Three</h1><p>Morning came at last.</p>", "ch3")
     for item in (toc_page, copyright_page, ch1, ch2, ch3):
         book.add_item(item)
-    book.toc = [epub.Link("ch1.xhtml", "Arrival", "ch1"), epub.Link("ch2.xhtml", "The Storm", "ch2"),
-                epub.Link("ch3.xhtml", "Dawn", "ch3")]  # fmt: skip
+    book.toc = [
+        epub.Link("ch1.xhtml", "Arrival", "ch1"),
+        epub.Link("ch2.xhtml", "The Storm", "ch2"),
+        epub.Link("ch3.xhtml", "Dawn", "ch3"),
+    ]
     book.add_item(epub.EpubNcx())
     book.add_item(epub.EpubNav())
     book.spine = ["cover", "nav", toc_page, copyright_page, ch1, ch2, ch3]
@@ -156,15 +168,25 @@ def make_text_pdf(path: Path) -> Path:
     pdf = _pdf_with_running_heads("The Lighthouse Keeper")
     pdf.set_font("Helvetica", size=12)
     pages = [
-        ("Chapter One", ["The keeper climbed the stairs every evening to light the great",
-                         "lamp. He counted each step of the climb and the narra-",
-                         "tion of his day went on in his head until he reached the top.",
-                         "Then he rested."]),
-        ("Chapter Two", ["A storm came in from the west and the sea rose higher than",
-                         "anyone in the village could remember.", "Ships waited."]),
-        ("Chapter Three", ["Morning came at last and the water was calm again under",
-                           "a pale sky.", "The end."]),
-    ]  # fmt: skip
+        (
+            "Chapter One",
+            [
+                "The keeper climbed the stairs every evening to light the great",
+                "lamp. He counted each step of the climb and the narra-",
+                "tion of his day went on in his head until he reached the top.",
+                "Then he rested.",
+            ],
+        ),
+        (
+            "Chapter Two",
+            [
+                "A storm came in from the west and the sea rose higher than",
+                "anyone in the village could remember.",
+                "Ships waited.",
+            ],
+        ),
+        ("Chapter Three", ["Morning came at last and the water was calm again under", "a pale sky.", "The end."]),
+    ]
     for title, lines in pages:
         pdf.add_page()
         pdf.start_section(title)

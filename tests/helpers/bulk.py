@@ -30,18 +30,42 @@ def finish_many(r: redis.Redis, n: int, offset: int = 0) -> list[str]:
     with r.pipeline() as p:
         for job_id in ids:
             out = f"books/{job_id}.mp3"
-            data = Queue.prepare_data(JOB_FUNCTION, ({"document": "0" * 64, "voice": "0" * 64, "output": out},),
-                                      job_id=job_id, description=f"narrate {job_id}.txt (3 sentences) -> {out}",
-                                      meta={"document": f"{job_id}.txt", "output": out,
-                                            "progress": {"done": 3, "total": 3, "audio_seconds": 2.0}})  # fmt: skip
-            job = Job.create(data.func, args=data.args, id=job_id, connection=r, serializer=JSONSerializer,
-                             description=data.description, meta=data.meta, origin=q.name)  # fmt: skip
+            data = Queue.prepare_data(
+                JOB_FUNCTION,
+                ({"document": "0" * 64, "voice": "0" * 64, "output": out},),
+                job_id=job_id,
+                description=f"narrate {job_id}.txt (3 sentences) -> {out}",
+                meta={
+                    "document": f"{job_id}.txt",
+                    "output": out,
+                    "progress": {"done": 3, "total": 3, "audio_seconds": 2.0},
+                },
+            )
+            job = Job.create(
+                data.func,
+                args=data.args,
+                id=job_id,
+                connection=r,
+                serializer=JSONSerializer,
+                description=data.description,
+                meta=data.meta,
+                origin=q.name,
+            )
             job.set_status(JobStatus.FINISHED, pipeline=p)
             job.ended_at = now
             job.save(pipeline=p)
-            Result.create(job, Result.Type.SUCCESSFUL, ttl=3600, pipeline=p,
-                          return_value={"output": f"/root/{out}", "output_relative": out, "duration_seconds": 2.0,
-                                        "chapters": []})  # fmt: skip
+            Result.create(
+                job,
+                Result.Type.SUCCESSFUL,
+                ttl=3600,
+                pipeline=p,
+                return_value={
+                    "output": f"/root/{out}",
+                    "output_relative": out,
+                    "duration_seconds": 2.0,
+                    "chapters": [],
+                },
+            )
             p.zadd(FinishedJobRegistry(q.name, connection=r).key, {job_id: now.timestamp() + 3600})
             p.hset(ownership.key(out), mapping={"job": job_id, "sha256": "0" * 64})
             p.sadd(ownership.files_key(job_id), out)
@@ -59,11 +83,14 @@ def enqueue_many(r: redis.Redis, n: int, name: str = "narrate", offset: int = 0)
             ({"document": "0" * 64, "voice": "0" * 64, "output": f"bulk/{i}.mp3"},),
             job_id=f"bulk-{offset + i:05d}",
             description=f"narrate bulk {i}.txt (100 sentences) -> bulk/{i}.mp3",
-            meta={"progress": {"done": 0, "total": 100, "audio_seconds": 0.0}, "document": f"{i}.txt",
-                  "output": f"bulk/{i}.mp3"},
+            meta={
+                "progress": {"done": 0, "total": 100, "audio_seconds": 0.0},
+                "document": f"{i}.txt",
+                "output": f"bulk/{i}.mp3",
+            },
         )
         for i in range(n)
-    ]  # fmt: skip
+    ]
     with r.pipeline() as p:
         q.enqueue_many(data, pipeline=p)
         p.execute()

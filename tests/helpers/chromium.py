@@ -44,5 +44,6 @@ def serve_directory(directory: Path, port: int) -> subprocess.Popen:
     """A plain static web server (another origin than the server under test)."""
     return subprocess.Popen(
         [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(directory)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )

@@ -55,8 +55,11 @@ def dashboard(env: dict, *args: str, port: int | None = None) -> Iterator[int]:
     port = port or free_port()
     proc = subprocess.Popen(
         [*NARRATE, "dashboard", "--port", str(port), *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -15,8 +15,13 @@ def _name(dtype) -> str:
 class DtypeProbe:
     def __init__(self, model):
         self.model = model
-        self.seen: dict[str, set[str]] = {"embedding": set(), "prefill": set(), "talker_kv": set(),
-                                          "code_kv": set(), "logits": set()}  # fmt: skip
+        self.seen: dict[str, set[str]] = {
+            "embedding": set(),
+            "prefill": set(),
+            "talker_kv": set(),
+            "code_kv": set(),
+            "logits": set(),
+        }
         self.checks = 0
         self._caches: list = []
         self._code_caches: list = []
@@ -111,7 +116,11 @@ class DtypeProbe:
 
         code_predictor_step._GrowingCache.__init__ = self._grow_init
         vars(self.model).pop(code_predictor_step.STEP_ATTR, None)  # traced while probed
-        for obj, name in ((self.model.talker, "make_cache"), (self.model.talker.code_predictor, "make_cache"),
-                          (self.model, "_prepare_generation_inputs"), (self.model, "_sample_token"),
-                          (self.model, "_sample_token_batch")):  # fmt: skip
+        for obj, name in (
+            (self.model.talker, "make_cache"),
+            (self.model.talker.code_predictor, "make_cache"),
+            (self.model, "_prepare_generation_inputs"),
+            (self.model, "_sample_token"),
+            (self.model, "_sample_token_batch"),
+        ):
             delattr(obj, name)

@@ -60,11 +60,17 @@ def ffmpeg_children(pid: int) -> list[int]:
     return [int(r[0]) for r in rows if len(r) == 3 and int(r[1]) == pid and "ffmpeg" in r[2]]
 
 
-def stitch_with_file_limit(root: Path, tmp: Path, output: str, per_chapter: int, unit_s: float = 600,
-                           limit: int = 400_000) -> subprocess.CompletedProcess:  # fmt: skip
+def stitch_with_file_limit(
+    root: Path, tmp: Path, output: str, per_chapter: int, unit_s: float = 600, limit: int = 400_000
+) -> subprocess.CompletedProcess:
     """The stitch with RLIMIT_FSIZE at `limit` bytes (EFBIG: a stand-in for a full disk)."""
-    return subprocess.run(_args(root, tmp, output, per_chapter, unit_s, "plain"), capture_output=True, text=True,
-                          preexec_fn=file_size_limit(limit), timeout=120)  # fmt: skip
+    return subprocess.run(
+        _args(root, tmp, output, per_chapter, unit_s, "plain"),
+        capture_output=True,
+        text=True,
+        preexec_fn=file_size_limit(limit),
+        timeout=120,
+    )
 
 
 def kill_while_encoding(root: Path, tmp: Path, output: str, per_chapter: int = 4) -> None:

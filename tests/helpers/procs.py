@@ -37,16 +37,25 @@ def file_size_limit(limit: int) -> Callable[[], None]:
 
 
 def narrate(
-    env: dict, *args: str, timeout: float = 300, cwd: Path | None = None, as_user: bool = False,
+    env: dict,
+    *args: str,
+    timeout: float = 300,
+    cwd: Path | None = None,
+    as_user: bool = False,
     file_limit: int | None = None,
-) -> subprocess.CompletedProcess:  # fmt: skip
+) -> subprocess.CompletedProcess:
     """`narrate ARGS` in a process of its own. `as_user`: without root's power to read any file
     (see unprivileged); `file_limit`: with RLIMIT_FSIZE at that many bytes."""
     cmd = unprivileged(NARRATE + list(args)) if as_user else NARRATE + list(args)
     return subprocess.run(
-        cmd, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+        cmd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
         preexec_fn=file_size_limit(file_limit) if file_limit is not None else None,
-    )  # fmt: skip
+    )
 
 
 def burst_worker_with_file_limit(env: dict, limit: int) -> subprocess.CompletedProcess:

@@ -61,20 +61,31 @@ def make_readalong_epub(path: Path) -> Path:
     listing = '<h1>Contents</h1><ol><li><a href="ch1.xhtml">One</a></li></ol>'
     contents = page(epub, "contents.xhtml", "Contents", listing, "contents")
     ch1 = page(
-        epub, "ch1.xhtml", "Arrival",
+        epub,
+        "ch1.xhtml",
+        "Arrival",
         '<h1>Chapter One</h1><p>The keeper climbed the stairs.<sup><a epub:type="noteref" href="#n1">1</a></sup> '
         "The lamp was cold.</p><p><em>It was late. The sea was loud.</em> He lit the wick&#160;at once.</p>"
         '<p><img src="images/cover.png" alt="The lamp"/></p>'
         '<aside epub:type="footnote" id="n1"><p>There were ninety-nine stairs.</p></aside>',
         "ch1",
-    )  # fmt: skip
-    ch2 = page(epub, "ch2.xhtml", "The Storm", '<h1>Chapter Two</h1><p>Rain hammered <a href="ch3.xhtml">the '
-               "glass of the tower</a> all night. Ships waited.</p>", "ch2")  # fmt: skip
+    )
+    ch2 = page(
+        epub,
+        "ch2.xhtml",
+        "The Storm",
+        '<h1>Chapter Two</h1><p>Rain hammered <a href="ch3.xhtml">the '
+        "glass of the tower</a> all night. Ships waited.</p>",
+        "ch2",
+    )
     ch3 = page(epub, "ch3.xhtml", "Dawn", "<h1>Chapter Three</h1><p>Morning came at last.</p>", "ch3")
     for item in (contents, ch1, ch2, ch3):
         book.add_item(item)
-    book.toc = [epub.Link("ch1.xhtml", "Arrival", "ch1"), epub.Link("ch2.xhtml", "The Storm", "ch2"),
-                epub.Link("ch3.xhtml", "Dawn", "ch3")]  # fmt: skip
+    book.toc = [
+        epub.Link("ch1.xhtml", "Arrival", "ch1"),
+        epub.Link("ch2.xhtml", "The Storm", "ch2"),
+        epub.Link("ch3.xhtml", "Dawn", "ch3"),
+    ]
     book.add_item(epub.EpubNcx())
     book.add_item(epub.EpubNav())
     book.spine = ["cover", "nav", contents, ch1, ch2, ch3]

@@ -17,14 +17,19 @@ INTERVAL_S = 0.2  # the tests' scheduler interval (the lease is 5 of these)
 
 def sched_env(env: dict, home: Path, settle_s: float = 0, **extra: str) -> dict:
     return fake_env(
-        env, home, delay_ms=0, NARRATE_SCHEDULER_INTERVAL_S=str(INTERVAL_S), NARRATE_SCHEDULE_SETTLE_S=str(settle_s),
+        env,
+        home,
+        delay_ms=0,
+        NARRATE_SCHEDULER_INTERVAL_S=str(INTERVAL_S),
+        NARRATE_SCHEDULE_SETTLE_S=str(settle_s),
         **extra,
-    )  # fmt: skip
+    )
 
 
 def add(env: dict, name: str, watch: Path, voice: Path, *extra: str, run=narrate) -> None:
-    proc = run(env, "schedule", "add", name, "--cron", "0 2 * * *", "--watch", str(watch), "--voice", str(voice),
-               *extra)  # fmt: skip
+    proc = run(
+        env, "schedule", "add", name, "--cron", "0 2 * * *", "--watch", str(watch), "--voice", str(voice), *extra
+    )
     assert proc.returncode == 0, proc.stderr
 
 
@@ -62,8 +67,11 @@ def listing(env: dict, run=narrate) -> dict:
 def run_tick(env: dict, name: str, run=None) -> dict:
     """`narrate schedule run NAME --json`, by default unprivileged (a file of mode 000 is unreadable
     to it, as to the scheduler of a user who is not root)."""
-    proc = run(env, "schedule", "run", name, "--json") if run else narrate(env, "schedule", "run", name, "--json",
-                                                                             timeout=120, as_user=True)  # fmt: skip
+    proc = (
+        run(env, "schedule", "run", name, "--json")
+        if run
+        else narrate(env, "schedule", "run", name, "--json", timeout=120, as_user=True)
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -74,5 +82,8 @@ def start_scheduler(env: dict) -> subprocess.Popen:
 
 
 def wait_runs(r, name: str, runs: int, timeout: float = 60) -> dict:
-    return wait_until(lambda: state(r, name) if state(r, name).get("runs", 0) >= runs else None, timeout,
-                      f"{runs} run(s) of schedule {name}")  # fmt: skip
+    return wait_until(
+        lambda: state(r, name) if state(r, name).get("runs", 0) >= runs else None,
+        timeout,
+        f"{runs} run(s) of schedule {name}",
+    )

@@ -29,9 +29,16 @@ def serve_env(checkpoint: Path, **extra: str) -> tuple[dict[str, str], Path]:
     home = Path(tempfile.mkdtemp(prefix="nw-", dir="/tmp"))  # short: unix socket paths are limited
     (home / "out").mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith("NARRATE_")}
-    env.update(NARRATE_HOME=str(home), NARRATE_OUTPUT_DIR=str(home / "out"), NARRATE_LOCK_PATH=str(home / "host.lock"),
-               NARRATE_MODEL=str(checkpoint), NARRATE_MAX_FRAMES="6", PYTHONUNBUFFERED="1",
-               HF_HUB_OFFLINE="1", NARRATE_SERVE_SUBMITS_PER_MIN="100000")  # fmt: skip
+    env.update(
+        NARRATE_HOME=str(home),
+        NARRATE_OUTPUT_DIR=str(home / "out"),
+        NARRATE_LOCK_PATH=str(home / "host.lock"),
+        NARRATE_MODEL=str(checkpoint),
+        NARRATE_MAX_FRAMES="6",
+        PYTHONUNBUFFERED="1",
+        HF_HUB_OFFLINE="1",
+        NARRATE_SERVE_SUBMITS_PER_MIN="100000",
+    )
     # Offline: a published model id fails in the worker instead of downloading; the submissions
     # limit is tested by tests/system/test_serve_attacks.py, which sets its own.
     env.update(extra)
@@ -42,8 +49,9 @@ def start_serve(env: dict[str, str], port: int, *args: str) -> subprocess.Popen:
     """`narrate serve`, its output into a file (a pipe nobody reads while it runs fills up with the
     request log of a long test and blocks the server): `output(proc)` reads it."""
     log = tempfile.NamedTemporaryFile(prefix="narrate-serve-", suffix=".log", delete=False)  # noqa: SIM115
-    proc = subprocess.Popen([*NARRATE, "serve", "--port", str(port), *args], env=env, stdout=log,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*NARRATE, "serve", "--port", str(port), *args], env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+    )
     log.close()
     proc.log_path = Path(log.name)  # type: ignore[attr-defined]
     return proc

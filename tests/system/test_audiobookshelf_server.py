@@ -97,26 +97,68 @@ def write_book_epub(path: Path, book: Book) -> Path:
 
 def books(alice_wav: Path) -> list[Book]:
     return [
-        Book("single", "The Lighthouse Keeper", ["Ada North", "Ben South"], "A keeper and his lamp, one winter.",
-             [("Arrival", "The keeper climbed the stairs. The lamp was cold."),
-              ("The Storm", "Rain hammered the glass. Ships waited."),
-              ("Dawn", "Morning came at last.")], ["Ann Reader"], cover_jpeg((200, 40, 40))),
-        Book("split", "Tales of the Fjord", ["Cora West"], "Three short tales told by the water.",
-             [("The Ferry", "A ferry crossed twice a day."), ("The Net", "Nets dried on the rocks."),
-              ("The Bell", "A bell rang for the last boat.")], ["Dan Voice"], cover_jpeg((40, 160, 40)),
-             args=["--split", "chapters"]),
-        Book("series", "The Second Tide", ["Ada North"], "The keeper's daughter takes the lamp.",
-             [("Return", "She came back in spring."), ("Light", "The lamp burned again.")], ["Ann Reader"],
-             cover_jpeg((40, 40, 200)), series=("Sea Stories", "2")),
-        Book("cast", "Voices at Sea", ["Eve East"], "A crossing told in two voices.",
-             [("Departure", "The boat left at dusk.\n\n\u201cWe should turn back now.\u201d\n\nNobody answered."),
-              ("Landfall", "Land rose out of the fog.\n\n\u201cThere it is, at last.\u201d")],
-             ["Ann Reader", "Alice Sample"], cover_jpeg((200, 200, 40)),
-             args=["--dialogue-voice", str(alice_wav)]),
-        Book("upload", "The Far Shore", ["Finn North"], "The last of the sea stories.",
-             [("Crossing", "The far shore was green."), ("Home", "They built a house there.")], ["Ann Reader"],
-             cover_jpeg((120, 40, 160)), series=("Sea Stories", "3"), series_option=True),
-    ]  # fmt: skip
+        Book(
+            "single",
+            "The Lighthouse Keeper",
+            ["Ada North", "Ben South"],
+            "A keeper and his lamp, one winter.",
+            [
+                ("Arrival", "The keeper climbed the stairs. The lamp was cold."),
+                ("The Storm", "Rain hammered the glass. Ships waited."),
+                ("Dawn", "Morning came at last."),
+            ],
+            ["Ann Reader"],
+            cover_jpeg((200, 40, 40)),
+        ),
+        Book(
+            "split",
+            "Tales of the Fjord",
+            ["Cora West"],
+            "Three short tales told by the water.",
+            [
+                ("The Ferry", "A ferry crossed twice a day."),
+                ("The Net", "Nets dried on the rocks."),
+                ("The Bell", "A bell rang for the last boat."),
+            ],
+            ["Dan Voice"],
+            cover_jpeg((40, 160, 40)),
+            args=["--split", "chapters"],
+        ),
+        Book(
+            "series",
+            "The Second Tide",
+            ["Ada North"],
+            "The keeper's daughter takes the lamp.",
+            [("Return", "She came back in spring."), ("Light", "The lamp burned again.")],
+            ["Ann Reader"],
+            cover_jpeg((40, 40, 200)),
+            series=("Sea Stories", "2"),
+        ),
+        Book(
+            "cast",
+            "Voices at Sea",
+            ["Eve East"],
+            "A crossing told in two voices.",
+            [
+                ("Departure", "The boat left at dusk.\n\n\u201cWe should turn back now.\u201d\n\nNobody answered."),
+                ("Landfall", "Land rose out of the fog.\n\n\u201cThere it is, at last.\u201d"),
+            ],
+            ["Ann Reader", "Alice Sample"],
+            cover_jpeg((200, 200, 40)),
+            args=["--dialogue-voice", str(alice_wav)],
+        ),
+        Book(
+            "upload",
+            "The Far Shore",
+            ["Finn North"],
+            "The last of the sea stories.",
+            [("Crossing", "The far shore was green."), ("Home", "They built a house there.")],
+            ["Ann Reader"],
+            cover_jpeg((120, 40, 160)),
+            series=("Sea Stories", "3"),
+            series_option=True,
+        ),
+    ]
 
 
 def ran_ok(env: dict, *args: str) -> dict:
@@ -161,8 +203,11 @@ def differences(book: Book, item: dict, result: dict, cover: tuple[str, bytes]) 
         near(f"end of chapter {title!r}", shown["end"], end)
     tracks = media["audioFiles"]
     if "--split" in book.args:  # one track a chapter, in order, each chapter starting within its own track
-        same("tracks", [t["metadata"]["filename"] for t in tracks],
-             [f"{book.key} - {n:02d} - {t}.m4b" for n, (_, _, t) in enumerate(chapters, 1)])  # fmt: skip
+        same(
+            "tracks",
+            [t["metadata"]["filename"] for t in tracks],
+            [f"{book.key} - {n:02d} - {t}.m4b" for n, (_, _, t) in enumerate(chapters, 1)],
+        )
         at = 0.0
         for track, (start, _, title) in zip(tracks, chapters, strict=False):
             if not at - TOLERANCE_S <= start <= at + track["duration"]:
@@ -195,8 +240,19 @@ def test_narrated_books_read_back_from_a_real_audiobookshelf(env, home, voice_wa
         epub = write_book_epub(home / f"{book.key}.epub", book)
         out = home / "out" / f"{book.key}.m4b"
         series = ["--series", f"{book.series[0]} #{book.series[1]}"] if book.series and book.series_option else []
-        book.job = ran_ok(e, "submit", str(epub), "--voice", str(voice_wav), "-o", str(out),
-                          "--narrator", ", ".join(book.narrators), *series, *book.args)["id"]  # fmt: skip
+        book.job = ran_ok(
+            e,
+            "submit",
+            str(epub),
+            "--voice",
+            str(voice_wav),
+            "-o",
+            str(out),
+            "--narrator",
+            ", ".join(book.narrators),
+            *series,
+            *book.args,
+        )["id"]
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     results = {b.key: wait_for_job(b.job) for b in all_books}
     assert all(r["status"] == "finished" for r in results.values()), results
@@ -218,7 +274,13 @@ def test_narrated_books_read_back_from_a_real_audiobookshelf(env, home, voice_wa
     abs_server.wait_for_scan(lib, scanned)
     folders[uploaded.key] = str(library / "Finn North" / "Sea Stories" / "The Far Shore")
     assert sorted(p.name for p in Path(folders[uploaded.key]).iterdir()) == [
-        "The Far Shore.m4b", "cover.jpg", "desc.txt", "metadata.json", "metadata.opf", "reader.txt"]  # fmt: skip
+        "The Far Shore.m4b",
+        "cover.jpg",
+        "desc.txt",
+        "metadata.json",
+        "metadata.opf",
+        "reader.txt",
+    ]
 
     items = {i["media"]["metadata"]["title"]: i for i in abs_server.items(lib)}
     assert sorted(items) == sorted(b.title for b in all_books), abs_server.tail()

@@ -63,8 +63,9 @@ def test_wait_follows_every_job_of_a_batch(env, home, voice_wav, external_redis)
         assert ok.stdout.splitlines()[-2:] == [str(home / "out" / "good.mp3"), str(home / "out" / "other.mp3")]
         bad = home / "in" / "bad.txt"
         bad.write_text("This is BROKEN.")
-        mixed = narrate(e, "submit", str(bad), str(good), "--voice", str(voice_wav), "-o", str(home / "out" / "second"),
-                        "--wait")  # fmt: skip
+        mixed = narrate(
+            e, "submit", str(bad), str(good), "--voice", str(voice_wav), "-o", str(home / "out" / "second"), "--wait"
+        )
     finally:
         stop_worker(worker)
     assert mixed.returncode == 1 and mixed.stdout, (mixed.stdout, mixed.stderr)

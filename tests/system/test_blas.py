@@ -73,8 +73,13 @@ print(json.dumps({"loaded": blas.loaded, "mapped": maps, "route": route, "calls"
 def test_without_the_system_openblas_the_codecs_products_go_through_numpys_on_one_thread():
     """NARRATE_BLAS=numpy: what a Linux machine without the system OpenBLAS gets (`auto` there): MLX keeps its
     bundled BLAS, codec_fast's products go through numpy's OpenBLAS, set to one thread, and are right."""
-    out = subprocess.run([sys.executable, "-c", NUMPY_PROBE], env={**os.environ, "NARRATE_BLAS": "numpy"},
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", NUMPY_PROBE],
+        env={**os.environ, "NARRATE_BLAS": "numpy"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["loaded"] is None and got["mapped"] == []  # the system OpenBLAS stays out
@@ -82,8 +87,13 @@ def test_without_the_system_openblas_the_codecs_products_go_through_numpys_on_on
     assert got["threads"] == 1
     assert got["in_use"].startswith("MLX's own, the bundled reference BLAS (NARRATE_BLAS=numpy")
     assert "the codec's through numpy's OpenBLAS (lib" in got["in_use"]
-    bundled = subprocess.run([sys.executable, "-c", NUMPY_PROBE], env={**os.environ, "NARRATE_BLAS": "bundled"},
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    bundled = subprocess.run(
+        [sys.executable, "-c", NUMPY_PROBE],
+        env={**os.environ, "NARRATE_BLAS": "bundled"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bundled.returncode == 0, bundled.stderr
     got = json.loads(bundled.stdout.strip().splitlines()[-1])
     assert got["route"] is False and got["calls"] == [] and got["err"] < 1e-4  # MLX's own for everything
@@ -92,8 +102,11 @@ def test_without_the_system_openblas_the_codecs_products_go_through_numpys_on_on
 def test_a_bad_blas_choice_is_refused_by_name():
     out = subprocess.run(
         [sys.executable, "-c", "import narrate.worker"],
-        env={**os.environ, "NARRATE_BLAS": "mkl"}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        env={**os.environ, "NARRATE_BLAS": "mkl"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode != 0 and "NARRATE_BLAS='mkl': use one of auto, numpy, bundled" in out.stderr
 
 

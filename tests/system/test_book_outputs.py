@@ -109,8 +109,12 @@ def test_tags_and_cover_are_embedded(env, home, voice_wav):
     t = MP4(m4b).tags
     assert t["\xa9nam"] == ["tagged"] and t["\xa9ART"] == ["Jo Writer"] and t["\xa9wrt"] == ["Ann Reader"]
     assert t["\xa9day"] == ["1999"] and bytes(t["covr"][0]) == cover.read_bytes()
-    meta = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(m4b), "-f", "ffmetadata", "-"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    meta = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(m4b), "-f", "ffmetadata", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert meta.count("[CHAPTER]") == 3  # the chapters survive the tagging
     mp3 = home / "out" / "tagged.mp3"
     _run(e, home, voice_wav, mp3, *tags)

@@ -36,8 +36,10 @@ def test_writer_killed_mid_copy_is_cleaned_up_by_the_next_one(tmp_path):
         d.mkdir()
     proc = subprocess.run(
         [sys.executable, "-c", KILLED_WRITER, str(root / "d" / "book.mp3"), str(root), str(work)],
-        capture_output=True, text=True, cwd=TESTS,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=TESTS,
+    )
     assert proc.returncode == -9, proc.stderr
     assert partials(root) and list(work.iterdir())  # what the kill left behind
     write_book(root / "other.mp3", root=root, workdir=work)

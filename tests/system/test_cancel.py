@@ -174,8 +174,7 @@ def test_deleting_the_job_of_narrate_run_stops_it_without_output(env, home, voic
     [doc] = write_docs(home, {"run.txt": 40})
     out = home / "out" / "run.mp3"
     args = ["run", str(doc), "--voice", str(voice_wav), "-o", str(out)]
-    run = subprocess.Popen([*NARRATE, *args], env=e, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)  # fmt: skip
+    run = subprocess.Popen([*NARRATE, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_synthesized(home, 8)
     [key] = external_redis.keys("rq:job:*")
     _dashboard_delete(external_redis, key.decode().removeprefix("rq:job:"))

@@ -50,8 +50,14 @@ def samples(tmp_path) -> dict[str, Path]:
 
 
 def cast_args(samples: dict[str, Path], bob: str = "bob") -> list[str]:
-    return ["--voice", str(samples["narrator"]), "--voice", f"alice={samples['alice']}",
-            "--voice", f"bob={samples[bob]}"]  # fmt: skip
+    return [
+        "--voice",
+        str(samples["narrator"]),
+        "--voice",
+        f"alice={samples['alice']}",
+        "--voice",
+        f"bob={samples[bob]}",
+    ]
 
 
 def submit(env, doc: Path, out: Path, *args: str) -> dict:
@@ -86,8 +92,15 @@ def test_a_narrator_and_two_characters_by_markup_dialogue_and_each_importer(
         jobs["markup"] = first["id"]
         dialogue = home / "dialogue.txt"
         dialogue.write_text(DIALOGUE)
-        jobs["dialogue"] = submit(env, dialogue, out / "dialogue.wav", "--voice", str(samples["narrator"]),
-                                  "--dialogue-voice", str(samples["alice"]))["id"]  # fmt: skip
+        jobs["dialogue"] = submit(
+            env,
+            dialogue,
+            out / "dialogue.wav",
+            "--voice",
+            str(samples["narrator"]),
+            "--dialogue-voice",
+            str(samples["alice"]),
+        )["id"]
         for name, text in IMPORTED.items():
             doc = home / f"{name}.txt"
             doc.write_text(text)
@@ -164,7 +177,18 @@ def test_bad_casts_are_one_line_and_enqueue_nothing(env, home, samples, external
     assert "bob" in line and "name nobody" in line
     bad = home / "bad.jsonl"
     bad.write_text('{"speaker": "alice", "text": "Hi."}\nnot json\n')
-    line = one_error_line(narrate(env, "submit", str(bad), "--voice", str(samples["narrator"]),
-                                  "--voice", f"alice={samples['alice']}", "--markup", "jsonl"))  # fmt: skip
+    line = one_error_line(
+        narrate(
+            env,
+            "submit",
+            str(bad),
+            "--voice",
+            str(samples["narrator"]),
+            "--voice",
+            f"alice={samples['alice']}",
+            "--markup",
+            "jsonl",
+        )
+    )
     assert "line 2" in line
     assert not external_redis.keys("rq:job:*")

@@ -33,8 +33,10 @@ def test_chapters_from_headings_reach_the_audiobook(env, home, voice_wav, ext):
     assert chapters[0]["start_seconds"] == 0 and chapters[1]["start_seconds"] == pytest.approx(storm)
     meta = subprocess.run(
         [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(out), "-f", "ffmetadata", "-"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     titles = [line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("title=")]
     starts = [int(line.split("=")[1]) for line in meta.splitlines() if line.startswith("START=")]
     assert titles[-3:] == ["chap", "The Storm", "Chapter 2"]

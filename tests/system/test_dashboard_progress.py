@@ -73,9 +73,19 @@ def test_a_person_sees_progress_eta_and_due_times_while_a_job_runs(env, home, vo
             base = f"http://127.0.0.1:{port}"
             # Every page and every data URL the pages load answers while the worker is busy.
             lists = [f"/0/data/jobs/narrate/{state}/8/asc/1.json" for state in STATES]
-            for path in ("/", "/0/view/workers", "/0/view/jobs", "/narrate", f"/0/view/job/{long}",
-                         f"/0/view/job/{later}", "/0/data/queues.json", "/0/data/workers.json",
-                         f"/0/data/job/{long}.json", f"/0/data/job/{later}.json", *lists):  # fmt: skip
+            for path in (
+                "/",
+                "/0/view/workers",
+                "/0/view/jobs",
+                "/narrate",
+                f"/0/view/job/{long}",
+                f"/0/view/job/{later}",
+                "/0/data/queues.json",
+                "/0/data/workers.json",
+                f"/0/data/job/{long}.json",
+                f"/0/data/job/{later}.json",
+                *lists,
+            ):
                 reply = request(port, "GET", path)
                 assert reply.status == 200, (path, reply.status, reply.text[:500])
             workers_json = json.loads(request(port, "GET", "/0/data/workers.json").text)["workers"]

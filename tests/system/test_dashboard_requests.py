@@ -105,17 +105,40 @@ def test_only_the_dashboards_own_host_names_are_served(jobs):
     e, r, a, f = jobs
     e = dict(e, NARRATE_DASHBOARD_HOSTS=" narrate.lan, Box.LAN:8080 ,")
     with dashboard(e) as port:
-        data = ["/", "/0/view/jobs", f"/0/view/job/{a}", "/0/data/queues.json", "/0/data/workers.json",
-                "/0/data/jobs/narrate/queued/8/asc/1.json", f"/0/data/job/{a}.json"]  # fmt: skip
-        bad = [f"evil.example:{port}", "evil.example", f"127.0.0.1.evil.example:{port}", f"localhost:{port}.evil",
-               f"localhost:{port + 1}", "box.lan", f"box.lan:{port}", "", NO_HOST]  # fmt: skip
+        data = [
+            "/",
+            "/0/view/jobs",
+            f"/0/view/job/{a}",
+            "/0/data/queues.json",
+            "/0/data/workers.json",
+            "/0/data/jobs/narrate/queued/8/asc/1.json",
+            f"/0/data/job/{a}.json",
+        ]
+        bad = [
+            f"evil.example:{port}",
+            "evil.example",
+            f"127.0.0.1.evil.example:{port}",
+            f"localhost:{port}.evil",
+            f"localhost:{port + 1}",
+            "box.lan",
+            f"box.lan:{port}",
+            "",
+            NO_HOST,
+        ]
         for path in data:
             for host in bad:
                 reply = request(port, "GET", path, host=host)
                 _refused(reply, 400)
                 assert a.encode() not in reply.body
-        good = [f"127.0.0.1:{port}", f"localhost:{port}", f"LOCALHOST:{port}", f"[::1]:{port}",
-                f"narrate.lan:{port}", "narrate.lan", "box.lan:8080"]  # fmt: skip
+        good = [
+            f"127.0.0.1:{port}",
+            f"localhost:{port}",
+            f"LOCALHOST:{port}",
+            f"[::1]:{port}",
+            f"narrate.lan:{port}",
+            "narrate.lan",
+            "box.lan:8080",
+        ]
         for host in good:
             reply = request(port, "GET", f"/0/data/job/{a}.json", host=host)
             assert reply.status == 200 and json.loads(reply.body)["id"] == a, (host, reply.text[:300])
@@ -198,8 +221,11 @@ def test_unsafe_or_bad_settings_are_refused_at_start(env, external_redis, args, 
     e = dict(env, **extra)
     proc = subprocess.run(
         [*NARRATE, "dashboard", "--port", str(free_port()), *args],
-        env=e, capture_output=True, text=True, timeout=20,
-    )  # fmt: skip
+        env=e,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ") and message in lines[0], proc.stderr

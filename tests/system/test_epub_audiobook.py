@@ -23,8 +23,10 @@ def test_epub_chapters_reach_the_m4b(env, home, voice_wav):
     assert st["status"] == "finished", st
     meta = subprocess.run(
         [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(out), "-f", "ffmetadata", "-"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     titles = [line.split("=", 1)[1] for line in meta.splitlines() if line.startswith("title=")]
     assert titles == ["The Lighthouse Keeper", "Arrival", "The Storm", "Dawn"]  # the book's, then its chapters
     # The book's own author and cover are embedded (mutagen reads the MP4 atoms back).

@@ -56,8 +56,11 @@ def test_an_epub_output_is_the_read_along_epub_with_the_audio_inside(env, home, 
         [audio] = [n for n in z.namelist() if n.startswith("EPUB/narrate/audio")]
         (home / "inside.m4a").write_bytes(z.read(audio))
         assert b'id="nr-s' in z.read("EPUB/ch1.xhtml")  # the EPUB's own pages, marked
-    probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(home / "inside.m4a"), "-f", "null", "-"],
-                           capture_output=True, text=True)  # fmt: skip
+    probe = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(home / "inside.m4a"), "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+    )
     assert (
         "aac" in probe.stderr and abs(clock(probe.stderr.rsplit("time=", 1)[1].split()[0]) - timing["duration"]) < 0.1
     )

@@ -38,10 +38,19 @@ def chaptered_book() -> str:
 def host_env(env: dict, redis_url: str, delay_ms: int, fetch_max_mb: str = "2048") -> tuple[dict, Path]:
     h = Path(tempfile.mkdtemp(prefix="fh-", dir="/tmp"))
     (h / "out").mkdir()
-    e = fake_env(env, h, delay_ms=delay_ms, NARRATE_HOME=str(h), NARRATE_LOCK_PATH=str(h / "host.lock"),
-                 NARRATE_OUTPUT_DIR=str(h / "out"), NARRATE_REDIS_URL=redis_url, NARRATE_HEARTBEAT_S="1",
-                 NARRATE_ABANDONED_GRACE_S="2", NARRATE_SCHEDULER_INTERVAL_S="0.5",
-                 NARRATE_FETCH_MAX_MB=fetch_max_mb)  # fmt: skip
+    e = fake_env(
+        env,
+        h,
+        delay_ms=delay_ms,
+        NARRATE_HOME=str(h),
+        NARRATE_LOCK_PATH=str(h / "host.lock"),
+        NARRATE_OUTPUT_DIR=str(h / "out"),
+        NARRATE_REDIS_URL=redis_url,
+        NARRATE_HEARTBEAT_S="1",
+        NARRATE_ABANDONED_GRACE_S="2",
+        NARRATE_SCHEDULER_INTERVAL_S="0.5",
+        NARRATE_FETCH_MAX_MB=fetch_max_mb,
+    )
     return e, h
 
 
@@ -56,8 +65,9 @@ def host0_part(r, st: dict, host0: Path) -> tuple[Job, Part]:
     raise AssertionError(f"no started part holds sentence {last}")
 
 
-def run_book(env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: int = 60,
-             fetch_max_mb: str = "2048") -> dict:  # fmt: skip
+def run_book(
+    env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: int = 60, fetch_max_mb: str = "2048"
+) -> dict:
     text = chaptered_book()
     e = fake_env(env, home, delay_ms=delay_ms)
     want = golden(dict(e, NARRATE_FAKE_DELAY_MS="0"), home, voice_wav, text)  # one worker, no fan-out; same tones
@@ -115,9 +125,15 @@ def run_book(env, home, voice_wav, redis_url: str, fault: str | None, delay_ms: 
         assert proc.returncode == 0 and "through Redis" in proc.stdout, proc.stderr
         assert fetched.read_bytes() == want
     synth = sum(len(synthesized(h)) for _, h in hosts)
-    figures = {"parts_hosts": len(set(part_hosts)), "synthesized": synth, "sentences": st["result"]["sentences"],
-               "killed_after": killed, "per_host": [len(synthesized(h)) for _, h in hosts], "host0_log": logs[0],
-               "taken_over": [ln for lg in logs for ln in lg.splitlines() if "stopped beating" in ln]}  # fmt: skip
+    figures = {
+        "parts_hosts": len(set(part_hosts)),
+        "synthesized": synth,
+        "sentences": st["result"]["sentences"],
+        "killed_after": killed,
+        "per_host": [len(synthesized(h)) for _, h in hosts],
+        "host0_log": logs[0],
+        "taken_over": [ln for lg in logs for ln in lg.splitlines() if "stopped beating" in ln],
+    }
     if fault == "sleep":  # of the part it slept in, what host 0 synthesized after it woke
         figures["after_waking"] = sum(part.first <= i < part.end for i, _ in synthesized(hosts[0][1])) - woke
     for _, h in hosts:

@@ -45,8 +45,20 @@ def test_subtitles_and_the_manifest_carry_the_text_as_written(env, home, voice_w
     doc.write_text("Dr. Smith paid $3.50 for 2 apples. Nginx served it.")
     lexicon = home / "lexicon.txt"
     lexicon.write_text("Nginx = engine x\n")
-    proc = narrate(e, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "money.wav"),
-                   "--subtitles", "srt,vtt,json", "--lexicon", str(lexicon), "--json")  # fmt: skip
+    proc = narrate(
+        e,
+        "submit",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(home / "out" / "money.wav"),
+        "--subtitles",
+        "srt,vtt,json",
+        "--lexicon",
+        str(lexicon),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     job_id = json.loads(proc.stdout)["id"]
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
@@ -79,8 +91,18 @@ def test_split_outputs_are_placed_all_or_none(env, home, voice_wav, external_red
     e = fake_env(env, home, delay_ms=0)
     doc = home / "book.md"
     doc.write_text("# One\n\nThe first chapter.\n\n# Two\n\nThe second chapter.\n")
-    proc = narrate(e, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "book.mp3"),
-                   "--split", "chapters+book", "--json")  # fmt: skip
+    proc = narrate(
+        e,
+        "submit",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(home / "out" / "book.mp3"),
+        "--split",
+        "chapters+book",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -99,8 +121,13 @@ def test_narrate_run_says_what_to_do_while_a_worker_holds_the_host_lock(env, hom
     doc.write_text("A short document.")
     lock = open(home / "host.lock", "a+")  # the path NARRATE_LOCK_PATH names
     fcntl.flock(lock, fcntl.LOCK_EX)
-    proc = subprocess.Popen([*NARRATE, "run", str(doc), "--voice", str(voice_wav), "-o", str(home / "short.wav")],
-                            env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [*NARRATE, "run", str(doc), "--voice", str(voice_wav), "-o", str(home / "short.wav")],
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         said: list[str] = []
 

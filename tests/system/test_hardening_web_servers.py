@@ -20,8 +20,11 @@ def begin_upload(port: int, name: str, sample: bytes) -> tuple[socket.socket, by
         [("name", name), ("consent", "true"), ("audio_sample", ("sample.wav", sample, "audio/wav"))]
     )
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
-    s.sendall(f"POST /v1/audio/voices HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {kind}\r\n"
-              f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body[:-200])  # fmt: skip
+    s.sendall(
+        f"POST /v1/audio/voices HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: {kind}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+        + body[:-200]
+    )
     return s, body[-200:]
 
 

@@ -32,19 +32,28 @@ def _env_of(env: dict, home: Path, **extra: str) -> dict:
 def _holding(lock: Path) -> str:
     """The owner line once a worker holds the lock at `lock`."""
     owner = lock.with_name(lock.name + ".owner")
-    return wait_until(lambda: owner.is_file() and "narrate worker" in owner.read_text() and owner.read_text(),
-                      90, f"a worker holding {lock}")  # fmt: skip
+    return wait_until(
+        lambda: owner.is_file() and "narrate worker" in owner.read_text() and owner.read_text(),
+        90,
+        f"a worker holding {lock}",
+    )
 
 
 def _run(e: dict, home: Path, voice: Path) -> subprocess.Popen:
     doc = home / "short.txt"
     doc.write_text("A short document.")
-    return subprocess.Popen([*NARRATE, "run", str(doc), "--voice", str(voice), "-o", str(home / "out" / "short.wav")],
-                            env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    return subprocess.Popen(
+        [*NARRATE, "run", str(doc), "--voice", str(voice), "-o", str(home / "out" / "short.wav")],
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
-def test_on_cpus_alone_run_of_one_home_does_not_wait_for_another_homes_worker(env, home, other_home, voice_wav,
-                                                                              tmp_path):  # fmt: skip
+def test_on_cpus_alone_run_of_one_home_does_not_wait_for_another_homes_worker(
+    env, home, other_home, voice_wav, tmp_path
+):
     tmp = tmp_path / "tmp"  # the default lock of a machine with a GPU would lie here ($TMPDIR)
     tmp.mkdir()
     a, b = _env_of(env, home, TMPDIR=str(tmp)), _env_of(env, other_home, TMPDIR=str(tmp))

@@ -26,7 +26,10 @@ def test_info_on_a_password_protected_server(env, home, voice_wav):
         assert idle["workers"] == []
         counts = {q["name"]: q for q in idle["queues"]}
         assert (counts["narrate-high"]["scheduled"], counts["narrate"]["queued"], counts["narrate-low"]["queued"]) == (
-            1, 1, 1)  # fmt: skip
+            1,
+            1,
+            1,
+        )
         worker = start_worker(e)
         try:
             wait_until(lambda: _busy(e), 20, "a busy worker")

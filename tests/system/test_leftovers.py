@@ -24,8 +24,11 @@ def test_a_supervisor_sweeps_the_progress_files_of_dead_supervisors(env, home, t
     try:
         mine = home / f"worker-{live.pid}.progress"
         wait_until(mine.exists, 60, "the live supervisor's progress file")
-        stale = [home / f"worker-{dead_pid()}.progress", home / f"worker-{dead_pid()}.tmp",
-                 home / f"worker-{other.pid}.progress"]  # fmt: skip
+        stale = [
+            home / f"worker-{dead_pid()}.progress",
+            home / f"worker-{dead_pid()}.tmp",
+            home / f"worker-{other.pid}.progress",
+        ]
         for path in stale:
             path.write_text("busy 1.0 1\n")
         unrelated = home / "worker-notes.progress"  # not a liveness file name: left alone

@@ -33,8 +33,10 @@ def done(env, home, voice_wav):
     e = fake_env(env, home)
     book = home / "odyssey.epub"
     write_epub(book)
-    ids = [submit(e, book, voice_wav, home / "out" / f"odyssey{n}.m4b", "--narrator", "Ann Reader", "--seed", str(n))
-           for n in (1, 2)]  # fmt: skip
+    ids = [
+        submit(e, book, voice_wav, home / "out" / f"odyssey{n}.m4b", "--narrator", "Ann Reader", "--seed", str(n))
+        for n in (1, 2)
+    ]
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     for job_id in ids:
         assert wait_for_job(job_id)["status"] == "finished"
@@ -112,8 +114,12 @@ def test_kill_9_during_an_export_never_leaves_a_visible_half_folder(done, home):
     library.mkdir()
     rng = random.Random(7)
     for _ in range(5):
-        proc = subprocess.Popen([*NARRATE, "export", first, "--library", str(library)], env=e,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+        proc = subprocess.Popen(
+            [*NARRATE, "export", first, "--library", str(library)],
+            env=e,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(rng.uniform(0.2, 1.2))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
@@ -131,9 +137,11 @@ def test_kill_9_during_an_export_never_leaves_a_visible_half_folder(done, home):
 
 def test_export_refuses_what_it_cannot_do(done, home):
     e, (first, _) = done
-    for args, said in (((first, "--library", str(home / "nowhere")), "is not a folder"),
-                       ((first,), "no library: give --library DIR"),
-                       (("narrate-nope", "--library", str(home)), "narrate-nope")):  # fmt: skip
+    for args, said in (
+        ((first, "--library", str(home / "nowhere")), "is not a folder"),
+        ((first,), "no library: give --library DIR"),
+        (("narrate-nope", "--library", str(home)), "narrate-nope"),
+    ):
         ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", *args)
         assert ran.returncode == 1 and said in ran.stderr and "Traceback" not in ran.stderr, ran.stderr
 
@@ -148,8 +156,18 @@ def test_submit_with_a_library_exports_when_the_job_ends_and_a_failed_export_kee
     gone.mkdir()
     abs_server = FakeAbs()
     e["NARRATE_ABS_TOKEN"] = FakeAbs.TOKEN  # the worker's: never in the job
-    ok = submit(e, book, voice_wav, home / "out" / "a.m4b", "--narrator", "Ann Reader", "--library", str(library),
-                "--abs-url", abs_server.url)  # fmt: skip
+    ok = submit(
+        e,
+        book,
+        voice_wav,
+        home / "out" / "a.m4b",
+        "--narrator",
+        "Ann Reader",
+        "--library",
+        str(library),
+        "--abs-url",
+        abs_server.url,
+    )
     bad = submit(e, book, voice_wav, home / "out" / "b.m4b", "--library", str(gone), "--layout", "flat")
     gone.rmdir()  # the library is gone by the time the worker exports
     try:
@@ -203,8 +221,10 @@ class FakeAbs:
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 if self._authorized() and self.path == "/api/libraries":
-                    libraries = [{"id": "lib-pod", "mediaType": "podcast", "folders": [{"id": "fold-pod"}]},
-                                 {"id": "lib-books", "mediaType": "book", "folders": [{"id": "fold-1"}]}]  # fmt: skip
+                    libraries = [
+                        {"id": "lib-pod", "mediaType": "podcast", "folders": [{"id": "fold-pod"}]},
+                        {"id": "lib-books", "mediaType": "book", "folders": [{"id": "fold-1"}]},
+                    ]
                     self._answer(200, json.dumps({"libraries": libraries}).encode(), "application/json")
 
             def do_POST(self) -> None:  # noqa: N802
@@ -214,7 +234,8 @@ class FakeAbs:
                 call: dict = {"path": self.path}
                 if self.path == "/api/upload":
                     message = BytesParser(policy=default).parsebytes(
-                        f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body)  # fmt: skip
+                        f"Content-Type: {self.headers['Content-Type']}\r\n\r\n".encode() + body
+                    )
                     for part in message.iter_parts():
                         name = part.get_param("name", header="content-disposition")
                         if part.get_filename():
@@ -244,8 +265,14 @@ def test_audiobookshelf_gets_an_upload_or_a_scan_with_its_token(done, home, env)
         uploaded = export(e, first, home, "--abs-url", abs_server.url)  # --library home: a folder, then a scan
         assert uploaded["audiobookshelf"] == "Audiobookshelf library lib-books scanned"
         assert abs_server.calls[-1] == {"path": "/api/libraries/lib-books/scan"}
-        ran = narrate({k: v for k, v in e.items() if k != "NARRATE_LIBRARY"}, "export", second, "--abs-url",
-                      abs_server.url, "--json")  # fmt: skip
+        ran = narrate(
+            {k: v for k, v in e.items() if k != "NARRATE_LIBRARY"},
+            "export",
+            second,
+            "--abs-url",
+            abs_server.url,
+            "--json",
+        )
         assert ran.returncode == 0, ran.stderr
         assert (
             json.loads(ran.stdout)["audiobookshelf"]
@@ -254,15 +281,21 @@ def test_audiobookshelf_gets_an_upload_or_a_scan_with_its_token(done, home, env)
         assert abs_server.calls[-1] == {"path": "/api/libraries/lib-books/scan"}  # the upload, then its scan
         call = abs_server.calls[-2]
         assert call["path"] == "/api/upload"
-        assert call["fields"] == {"title": "The Odyssey", "author": "Homer", "series": "Greek Classics",
-                                  "library": "lib-books", "folder": "fold-1"}  # fmt: skip
+        assert call["fields"] == {
+            "title": "The Odyssey",
+            "author": "Homer",
+            "series": "Greek Classics",
+            "library": "lib-books",
+            "folder": "fold-1",
+        }
         assert sorted(call["files"]) == FILES
         assert json.loads(call["files"]["metadata.json"])["narrate"]["job"] == second
         assert call["files"]["The Odyssey.m4b"][:8][4:] == b"ftyp"
         assert list((home / "exports").iterdir()) == []  # the upload's staging folder is gone
 
-        wrong = narrate({**e, "NARRATE_ABS_TOKEN": "wrong"}, "export", first, "--library", str(home), "--abs-url",
-                        abs_server.url)  # fmt: skip
+        wrong = narrate(
+            {**e, "NARRATE_ABS_TOKEN": "wrong"}, "export", first, "--library", str(home), "--abs-url", abs_server.url
+        )
         assert wrong.returncode == 1 and "answered 401" in wrong.stderr and "NARRATE_ABS_TOKEN" in wrong.stderr
         assert "already exported to" in wrong.stderr  # the folder stands; export again once the token is right
     finally:
@@ -320,8 +353,9 @@ def test_a_read_along_books_files_go_with_it_named_as_its_audio(env, home, voice
     book = home / "odyssey.epub"
     write_epub(book)
     out = home / "out" / "odyssey.m4b"
-    job_id = submit(e, book, voice_wav, out, "--readalong", "epub,manifest,w3c", "--subtitles", "vtt,json",
-                    "--word-timings")  # fmt: skip
+    job_id = submit(
+        e, book, voice_wav, out, "--readalong", "epub,manifest,w3c", "--subtitles", "vtt,json", "--word-timings"
+    )
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert wait_for_job(job_id)["status"] == "finished"
     library = home / "library"
@@ -329,8 +363,17 @@ def test_a_read_along_books_files_go_with_it_named_as_its_audio(env, home, voice
     folder = Path(export(e, job_id, library, "--layout", "flat")["folder"])
     assert folder == library / "The Odyssey"
     names = sorted(p.name for p in folder.iterdir())
-    assert names == sorted([*FILES, "The Odyssey.epub", "The Odyssey.audiobook.json", "The Odyssey.publication.json",
-                            "The Odyssey.toc.html", "The Odyssey.vtt", "The Odyssey.words.vtt"])  # fmt: skip
+    assert names == sorted(
+        [
+            *FILES,
+            "The Odyssey.epub",
+            "The Odyssey.audiobook.json",
+            "The Odyssey.publication.json",
+            "The Odyssey.toc.html",
+            "The Odyssey.vtt",
+            "The Odyssey.words.vtt",
+        ]
+    )
     assert sha256_file(folder / "The Odyssey.epub") == sha256_file(home / "out" / "odyssey.epub")
     assert (folder / "The Odyssey.words.vtt").read_text() == (home / "out" / "odyssey.words.vtt").read_text()
     assert (folder / "The Odyssey.vtt").read_text() == (home / "out" / "odyssey.vtt").read_text()

@@ -46,8 +46,10 @@ def test_list_of_ten_thousand_jobs_is_three_round_trips(env, home, external_redi
     newest = json.loads(proc.stdout.splitlines()[0])
     assert newest["id"] == f"bulk-{MANY - 1:05d}" and newest["status"] == "queued"
     assert newest["output"] == str(home / "out" / "bulk" / f"{MANY - 1}.mp3")
-    print(f"\nnarrate list with {MANY} jobs (whole command, process start included): "
-          + ", ".join(f"{t:.2f} s" for t in timings))  # fmt: skip
+    print(
+        f"\nnarrate list with {MANY} jobs (whole command, process start included): "
+        + ", ".join(f"{t:.2f} s" for t in timings)
+    )
 
 
 def test_list_shows_each_state_newest_first_and_skips_expired_jobs(env, home, voice_wav, external_redis):

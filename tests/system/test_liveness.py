@@ -21,8 +21,12 @@ def start_group(env: dict, *args: str) -> subprocess.Popen:
     """`narrate ARGS` in its own process group (so the whole group can be stopped, as in a sleep)."""
     return subprocess.Popen(
         [*NARRATE, *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )  # fmt: skip
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
 
 
 def end_group(proc: subprocess.Popen) -> str:
@@ -76,9 +80,12 @@ def test_two_machines_with_one_host_name_never_run_one_job_twice(env, home, voic
         other_home = tmp_path / "other-home"
         other = subprocess.Popen(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", script],
-            env=dict(e, NARRATE_HOME=str(other_home)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=dict(e, NARRATE_HOME=str(other_home)),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
-        )  # fmt: skip
+        )
         try:
             wait_until(lambda: external_redis.scard("rq:workers") >= 2, 60, "the second machine's worker")
             from narrate.jobs.api import submit as api
@@ -148,10 +155,12 @@ def test_run_says_whom_it_waits_for_and_cleans_up_on_sigterm(env, home, voice_wa
         doc = home / "run.txt"
         doc.write_text(book(6))
         run = subprocess.Popen(
-            [*NARRATE, "run", str(doc), "--voice", str(voice_wav),
-             "-o", str(home / "out" / "run.wav"), "--here"],
-            env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
+            [*NARRATE, "run", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "run.wav"), "--here"],
+            env=e,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         wait_until(lambda: run_queues(home), 30, "the private queue")
         time.sleep(1.0)
         run.send_signal(signal.SIGTERM)

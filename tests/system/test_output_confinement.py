@@ -29,8 +29,11 @@ def run_with_swap(e: dict, home: Path, voice: Path, out: Path, swap, *extra: str
     job_id = submit(e, doc, voice, out, *extra)
     worker = subprocess.Popen(
         [*NARRATE, "worker", "--burst", "--quiet"],
-        env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         wait_synthesized(home, 2)
         swap()

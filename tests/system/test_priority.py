@@ -31,8 +31,9 @@ def test_recovery_and_resume_cover_every_priority(env, home, voice_wav, external
     """A worker killed during a high-priority job: its successor requeues it from narrate-high at
     once; a failed low-priority job is found by a plain `narrate resume`."""
     e = fake_env(env, home, delay_ms=60, NARRATE_FAKE_FAIL_ON="BROKEN", NARRATE_MAX_ATTEMPTS="1")
-    [urgent] = submit_json(e, write_docs(home, {"urgent.txt": 16}), voice_wav, "-o", str(home / "out"),
-                           "--priority", "high")  # fmt: skip
+    [urgent] = submit_json(
+        e, write_docs(home, {"urgent.txt": 16}), voice_wav, "-o", str(home / "out"), "--priority", "high"
+    )
     bad = home / "bad.txt"
     bad.write_text("This one is BROKEN. It fails.")
     [failing] = submit_json(e, [bad], voice_wav, "-o", str(home / "out"), "--priority", "low")

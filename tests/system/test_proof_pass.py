@@ -17,8 +17,15 @@ from narrate.jobs.proof.takes import retake_seed
 def proof_env(env: dict, home, **extra: str) -> dict:
     """The fake engine (a tone a sentence, its loudness by seed) and recognizer; pace is not judged (the tones
     are far shorter than speech)."""
-    return fake_env(env, home, delay_ms=10, NARRATE_FAKE_SEEDED="1", NARRATE_PROOF_RATE_FACTOR="1000",
-                    NARRATE_FAKE_PROOF_LOG=str(home / "heard.log"), **extra)  # fmt: skip
+    return fake_env(
+        env,
+        home,
+        delay_ms=10,
+        NARRATE_FAKE_SEEDED="1",
+        NARRATE_PROOF_RATE_FACTOR="1000",
+        NARRATE_FAKE_PROOF_LOG=str(home / "heard.log"),
+        **extra,
+    )
 
 
 def records(home) -> dict[str, tuple[dict, int]]:
@@ -56,7 +63,12 @@ def test_a_flagged_take_is_retaken_and_the_best_kept(env, home, voice_wav):
     proof = st["result"]["proof"]
     assert proof["model"] == "mlx-community/parakeet-tdt-0.6b-v2"  # auto, English: by language (the fake loads none)
     assert {k: proof[k] for k in ("checked", "flagged", "retaken", "still_flagged", "retakes")} == {
-        "checked": 6, "flagged": 2, "retaken": 2, "still_flagged": 1, "retakes": 4}  # fmt: skip
+        "checked": 6,
+        "flagged": 2,
+        "retaken": 2,
+        "still_flagged": 1,
+        "retakes": 4,
+    }
     assert proof["reasons"] == {"dropped": 1, "ending": 1}  # the cut take: the best of three bad ones
     by_text = records(home)
     two = next(v for k, v in by_text.items() if "number two" in k)
@@ -75,9 +87,15 @@ def test_a_worker_killed_mid_proof_resumes_without_hearing_again_what_was_judged
     """The recognizer kills the worker (os.abort) on a take of sentence 9; the supervisor starts another, which
     hears again only the takes of the batch in flight and the flagged sentence 3 waiting for its retake (heard,
     not judged to the end): no sentence whose proof was final."""
-    e = proof_env(env, home, NARRATE_FAKE_PROOF_DELAY_MS="150", NARRATE_FAKE_SPOKEN=str(home / "spoken.jsonl"),
-                  NARRATE_FAKE_PROOF_ABORT_ON="number nine ", NARRATE_FAKE_PROOF_ABORT_ONCE=str(home / "aborted"),
-                  NARRATE_FAKE_PROOF_FLAW="number three =drop")  # fmt: skip
+    e = proof_env(
+        env,
+        home,
+        NARRATE_FAKE_PROOF_DELAY_MS="150",
+        NARRATE_FAKE_SPOKEN=str(home / "spoken.jsonl"),
+        NARRATE_FAKE_PROOF_ABORT_ON="number nine ",
+        NARRATE_FAKE_PROOF_ABORT_ONCE=str(home / "aborted"),
+        NARRATE_FAKE_PROOF_FLAW="number three =drop",
+    )
     doc = home / "book.txt"
     doc.write_text(book(16))
     job_id = submit(e, doc, voice_wav, home / "out" / "book.wav", "--proof")

@@ -41,8 +41,11 @@ def test_it_loads_through_mlx_audios_loader_and_transcribes_a_batch(asr_checkpoi
     monkeypatch.setattr(stt_utils, "base_load_model", spy)
     r = MlxRecognizer.load(str(asr_checkpoint))
     assert calls == [(str(asr_checkpoint.resolve()), "stt")] and r.family == "qwen3_asr" and r.sample_rate == 16_000
-    heard = r.transcribe(takes(1.0, 2.6, 0.4, 1.8, 0.05), languages=["english", "english", "auto", "german", "english"],
-                         texts=["One two.", "Three four five.", "Six.", "Sieben acht.", "Nine."])  # fmt: skip
+    heard = r.transcribe(
+        takes(1.0, 2.6, 0.4, 1.8, 0.05),
+        languages=["english", "english", "auto", "german", "english"],
+        texts=["One two.", "Three four five.", "Six.", "Sieben acht.", "Nine."],
+    )
     assert len(heard) == 5 and all(isinstance(t, str) for t in heard) and heard[4] == ""  # too short to hear
     assert r.transcribe([], languages=[], texts=[]) == []
 
@@ -64,9 +67,15 @@ def test_the_batched_decode_is_mlx_audios_with_a_limit_per_take(asr_checkpoint):
 
     def theirs(limit: int) -> list[str]:
         texts, *_ = r.model._generate_chunks_batched(
-            [(a, 0.0) for a in audio], max_tokens=limit * len(audio), sampler=make_sampler(0.0),
-            logits_processors=None, language="English", system_prompt=None, batch_size=len(audio), verbose=False,
-        )  # fmt: skip
+            [(a, 0.0) for a in audio],
+            max_tokens=limit * len(audio),
+            sampler=make_sampler(0.0),
+            logits_processors=None,
+            language="English",
+            system_prompt=None,
+            batch_size=len(audio),
+            verbose=False,
+        )
         return texts
 
     def ours(limits: list[int]) -> list[str]:
@@ -111,8 +120,10 @@ def test_a_parakeet_recognizer_hears_take_by_take(parakeet_checkpoint):
     heard = r.transcribe(audio, languages=["english"] * 3, texts=["One two three.", "Four.", "Five six seven."])
 
     def directly() -> list[str]:
-        return [r.model.generate(mx.array(resample_audio(a, 24_000, 16_000, axis=0))).text.strip()
-                for a in (audio[0], audio[2])]  # fmt: skip
+        return [
+            r.model.generate(mx.array(resample_audio(a, 24_000, 16_000, axis=0))).text.strip()
+            for a in (audio[0], audio[2])
+        ]
 
     assert heard[1] == "" and [heard[0], heard[2]] == RecognizerThread.run(directly) and any(heard)
     words = tuple(piece[1:] for piece in VOCABULARY if piece.startswith("\u2581"))
@@ -140,8 +151,20 @@ def test_a_book_is_proofed_with_the_real_engine_and_recognizer(env, home, voice_
     doc = home / "story.txt"
     doc.write_text("Once upon a time there was a test. It ran on a CPU.\n\nAnd it was heard back.")
     out = home / "out" / "story.wav"
-    proc = narrate(env, "run", str(doc), "--voice", str(voice_wav), "-o", str(out), "--json",
-                   "--proof", str(asr_checkpoint), "--retakes", "1")  # fmt: skip
+    proc = narrate(
+        env,
+        "run",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(out),
+        "--json",
+        "--proof",
+        str(asr_checkpoint),
+        "--retakes",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = json.loads(proc.stdout)["result"]
     proof = result["proof"]

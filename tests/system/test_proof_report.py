@@ -29,8 +29,13 @@ browser_only = pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
 
 @pytest.fixture(scope="module")
 def served(checkpoint):
-    s = serve(checkpoint, NARRATE_ENGINE="fake", NARRATE_FAKE_DELAY_MS="5", NARRATE_FAKE_PROOF_FLAW=FLAWS,
-              NARRATE_PROOF_RATE_FACTOR="1000").with_worker()  # fmt: skip
+    s = serve(
+        checkpoint,
+        NARRATE_ENGINE="fake",
+        NARRATE_FAKE_DELAY_MS="5",
+        NARRATE_FAKE_PROOF_FLAW=FLAWS,
+        NARRATE_PROOF_RATE_FACTOR="1000",
+    ).with_worker()
     yield s
     logs = s.close()
     assert "Traceback" not in logs, logs[-4000:]
@@ -61,8 +66,15 @@ def plain(served, voice_wav) -> dict:
 
 def test_the_api_reports_each_flagged_sentence_placed_in_the_book(served, proofed, plain):
     job, timing = proofed["job"], proofed["timing"]
-    assert job["proof"] == {"model": "mlx-community/parakeet-tdt-0.6b-v2", "checked": 8, "flagged": 2, "retaken": 2,
-                            "still_flagged": 1, "retakes": 3, "reasons": {"dropped": 1}}  # fmt: skip
+    assert job["proof"] == {
+        "model": "mlx-community/parakeet-tdt-0.6b-v2",
+        "checked": 8,
+        "flagged": 2,
+        "retaken": 2,
+        "still_flagged": 1,
+        "retakes": 3,
+        "reasons": {"dropped": 1},
+    }
     got = served.get(f"/v1/narrations/{job['id']}/proof")
     assert got.status_code == 200, got.text
     rep = got.json()
@@ -80,7 +92,11 @@ def test_the_api_reports_each_flagged_sentence_placed_in_the_book(served, proofe
         seeds = [t["seed"] for t in s["takes"]]
         assert seeds[1:] == [retake_seed(seeds[0], n) for n in range(1, len(seeds))]
     assert (still["chapter"], still["chapter_title"], fixed["chapter"], fixed["chapter_title"]) == (
-        1, "The Harbor", 2, "The Storm")  # fmt: skip
+        1,
+        "The Harbor",
+        2,
+        "The Storm",
+    )
     assert still["outcome"] == "still_flagged" and still["reasons"] == ["dropped"] == still["flagged_for"]
     assert still["transcript"] == "The were loud." and still["problem"] == "dropped 'gulls'"
     assert [t["reasons"] for t in still["takes"]] == [["dropped"]] * 3 and still["kept"] == 0
@@ -103,8 +119,10 @@ def test_narrate_proof_lists_them_as_text_json_and_csv(served, proofed, plain):
     text = narrate(served.env, "proof", job_id)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
-    assert lines[0] == (f"{job_id}: finished; proof: 8 checked, 2 flagged, 2 retaken (3 retakes), 1 fixed, "
-                        "1 still flagged (dropped 1) by mlx-community/parakeet-tdt-0.6b-v2")  # fmt: skip
+    assert lines[0] == (
+        f"{job_id}: finished; proof: 8 checked, 2 flagged, 2 retaken (3 retakes), 1 fixed, "
+        "1 still flagged (dropped 1) by mlx-community/parakeet-tdt-0.6b-v2"
+    )
     block = lines[lines.index("") + 1 :]
     still = api["sentences"][0]
     assert block[0].startswith(f"still flagged: sentence {STILL + 1}, chapter 1 (The Harbor), at 0:0")
@@ -122,7 +140,9 @@ def test_narrate_proof_lists_them_as_text_json_and_csv(served, proofed, plain):
     assert as_csv.returncode == 0, as_csv.stderr
     rows = list(csv.DictReader(io.StringIO(as_csv.stdout)))
     assert [(r["index"], r["chapter"], r["outcome"]) for r in rows] == [
-        (str(STILL), "1", "still_flagged"), (str(FIXED), "2", "fixed")]  # fmt: skip
+        (str(STILL), "1", "still_flagged"),
+        (str(FIXED), "2", "fixed"),
+    ]
     assert rows[0]["text"] == "The gulls were loud." and rows[0]["transcript"] == "The were loud."
     assert rows[0]["reasons"] == "dropped" and rows[0]["takes"] == "3" and rows[0]["kept_take"] == "1"
     assert rows[0]["seeds"] == " ".join(str(t["seed"]) for t in still["takes"])
@@ -130,8 +150,10 @@ def test_narrate_proof_lists_them_as_text_json_and_csv(served, proofed, plain):
 
     status = narrate(served.env, "status", job_id)
     assert status.returncode == 0, status.stderr
-    assert (f"proof: 8 checked, 2 flagged, 2 retaken (3 retakes), 1 fixed, 1 still flagged (dropped 1) by "
-            f"mlx-community/parakeet-tdt-0.6b-v2; narrate proof {job_id} lists them") in status.stdout  # fmt: skip
+    assert (
+        f"proof: 8 checked, 2 flagged, 2 retaken (3 retakes), 1 fixed, 1 still flagged (dropped 1) by "
+        f"mlx-community/parakeet-tdt-0.6b-v2; narrate proof {job_id} lists them"
+    ) in status.stdout
     st = json.loads(narrate(served.env, "status", job_id, "--json").stdout)
     assert st["result"]["proof"]["sentences"] == api["sentences"]
 
@@ -171,8 +193,9 @@ def test_the_job_page_lists_them_with_players_and_links_into_the_read_along(serv
 
     # Each player plays its sentence alone: from its start, stopping at its end; again from its start.
     for k, s in enumerate(sentences):
-        page.evaluate("k => { const a = document.querySelectorAll('audio.excerpt')[k]; a.muted = true; "
-                      "return a.play(); }", k)  # fmt: skip
+        page.evaluate(
+            "k => { const a = document.querySelectorAll('audio.excerpt')[k]; a.muted = true; return a.play(); }", k
+        )
         at, paused = excerpt_state(page, k)
         assert s["start_s"] - 0.05 <= at <= s["end_s"], (at, s)
         page.wait_for_function("k => document.querySelectorAll('audio.excerpt')[k].paused", arg=k, timeout=10_000)
@@ -213,11 +236,14 @@ def test_on_a_phone_the_list_fits_and_its_players_play(served, proofed, browser)
     clip = page.locator("audio.excerpt").nth(0)
     box = clip.bounding_box()
     assert box is not None
-    page.evaluate("(() => { const a = document.querySelectorAll('audio.excerpt')[0]; a.muted = true; "
-                  "a.addEventListener('playing', () => { a.dataset.played = 'yes'; }); })()")  # fmt: skip
+    page.evaluate(
+        "(() => { const a = document.querySelectorAll('audio.excerpt')[0]; a.muted = true; "
+        "a.addEventListener('playing', () => { a.dataset.played = 'yes'; }); })()"
+    )
     clip.tap(position={"x": 20, "y": box["height"] / 2})  # its play control, at its start
-    page.wait_for_function("() => document.querySelectorAll('audio.excerpt')[0].dataset.played === 'yes'",
-                           timeout=10_000)  # fmt: skip
+    page.wait_for_function(
+        "() => document.querySelectorAll('audio.excerpt')[0].dataset.played === 'yes'", timeout=10_000
+    )
     page.wait_for_function("() => document.querySelectorAll('audio.excerpt')[0].paused", timeout=10_000)
     end = served.get(f"/v1/narrations/{job_id}/proof").json()["sentences"][0]["end_s"]
     assert excerpt_state(page, 0)[0] == pytest.approx(end, abs=0.15)  # played to its sentence's end

@@ -91,8 +91,19 @@ def test_an_epub_becomes_a_readalong_epub_that_epubcheck_accepts(env, home, voic
     e = fake_env(env, home)
     source = make_readalong_epub(home / "keeper.epub")
     out = home / "out" / "keeper.m4b"
-    run_book(e, home, source, out, voice_wav, "--readalong", "epub,manifest,w3c", "--subtitles", "json",
-             "--narrator", "Ann Reader, Alice Sample")  # fmt: skip
+    run_book(
+        e,
+        home,
+        source,
+        out,
+        voice_wav,
+        "--readalong",
+        "epub,manifest,w3c",
+        "--subtitles",
+        "json",
+        "--narrator",
+        "Ann Reader, Alice Sample",
+    )
     epub = out.with_suffix(".epub")
     errors, warnings, report = epubcheck(epub)
     assert errors == 0, report
@@ -126,8 +137,12 @@ def test_an_epub_becomes_a_readalong_epub_that_epubcheck_accepts(env, home, voic
     assert not errors_found, errors_found
     assert manifest["metadata"]["narrator"] == ["Ann Reader", "Alice Sample"]
     assert abs(manifest["metadata"]["duration"] - timing["duration"]) < 0.001
-    whole = {"href": "keeper.m4b", "type": "audio/mp4", "duration": round(timing["duration"], 3),
-             "title": "The Lighthouse Keeper"}  # fmt: skip
+    whole = {
+        "href": "keeper.m4b",
+        "type": "audio/mp4",
+        "duration": round(timing["duration"], 3),
+        "title": "The Lighthouse Keeper",
+    }
     assert manifest["readingOrder"] == [whole]
     toc = [(t["title"], float(t["href"].split("#t=")[1])) for t in manifest["toc"]]
     assert [t for t, _ in toc] == [c["title"] for c in timing["chapters"]] == ["Arrival", "The Storm", "Dawn"]
@@ -168,8 +183,11 @@ def test_a_markdown_book_read_to_flac_becomes_an_epub_of_its_own_pages(env, home
         (home / "inside.m4a").write_bytes(z.read(audio))
         page = z.read("OEBPS/text/ch001.xhtml").decode()
     assert "A first line &amp; more." in page and "A second &lt;line&gt;." in page
-    probe = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(home / "inside.m4a"), "-f", "null", "-"],
-                           capture_output=True, text=True)  # fmt: skip
+    probe = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-i", str(home / "inside.m4a"), "-f", "null", "-"],
+        capture_output=True,
+        text=True,
+    )
     seconds = clock(probe.stderr.rsplit("time=", 1)[1].split()[0])
     assert abs(seconds - timing["duration"]) < 0.1
     assert not out.with_name("notes.audiobook.json").exists()  # only what was asked

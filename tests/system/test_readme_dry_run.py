@@ -37,8 +37,9 @@ def test_the_readme_dry_run_works_offline(env, home, tmp_path):
             ".venv/bin/python": [sys.executable],
             ".venv/bin/narrate": NARRATE,
         }
-        proc = subprocess.run(program[words[0]] + words[1:], env=e, cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
+        proc = subprocess.run(
+            program[words[0]] + words[1:], env=e, cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, (line, proc.stderr[-2000:])
     out = tmp_path / "sample.wav"
     assert out.is_file() and out.stat().st_size > 10_000

@@ -108,8 +108,9 @@ def test_redis_refusing_writes_is_a_clear_error(env, home, voice_wav, monkeypatc
         ({"maxmemory": "1", "maxmemory-policy": "noeviction"}, {"maxmemory": "0"}, "OOM", "maxmemory"),
     ],
 )
-def test_a_worker_waits_out_a_server_that_refuses_every_write(env, home, voice_wav, monkeypatch, refuse, allow, said,
-                                                              hint):  # fmt: skip
+def test_a_worker_waits_out_a_server_that_refuses_every_write(
+    env, home, voice_wav, monkeypatch, refuse, allow, said, hint
+):
     """The server refuses every write (NOREPLICAS, OOM): the supervisor does not restart the worker in
     a loop (each start a traceback); it says once what the server answered and what to do, waits with
     a growing delay, and starts the worker by itself once writes are accepted again."""

@@ -57,8 +57,12 @@ class Watcher(threading.Thread):
 
 
 def _chapter_starts(path: Path) -> list[float]:
-    meta = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    meta = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [int(s) * int(n) / int(d) for n, d, s in re.findall(r"^TIMEBASE=(\d+)/(\d+)\s+START=(\d+)$", meta, re.M)]
 
 
@@ -127,9 +131,15 @@ def test_a_redo_renders_one_sentence_again_and_takes_the_old_jobs_place(env, hom
 
 
 def test_an_accepted_take_is_not_flagged_again(env, home, voice_wav):
-    e = fake_env(env, home, delay_ms=5, NARRATE_FAKE_SEEDED="1", NARRATE_PROOF_RATE_FACTOR="1000",
-                 NARRATE_FAKE_PROOF_FLAW="number two =drop",
-                 NARRATE_FAKE_PROOF_LOG=str(home / "heard.log"))  # fmt: skip
+    e = fake_env(
+        env,
+        home,
+        delay_ms=5,
+        NARRATE_FAKE_SEEDED="1",
+        NARRATE_PROOF_RATE_FACTOR="1000",
+        NARRATE_FAKE_PROOF_FLAW="number two =drop",
+        NARRATE_FAKE_PROOF_LOG=str(home / "heard.log"),
+    )
     doc = home / "book.txt"
     doc.write_text(book(6))
     old = submit(e, doc, voice_wav, home / "out" / "book.wav", "--proof", "--retakes", "0")

@@ -34,14 +34,16 @@ def test_a_redo_encodes_only_the_segment_it_changed_and_joins_without_a_click(tm
     cache = SegmentCache(tmp_path / "segments", 10**9)
     out = tmp_path / "out"
     out.mkdir()
-    full = restitch_bench.stitch(plan, store, spec, out / f"full.{ext}", tmp_path / "s",
-                                 Reuse(cache, None, fingerprint(plan, spec)), **SIZES)  # fmt: skip
+    full = restitch_bench.stitch(
+        plan, store, spec, out / f"full.{ext}", tmp_path / "s", Reuse(cache, None, fingerprint(plan, spec)), **SIZES
+    )
     index = len(plan.sentences) // 2
     again = restitch_bench.redone(plan, store, index, 5.3 if longer else 3.1)
     follow = cache.record("full")
     assert follow is not None and follow.segments == full["record"].segments
-    redo = restitch_bench.stitch(again, store, spec, out / f"redo.{ext}", tmp_path / "s",
-                                 Reuse(cache, follow, fingerprint(again, spec)), **SIZES)  # fmt: skip
+    redo = restitch_bench.stitch(
+        again, store, spec, out / f"redo.{ext}", tmp_path / "s", Reuse(cache, follow, fingerprint(again, spec)), **SIZES
+    )
     segs = redo["segment_list"]
     hit = next(s.index for s in segs if s.first <= index <= s.last)
     assert len(segs) == full["segments"] > 4 and redo["segments_reused"] == len(segs) - 1
@@ -50,13 +52,16 @@ def test_a_redo_encodes_only_the_segment_it_changed_and_joins_without_a_click(tm
     assert [k for k, (a, b) in enumerate(zip(was, now, strict=True)) if a != b] == [hit]
     assert [s.lead for s in segs] == [s.lead for s in full["segment_list"]]
     # the exact samples: the same stitch rendered to WAV (it follows the record too: the same cuts and gains)
-    exact_run = restitch_bench.stitch(again, store, spec, out / "exact.wav", tmp_path / "s",
-                                      Reuse(None, follow, fingerprint(again, spec)), **SIZES)  # fmt: skip
+    exact_run = restitch_bench.stitch(
+        again, store, spec, out / "exact.wav", tmp_path / "s", Reuse(None, follow, fingerprint(again, spec)), **SIZES
+    )
     assert exact_run["samples"] == redo["samples"]
     exact = decoded_samples(out / "exact.wav").astype(np.float64) / 32768
     direct_file = out / f"direct.{ext}"  # one encode of the exact samples: the codec's own error
-    subprocess.run([ffmpeg_exe(), "-v", "error", "-y", "-i", str(out / "exact.wav"), *FORMATS[f".{ext}"][1],
-                    str(direct_file)], check=True)  # fmt: skip
+    subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-y", "-i", str(out / "exact.wav"), *FORMATS[f".{ext}"][1], str(direct_file)],
+        check=True,
+    )
     direct = decoded_samples(direct_file).astype(np.float64) / 32768
     decoded = decoded_samples(out / f"redo.{ext}").astype(np.float64) / 32768
     if ext == "mp3":  # the LAME tag's delay and padding: exactly the samples, as the one encode

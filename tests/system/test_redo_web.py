@@ -20,11 +20,15 @@ from helpers.web import Served, serve
 
 # The second word of a sentence holding one of these is dropped the first time a take of it is heard (in the
 # worker's life): flagged, kept so with no retakes; heard right from then on.
-FLAWS = ";".join(f"{words}=drop" for words in ("gulls were", "owls hooted", "cats purred", "dogs barked",
-                                                "frogs sang", "bees hummed", "crows cawed"))  # fmt: skip
+FLAWS = ";".join(
+    f"{words}=drop"
+    for words in ("gulls were", "owls hooted", "cats purred", "dogs barked", "frogs sang", "bees hummed", "crows cawed")
+)
 API_BOOK = "The lamp was lit. The gulls were loud. A bell rang twice. The tide went out slowly."
-PAGE_BOOK = ("Morning came early. The owls hooted long. The cats purred softly. Rain fell on the roof. "
-             "The dogs barked twice. The frogs sang all night. Nobody minded.")  # fmt: skip
+PAGE_BOOK = (
+    "Morning came early. The owls hooted long. The cats purred softly. Rain fell on the roof. "
+    "The dogs barked twice. The frogs sang all night. Nobody minded."
+)
 PHONE_BOOK = "The bees hummed all day. Wind shook the door. The crows cawed at noon."
 browser_only = pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
 
@@ -32,9 +36,16 @@ browser_only = pytest.mark.skipif(find_chromium() is None, reason=SKIP_REASON)
 @pytest.fixture(scope="module")
 def served(checkpoint, tmp_path_factory):
     log = tmp_path_factory.mktemp("redo-web") / "fake.log"
-    s = serve(checkpoint, NARRATE_ENGINE="fake", NARRATE_FAKE_DELAY_MS="5", NARRATE_FAKE_SEEDED="1",
-              NARRATE_FAKE_LOG=str(log), NARRATE_MAX_FRAMES="40", NARRATE_FAKE_PROOF_FLAW=FLAWS,
-              NARRATE_PROOF_RATE_FACTOR="1000").with_worker()  # fmt: skip
+    s = serve(
+        checkpoint,
+        NARRATE_ENGINE="fake",
+        NARRATE_FAKE_DELAY_MS="5",
+        NARRATE_FAKE_SEEDED="1",
+        NARRATE_FAKE_LOG=str(log),
+        NARRATE_MAX_FRAMES="40",
+        NARRATE_FAKE_PROOF_FLAW=FLAWS,
+        NARRATE_PROOF_RATE_FACTOR="1000",
+    ).with_worker()
     s.env["NARRATE_FAKE_LOG"] = str(log)
     yield s
     logs = s.close()
@@ -42,8 +53,11 @@ def served(checkpoint, tmp_path_factory):
 
 
 def completed(served: Served, job_id: str) -> dict:
-    wait_until(lambda: served.get(f"/v1/narrations/{job_id}").json()["status"] in ("completed", "failed"), 120,
-               f"narration {job_id}")  # fmt: skip
+    wait_until(
+        lambda: served.get(f"/v1/narrations/{job_id}").json()["status"] in ("completed", "failed"),
+        120,
+        f"narration {job_id}",
+    )
     job = served.get(f"/v1/narrations/{job_id}").json()
     assert job["status"] == "completed", job
     return job
@@ -51,8 +65,11 @@ def completed(served: Served, job_id: str) -> dict:
 
 def narrated(served: Served, voice_wav, text: str, **fields: str) -> dict:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"text": text, "format": "wav", "subtitles": "json", **fields},
-                           files={"voice_sample": f})  # fmt: skip
+        made = served.post(
+            "/v1/narrations",
+            data={"text": text, "format": "wav", "subtitles": "json", **fields},
+            files={"voice_sample": f},
+        )
     assert made.status_code == 202, made.text
     return completed(served, made.json()["id"])
 
@@ -111,7 +128,11 @@ def test_the_api_renders_one_sentence_again_and_the_book_is_stitched_again(serve
     new_id = redo["id"]
     assert got.headers["Location"] == f"/v1/narrations/{new_id}" and new_id != old["id"]
     assert (redo["object"], redo["redo_of"], redo["sentences"], redo["accepted"]) == (
-        "narration.redo", old["id"], [2], [])  # fmt: skip
+        "narration.redo",
+        old["id"],
+        [2],
+        [],
+    )
     assert redo["texts"] == {"2": "The gulls were loud."} and redo["duplicate"] is None
     assert redo["narration"]["id"] == new_id and redo["narration"]["redo_of"] == old["id"]
     assert redo["narration"]["redo"] == {"sentences": [2], "accepted": []}
@@ -124,8 +145,12 @@ def test_the_api_renders_one_sentence_again_and_the_book_is_stitched_again(serve
     lo, hi = int(s2["start"] * rate), int(s2["end"] * rate)
     assert not np.array_equal(after[lo:hi], before[lo:hi])  # its new take: another seed, another sound
     changed = np.flatnonzero(after != before)
-    assert changed.min() >= lo - rate // 100 and changed.max() <= hi + rate // 100, (changed.min(), changed.max(),
-                                                                                       lo, hi)  # fmt: skip
+    assert changed.min() >= lo - rate // 100 and changed.max() <= hi + rate // 100, (
+        changed.min(),
+        changed.max(),
+        lo,
+        hi,
+    )
     assert new["proof"]["still_flagged"] == 0  # heard again (right, this time), nothing else heard
     assert served.get(f"/v1/narrations/{old['id']}").json()["superseded_by"] == new_id
     for path in ("/books", "/queue"):  # one card a book: the redo, marked so, stands for the version it replaced
@@ -134,21 +159,30 @@ def test_the_api_renders_one_sentence_again_and_the_book_is_stitched_again(serve
         assert f'a redo of <a href="/jobs/{old["id"]}">' in page, path
 
     # The old narration is not redone again: the new one is.
-    error(served.post(f"/v1/narrations/{old['id']}/redo", json={"sentences": [1]}), 409, code="not_redoable",
-          said=f"was redone as job {new_id}: redo that one")  # fmt: skip
+    error(
+        served.post(f"/v1/narrations/{old['id']}/redo", json={"sentences": [1]}),
+        409,
+        code="not_redoable",
+        said=f"was redone as job {new_id}: redo that one",
+    )
 
 
 def test_a_bad_redo_is_an_error_naming_its_field_and_enqueues_nothing(served, voice_wav):
     done = proofed(served, voice_wav, "One clean sentence. Another clean sentence.")
     plain = narrated(served, voice_wav, "Nobody proofed this one. Nor this.")
     with open(voice_wav, "rb") as f:
-        waiting = served.post("/v1/narrations", data={"text": "Later, perhaps.", "in": "2h"},
-                              files={"voice_sample": f}).json()["id"]  # fmt: skip
+        waiting = served.post(
+            "/v1/narrations", data={"text": "Later, perhaps.", "in": "2h"}, files={"voice_sample": f}
+        ).json()["id"]
     url = f"/v1/narrations/{done['id']}/redo"
     held = stored(served)
     error(served.post("/v1/narrations/narrate-nope/redo", json={"sentences": [1]}), 404, code="job_not_found")
-    error(served.post(f"/v1/narrations/{waiting}/redo", json={"sentences": [1]}), 409, code="not_finished",
-          said=f"narration {waiting} is scheduled: redo it once it has completed")  # fmt: skip
+    error(
+        served.post(f"/v1/narrations/{waiting}/redo", json={"sentences": [1]}),
+        409,
+        code="not_finished",
+        said=f"narration {waiting} is scheduled: redo it once it has completed",
+    )
     for body, param, said in [
         ({"sentences": [3]}, "sentences", "sentence 3 is not in job"),
         ({"sentences": [0]}, "sentences", "its sentences are 1-2"),
@@ -163,16 +197,28 @@ def test_a_bad_redo_is_an_error_naming_its_field_and_enqueues_nothing(served, vo
         ({"flagged": True}, "flagged", "has no sentence left flagged"),
     ]:
         error(served.post(url, json=body), 400, param, "bad_input", said)
-    error(served.post(f"/v1/narrations/{plain['id']}/redo", json={"flagged": True}), 400, "flagged",
-          said="was not proofed (proof): flagged has no flags to go by")  # fmt: skip
+    error(
+        served.post(f"/v1/narrations/{plain['id']}/redo", json={"flagged": True}),
+        400,
+        "flagged",
+        said="was not proofed (proof): flagged has no flags to go by",
+    )
     error(served.post(url, json={"sentence": [1]}), 422, "sentence")  # an unknown field
     error(served.post(url, json={"sentences": "1"}), 422, "sentences")
     error(served.post(url, data=b"{", headers={"Content-Type": "application/json"}), 422)
     form = {"do": "redo", "sentence": "1"}  # the Job page's form, posted by another site's page: refused
-    assert served.post(f"/jobs/{done['id']}/redo", data=form, headers={"Origin": "http://evil.example"},
-                       allow_redirects=False).status_code == 403  # fmt: skip
-    assert served.post(f"/jobs/{done['id']}/redo", data=form, headers={"Sec-Fetch-Site": "cross-site"},
-                       allow_redirects=False).status_code == 403  # fmt: skip
+    assert (
+        served.post(
+            f"/jobs/{done['id']}/redo", data=form, headers={"Origin": "http://evil.example"}, allow_redirects=False
+        ).status_code
+        == 403
+    )
+    assert (
+        served.post(
+            f"/jobs/{done['id']}/redo", data=form, headers={"Sec-Fetch-Site": "cross-site"}, allow_redirects=False
+        ).status_code
+        == 403
+    )
     assert stored(served) == held  # nothing enqueued, claimed or stored
 
     doc = served.get("/openapi.json").json()
@@ -191,8 +237,12 @@ def sentence_item(page, number: int):
 def held_still(page) -> None:
     """The Job page's live updates answered with a stream that asks to come back in ten minutes: a page stays as
     it was loaded (with what its action said), instead of reloading once the job has ended."""
-    page.route("**/v1/narrations/*/events", lambda route: route.fulfill(
-        status=200, headers={"Content-Type": "text/event-stream"}, body="retry: 600000\n\n"))  # fmt: skip
+    page.route(
+        "**/v1/narrations/*/events",
+        lambda route: route.fulfill(
+            status=200, headers={"Content-Type": "text/event-stream"}, body="retry: 600000\n\n"
+        ),
+    )
 
 
 def on_new_job(page, served: Served, old_id: str, said: str) -> str:

@@ -19,10 +19,21 @@ def served(checkpoint):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("sentence_pause_ms", "-5"), ("paragraph_pause_ms", "99999999"), ("seed", "abc"), ("max_frames", "0"),
-     ("max_part_hours", "0"), ("year", "soon"), ("loudness", "-99"), ("quant", "3bit"), ("split", "pages"),
-     ("subtitles", "ass"), ("fan_out", "often"), ("chapters", "x-y")],
-)  # fmt: skip
+    [
+        ("sentence_pause_ms", "-5"),
+        ("paragraph_pause_ms", "99999999"),
+        ("seed", "abc"),
+        ("max_frames", "0"),
+        ("max_part_hours", "0"),
+        ("year", "soon"),
+        ("loudness", "-99"),
+        ("quant", "3bit"),
+        ("split", "pages"),
+        ("subtitles", "ass"),
+        ("fan_out", "often"),
+        ("chapters", "x-y"),
+    ],
+)
 def test_a_bad_field_is_named_as_the_form_spells_it(served, voice_wav, field, value):
     with open(voice_wav, "rb") as f:
         answer = served.post("/v1/narrations", data={"text": TEXT, field: value}, files={"voice_sample": f})

@@ -20,8 +20,9 @@ def clip(r, model, name: str):
     return voices_api.preview(settings, r, chosen, f"Hello from {name}.", model=str(model))
 
 
-def test_a_rider_is_taken_once_recovered_after_a_crash_finished_or_given_back(external_redis, env,
-                                                                               custom_voice_checkpoint):  # fmt: skip
+def test_a_rider_is_taken_once_recovered_after_a_crash_finished_or_given_back(
+    external_redis, env, custom_voice_checkpoint
+):
     r = external_redis
     one, two = clip(r, custom_voice_checkpoint, "one"), clip(r, custom_voice_checkpoint, "two")
     high = queue(r, one.origin)

@@ -24,8 +24,9 @@ class Run:
     """`narrate run ARGS` in a process of its own, its stderr read line by line as it comes."""
 
     def __init__(self, env: dict, *args: str) -> None:
-        self.proc = subprocess.Popen([*NARRATE, "run", *args], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [*NARRATE, "run", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         self.lines: list[str] = []
         self.out = ""
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -75,8 +76,11 @@ def _worker_ready(home: Path, worker: subprocess.Popen) -> int:
     from rq.worker import Worker
 
     with Connection(Settings.from_env()) as conn:
-        wait_until(lambda: any(w.pid == pid for w in Worker.all(connection=conn.redis, serializer=JSONSerializer)),
-                   60, "the worker to register")  # fmt: skip
+        wait_until(
+            lambda: any(w.pid == pid for w in Worker.all(connection=conn.redis, serializer=JSONSerializer)),
+            60,
+            "the worker to register",
+        )
     return pid
 
 
@@ -105,8 +109,7 @@ def test_run_beside_an_idle_worker_hands_its_job_to_it_and_writes_o(env, home, v
     doc = home / "short.txt"
     doc.write_text(book(6))
     out = home / "out" / "short.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)  # fmt: skip
+    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         pid = _worker_ready(home, worker)
         run = Run(e, str(doc), "--voice", str(voice_wav), "-o", str(out))
@@ -114,8 +117,10 @@ def test_run_beside_an_idle_worker_hands_its_job_to_it_and_writes_o(env, home, v
         assert rc == 0, run.err
     finally:
         log = stop_worker(worker)
-    handed = f"handing this job to the running worker {pid} on {socket.gethostname()} (queue narrate-high); " \
-             "its progress follows"  # fmt: skip
+    handed = (
+        f"handing this job to the running worker {pid} on {socket.gethostname()} (queue narrate-high); "
+        "its progress follows"
+    )
     assert handed in run.err, run.err
     assert "waiting for the host lock" not in run.err, run.err
     assert run.out.strip() == str(out)
@@ -132,8 +137,7 @@ def test_run_here_beside_a_worker_waits_for_its_lock(env, home, voice_wav):
     doc = home / "short.txt"
     doc.write_text(book(4))
     out = home / "out" / "here.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)  # fmt: skip
+    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run = None
     try:
         pid = _worker_ready(home, worker)
@@ -158,8 +162,7 @@ def test_ctrl_c_of_a_handed_off_run_cancels_its_job(env, home, voice_wav):
     doc = home / "long.txt"
     doc.write_text(book(40))
     out = home / "out" / "long.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)  # fmt: skip
+    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run = None
     try:
         pid = _worker_ready(home, worker)
@@ -190,8 +193,13 @@ def test_output_the_worker_writes_under_another_output_root_lands_at_o(env, home
     doc = home / "short.txt"
     doc.write_text(book(6))
     out = home / "out" / "shelf" / "short.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=dict(e, NARRATE_OUTPUT_DIR=str(theirs)),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    worker = subprocess.Popen(
+        [*NARRATE, "worker"],
+        env=dict(e, NARRATE_OUTPUT_DIR=str(theirs)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         pid = _worker_ready(home, worker)
         run = Run(e, str(doc), "--voice", str(voice_wav), "-o", str(out), "--subtitles", "srt")
@@ -215,8 +223,7 @@ def test_run_queued_behind_a_busy_worker_says_where_it_stands(env, home, voice_w
     doc = home / "short.txt"
     doc.write_text(book(3))
     out = home / "out" / "short.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)  # fmt: skip
+    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _worker_ready(home, worker)
         wait_synthesized(home, 2)
@@ -244,8 +251,9 @@ def test_a_worker_gone_mid_job_leaves_the_job_to_the_run(env, home, voice_wav, s
     doc = home / "long.txt"
     doc.write_text(book(24))
     out = home / "out" / "long.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True, start_new_session=True)  # fmt: skip
+    worker = subprocess.Popen(
+        [*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     run = None
     try:
         pid = _worker_ready(home, worker)
@@ -276,8 +284,7 @@ def test_a_worker_process_its_supervisor_restarts_keeps_the_job(env, home, voice
     doc = home / "long.txt"
     doc.write_text(book(40))
     out = home / "out" / "long.wav"
-    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              text=True)  # fmt: skip
+    worker = subprocess.Popen([*NARRATE, "worker"], env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     run = None
     try:
         pid = _worker_ready(home, worker)

@@ -68,8 +68,9 @@ def test_at_across_a_daylight_saving_change(env, home, voice_wav, external_redis
     assert narrate_keys(external_redis) == []
     [job] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "dst.mp3"), "--at", f"{autumn:%Y-%m-%d}T03:30")
     assert job["scheduled_for"] == f"{autumn:%Y-%m-%d}T02:30:00+00:00"  # CET (+01:00) after the change
-    [same] = submit_json(e, [doc], voice_wav, "-o", str(home / "out" / "dst.mp3"),
-                         "--at", f"{autumn:%Y-%m-%d}T02:30+02:00")  # fmt: skip
+    [same] = submit_json(
+        e, [doc], voice_wav, "-o", str(home / "out" / "dst.mp3"), "--at", f"{autumn:%Y-%m-%d}T02:30+02:00"
+    )
     assert same["id"] == job["id"] and same["duplicate"] == "scheduled"  # the due time is not the job's identity
 
 
@@ -89,8 +90,9 @@ def test_a_scheduled_job_whose_document_expired_fails_clearly(env, home, voice_w
     assert moved == [soon["id"]]
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     st = wait_for_job(soon["id"])
-    assert st["status"] == "failed" and "is no longer stored (it expired or was removed); submit it again" in st[
-        "error"], st  # fmt: skip
+    assert (
+        st["status"] == "failed" and "is no longer stored (it expired or was removed); submit it again" in st["error"]
+    ), st
     again = narrate(e, "submit", str(doc), "--voice", str(voice_wav), *out)
     assert again.returncode == 0 and "resumed" in again.stderr
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0

@@ -259,7 +259,9 @@ def test_two_schedules_on_one_folder_and_output_folder(env, home, voice_wav, ext
     later = run_tick(e, "second")
     assert later["submitted"] == [] and later["skipped_new"] == []
     assert len(queued(external_redis)) == 0
-    owners = {json.loads(json.dumps(external_redis.hget(f"narrate:output:shared/doc000{i}.mp3", "job").decode()))
-              for i in range(3)}  # fmt: skip
+    owners = {
+        json.loads(json.dumps(external_redis.hget(f"narrate:output:shared/doc000{i}.mp3", "job").decode()))
+        for i in range(3)
+    }
     assert owners == {d["job"] for d in first["submitted"]}
     assert narrate(e, "schedule", "list", as_user=True).returncode == 0

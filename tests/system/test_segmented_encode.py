@@ -35,8 +35,12 @@ def minute(tmp_path_factory):
 
 
 def _chapter_starts_ms(path) -> list[int]:
-    meta = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    meta = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     found = re.findall(r"^TIMEBASE=(\d+)/(\d+)\s+START=(\d+)$", meta, re.M)
     return [round(int(start) * int(num) * 1000 / int(den)) for num, den, start in found]
 
@@ -45,8 +49,9 @@ def test_segmented_m4b_is_exact_and_has_no_clicks_at_joins(minute, tmp_path):
     root, plan, store = minute
     spec = JobSpec(**SPEC, loudness=None)
     # units at chapters and at paragraph pauses after 10 s, segments at sentence pauses after 5 s
-    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.m4b", tmp_path / "s", None,
-                                 unit_s=10, block_s=5)  # fmt: skip
+    got = stitch_bench.segmented(
+        plan, store, spec, tmp_path / "out" / "book.m4b", tmp_path / "s", None, unit_s=10, block_s=5
+    )
     segs = got["segments"]
     assert len(segs) > len(got["units"]) > len(plan.chapter_at) >= 3  # cut at every chapter and inside
     assert all(s.samples % AAC_FRAME == 0 for s in segs[:-1]) and segs[-1].end == got["samples"]

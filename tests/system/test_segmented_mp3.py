@@ -41,8 +41,9 @@ def lame_tag(path) -> tuple[int, int, int]:
 def test_segmented_mp3_is_as_long_as_one_encode_and_has_no_clicks_at_joins(minute, tmp_path):
     root, plan, store = minute
     spec = JobSpec(**SPEC, loudness=None)
-    got = stitch_bench.segmented(plan, store, spec, tmp_path / "out" / "book.mp3", tmp_path / "s", None,
-                                 unit_s=10, block_s=5)  # fmt: skip
+    got = stitch_bench.segmented(
+        plan, store, spec, tmp_path / "out" / "book.mp3", tmp_path / "s", None, unit_s=10, block_s=5
+    )
     segs = got["segments"]
     assert len(segs) > len(got["units"]) > len(plan.chapter_at) >= 3  # cut at every chapter and inside
     assert all(s.samples % MP3_FRAME == 0 for s in segs[:-1]) and segs[-1].end == got["samples"]

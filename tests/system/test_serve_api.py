@@ -61,8 +61,9 @@ def test_speech_through_the_openai_sdk(served, voice_wav, tmp_path):
     assert FRAMES <= decoded(mp3, tmp_path, ".mp3").size <= FRAMES + 2 * 1152  # the encoder's padding
 
     # Two lines (the first sentence alone, the rest together): two clip jobs, one stream.
-    two = client.audio.speech.create(model="tts-1", voice="alice", input="One. Two and three. Four.",
-                                     response_format="flac")  # fmt: skip
+    two = client.audio.speech.create(
+        model="tts-1", voice="alice", input="One. Two and three. Four.", response_format="flac"
+    )
     assert decoded(two.content, tmp_path, ".flac").size == 2 * FRAMES
 
     # A sample as a data: URL (never a path on the server), as server-sent events.
@@ -96,8 +97,12 @@ def events_of(served, job_id: str) -> list[dict]:
 
 
 def test_a_narration_of_a_text_and_a_sample(served, voice_wav, tmp_path):
-    form = {"text": TEXT, "format": "wav", "subtitles": "srt",
-            "callback_url": f"http://127.0.0.1:{served.env['NARRATE_CALLBACK_HOSTS'].split(':')[1]}/done"}  # fmt: skip
+    form = {
+        "text": TEXT,
+        "format": "wav",
+        "subtitles": "srt",
+        "callback_url": f"http://127.0.0.1:{served.env['NARRATE_CALLBACK_HOSTS'].split(':')[1]}/done",
+    }
     sample = voice_wav.read_bytes()
     first = served.post("/v1/narrations", data=form, files={"voice_sample": ("me.wav", sample)})
     assert first.status_code == 202, first.text
@@ -150,8 +155,9 @@ def test_a_narration_with_a_cast(served, voice_wav):
     narration finishes with each voice's sentences."""
     text = "The narrator begins. [alice] Hello there, I am Alice. [/] The narrator ends the story."
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"text": text, "cast_voice": "alice=alice"},
-                           files={"voice_sample": f})  # fmt: skip
+        made = served.post(
+            "/v1/narrations", data={"text": text, "cast_voice": "alice=alice"}, files={"voice_sample": f}
+        )
     assert made.status_code == 202, made.text
     job_id = made.json()["id"]
     wait_until(lambda: served.get(f"/v1/narrations/{job_id}").json()["status"] == "completed", 120, "the cast book")

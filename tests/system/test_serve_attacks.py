@@ -29,9 +29,16 @@ MB400 = 400 << 20
 
 @pytest.fixture(scope="module")
 def server(checkpoint):
-    env, home = serve_env(checkpoint, NARRATE_API_KEY=KEY, NARRATE_SERVE_STALL_S="2", NARRATE_SERVE_HEADER_S="3",
-                          NARRATE_SERVE_CLIENT_STREAMS="2", NARRATE_SERVE_STREAM_S="3",
-                          NARRATE_SERVE_SUBMITS_PER_MIN="5", NARRATE_SERVE_TRUSTED_PROXIES="127.0.0.1")  # fmt: skip
+    env, home = serve_env(
+        checkpoint,
+        NARRATE_API_KEY=KEY,
+        NARRATE_SERVE_STALL_S="2",
+        NARRATE_SERVE_HEADER_S="3",
+        NARRATE_SERVE_CLIENT_STREAMS="2",
+        NARRATE_SERVE_STREAM_S="3",
+        NARRATE_SERVE_SUBMITS_PER_MIN="5",
+        NARRATE_SERVE_TRUSTED_PROXIES="127.0.0.1",
+    )
     port = free_port()
     proc = start_serve(env, port)
     url = f"http://127.0.0.1:{port}"
@@ -70,8 +77,12 @@ def _send_body(port: int, path: str, chunked: bool, extra: str = "") -> str:
     s = socket.create_connection(("127.0.0.1", port), timeout=30)
     try:
         length = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {MB400}"
-        s.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}Content-Type: multipart/form-data; "
-                   f"boundary={BOUNDARY}\r\n{length}\r\n\r\n").encode())  # fmt: skip
+        s.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{extra}Content-Type: multipart/form-data; "
+                f"boundary={BOUNDARY}\r\n{length}\r\n\r\n"
+            ).encode()
+        )
         piece = _multipart_head("key", "big.bin") + b"x" * ((1 << 20) - 100)
         sent = 0
         with contextlib.suppress(OSError):
@@ -128,8 +139,13 @@ def _trickle(
     s = socket.create_connection(("127.0.0.1", port), timeout=limit_s)
     t0 = time.monotonic()
     try:
-        s.sendall((f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Type: multipart/form-data; "
-                   f"boundary={BOUNDARY}\r\nContent-Length: {length}\r\n\r\n").encode() + head)  # fmt: skip
+        s.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{headers}Content-Type: multipart/form-data; "
+                f"boundary={BOUNDARY}\r\nContent-Length: {length}\r\n\r\n"
+            ).encode()
+            + head
+        )
         s.setblocking(False)
         while time.monotonic() - t0 < limit_s:
             with contextlib.suppress(BlockingIOError):
@@ -190,16 +206,24 @@ def test_idle_sockets_do_not_lock_people_out(server):
 
 def _narration(url: str, client: str) -> str:
     """A narration scheduled far ahead (it never ends while the test watches it)."""
-    got = requests.post(f"{url}/v1/narrations", headers={**AUTH, **_as(client)}, timeout=60,
-                        data={"text": "A line to read. Another one.", "voice": "ryan", "in": "10d"})  # fmt: skip
+    got = requests.post(
+        f"{url}/v1/narrations",
+        headers={**AUTH, **_as(client)},
+        timeout=60,
+        data={"text": "A line to read. Another one.", "voice": "ryan", "in": "10d"},
+    )
     if got.status_code == 400 and "ryan" in got.text:  # a Base checkpoint has no presets: a sample instead
         from helpers.audio import write_voice
 
         sample = write_voice(Path(f"/tmp/attack-voice-{os.getpid()}.wav"))
         with open(sample, "rb") as f:
-            got = requests.post(f"{url}/v1/narrations", headers={**AUTH, **_as(client)}, timeout=60,
-                                data={"text": "A line to read. Another one.", "in": "10d"},
-                                files={"voice_sample": ("me.wav", f)})  # fmt: skip
+            got = requests.post(
+                f"{url}/v1/narrations",
+                headers={**AUTH, **_as(client)},
+                timeout=60,
+                data={"text": "A line to read. Another one.", "in": "10d"},
+                files={"voice_sample": ("me.wav", f)},
+            )
     assert got.status_code == 202, got.text
     return got.json()["id"]
 
@@ -208,14 +232,19 @@ def test_event_streams_are_bounded_in_number_and_length(server):
     _, url, _, _ = server
     job = _narration(url, "10.2.0.1")
     headers = {**AUTH, **_as("10.2.0.2")}
-    streams = [requests.get(f"{url}/v1/narrations/{job}/events", headers=headers, stream=True, timeout=30)
-               for _ in range(2)]  # fmt: skip
+    streams = [
+        requests.get(f"{url}/v1/narrations/{job}/events", headers=headers, stream=True, timeout=30) for _ in range(2)
+    ]
     try:
         assert [s.status_code for s in streams] == [200, 200]
         third = requests.get(f"{url}/v1/narrations/{job}/events", headers=headers, timeout=30)
         assert third.status_code == 429 and "event streams" in third.json()["error"]["message"]
-        assert requests.get(f"{url}/v1/narrations/{job}/events", headers={**AUTH, **_as("10.2.0.3")},
-                            stream=True, timeout=30).status_code == 200  # fmt: skip  # another address
+        assert (
+            requests.get(
+                f"{url}/v1/narrations/{job}/events", headers={**AUTH, **_as("10.2.0.3")}, stream=True, timeout=30
+            ).status_code
+            == 200
+        )  # another address
         t0 = time.monotonic()
         body = b"".join(streams[0].iter_content(None))  # a scheduled narration: it ends by the stream's bound
         assert time.monotonic() - t0 < 10 and b"event: narration" in body and b"retry: " in body
@@ -231,8 +260,10 @@ def test_event_streams_are_bounded_in_number_and_length(server):
 def test_submissions_a_minute_per_address(server):
     _, url, _, _ = server
     headers = {**AUTH, **_as("10.3.0.1")}
-    said = [requests.post(f"{url}/v1/narrations", headers=headers, data={"text": "Hi."}, timeout=30).status_code
-            for _ in range(7)]  # fmt: skip
+    said = [
+        requests.post(f"{url}/v1/narrations", headers=headers, data={"text": "Hi."}, timeout=30).status_code
+        for _ in range(7)
+    ]
     assert said[:5] == [400] * 5 and said[5:] == [429, 429], said  # (no voice: 400, but each one counted)
     refused = requests.post(f"{url}/v1/narrations", headers=headers, data={"text": "Hi."}, timeout=30)
     assert int(refused.headers["Retry-After"]) >= 1 and "too many submissions" in refused.json()["error"]["message"]
@@ -264,8 +295,9 @@ def test_wrong_keys_are_slowed_then_refused_per_address_but_the_right_key_never_
 def test_signing_out_ends_the_session_and_https_behind_a_proxy_makes_the_cookie_secure(server):
     _, url, _, _ = server
     browser = requests.Session()
-    signed = browser.post(f"{url}/login", data={"key": KEY, "next": "/queue"}, headers=_as("10.5.0.1"),
-                          allow_redirects=False)  # fmt: skip
+    signed = browser.post(
+        f"{url}/login", data={"key": KEY, "next": "/queue"}, headers=_as("10.5.0.1"), allow_redirects=False
+    )
     assert signed.status_code == 303 and "secure" not in signed.headers["set-cookie"].lower()
     cookie = browser.cookies.get("narrate_session")
     assert cookie and KEY not in cookie
@@ -274,8 +306,12 @@ def test_signing_out_ends_the_session_and_https_behind_a_proxy_makes_the_cookie_
     out = browser.post(f"{url}/logout", headers={"Origin": url}, allow_redirects=False)
     assert out.status_code == 303
     assert requests.get(f"{url}/v1/narrations", headers=copied).status_code == 401  # even a copy of it
-    secure = requests.post(f"{url}/login", data={"key": KEY}, allow_redirects=False,
-                           headers={"X-Forwarded-Proto": "https", **_as("10.5.0.2")})  # fmt: skip
+    secure = requests.post(
+        f"{url}/login",
+        data={"key": KEY},
+        allow_redirects=False,
+        headers={"X-Forwarded-Proto": "https", **_as("10.5.0.2")},
+    )
     assert secure.status_code == 303 and "; secure" in secure.headers["set-cookie"].lower()
 
 
@@ -286,9 +322,13 @@ def test_a_client_that_leaves_mid_body_is_one_log_line_not_a_traceback(server):
     before = proc.log_path.read_text(errors="replace")
     for i in range(5):
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
-        s.sendall((f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Forwarded-For: 10.6.0.{i}\r\n"
-                   "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5000\r\n\r\n"
-                   "key=abc").encode())  # fmt: skip
+        s.sendall(
+            (
+                f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Forwarded-For: 10.6.0.{i}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 5000\r\n\r\n"
+                "key=abc"
+            ).encode()
+        )
         time.sleep(0.2)
         s.close()
     time.sleep(1.0)
@@ -314,8 +354,12 @@ class SlowBodies:
     def _open(self, i: int) -> None:
         with contextlib.suppress(OSError):
             s = socket.create_connection(("127.0.0.1", self.port), timeout=2, source_address=(self.sources[i], 0))
-            s.sendall((f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: "
-                       "application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nk").encode())  # fmt: skip
+            s.sendall(
+                (
+                    f"POST /login HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Type: "
+                    "application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nk"
+                ).encode()
+            )
             s.setblocking(False)
             self.socks[i] = s
 
@@ -381,6 +425,8 @@ def test_a_pool_of_slow_bodies_from_many_addresses_locks_no_one_out(server):
             took.append(time.monotonic() - t0)
             assert got.status_code == 200, got.text
             time.sleep(1.0)
-        print(f"keyed requests answered in {', '.join(f'{t:.2f}' for t in took)} s; the attack held "
-              f"{attack.held()} bodies, reopened {attack.reopened}")  # fmt: skip
+        print(
+            f"keyed requests answered in {', '.join(f'{t:.2f}' for t in took)} s; the attack held "
+            f"{attack.held()} bodies, reopened {attack.reopened}"
+        )
     assert max(took) < 10, took

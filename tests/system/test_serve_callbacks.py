@@ -67,8 +67,11 @@ def hooked(checkpoint):
 
 def narrate_text(served, voice_wav, text: str, callback_url: str) -> str:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"text": text, "format": "wav", "callback_url": callback_url},
-                           files={"voice_sample": f})  # fmt: skip
+        made = served.post(
+            "/v1/narrations",
+            data={"text": text, "format": "wav", "callback_url": callback_url},
+            files={"voice_sample": f},
+        )
     assert made.status_code == 202, made.text
     return made.json()["id"]
 
@@ -82,15 +85,20 @@ def ended_at(served, job_id: str) -> float | None:
 
 def test_callbacks_survive_bad_urls_and_a_slow_host(hooked, voice_wav):
     served, slow, fast = hooked
-    refused = served.post("/v1/narrations", data={"text": "Hi.", "callback_url": f"http://me:pw@127.0.0.1:{fast.port}/"},
-                          files={"voice_sample": voice_wav.read_bytes()})  # fmt: skip
+    refused = served.post(
+        "/v1/narrations",
+        data={"text": "Hi.", "callback_url": f"http://me:pw@127.0.0.1:{fast.port}/"},
+        files={"voice_sample": voice_wav.read_bytes()},
+    )
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "callback_url", refused.text
     assert "user name or password" in refused.json()["error"]["message"]
 
     # Three narrations whose host answers after 20 s (more than the per-host bound of 2), then one
     # to another host by a non-ASCII URL, then a plain one.
-    slowed = [narrate_text(served, voice_wav, f"A slow story number {n}.", f"http://127.0.0.1:{slow.port}/slow")
-              for n in range(3)]  # fmt: skip
+    slowed = [
+        narrate_text(served, voice_wav, f"A slow story number {n}.", f"http://127.0.0.1:{slow.port}/slow")
+        for n in range(3)
+    ]
     accented = narrate_text(served, voice_wav, "A story of a café.", f"http://127.0.0.1:{fast.port}/café?q=thé")
     seen = wait_until(lambda: ended_at(served, accented), 180, "the accented narration to finish", poll=0.1)
     path, body, when = wait_until(lambda: fast.of(accented), 15, "the accented narration's callback")

@@ -33,8 +33,10 @@ def test_the_docs_page_is_the_vendored_swagger_ui_under_the_pages_policy(served)
     assert page.status_code == 200 and page.headers["content-security-policy"] == PAGE_POLICY
     assert "unsafe-inline" not in PAGE_POLICY and "unsafe-eval" not in PAGE_POLICY
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", page.text, re.S)
-    assert [src for src, _ in scripts] == [' src="/static/swagger/swagger-ui-bundle.js" defer',
-                                           ' src="/static/docs.js" defer']  # fmt: skip
+    assert [src for src, _ in scripts] == [
+        ' src="/static/swagger/swagger-ui-bundle.js" defer',
+        ' src="/static/docs.js" defer',
+    ]
     assert all(not body.strip() for _, body in scripts)  # nothing inline
     assert "http" not in page.text  # no address elsewhere
     assert served.get("/openapi.json").json()["openapi"].startswith("3.1")
@@ -71,5 +73,11 @@ def test_the_docs_page_renders_and_runs_a_request_with_nothing_from_elsewhere(se
     elsewhere = [u for u in requested if urlsplit(u)[:2] != origin[:2] and not u.startswith(("data:", "blob:"))]
     assert elsewhere == [], elsewhere
     paths = {urlsplit(u).path for u in requested}
-    assert {"/docs", "/static/swagger/swagger-ui-bundle.js", "/static/swagger/swagger-ui.css", "/static/docs.js",
-            "/openapi.json", "/v1/models"} <= paths, paths  # fmt: skip
+    assert {
+        "/docs",
+        "/static/swagger/swagger-ui-bundle.js",
+        "/static/swagger/swagger-ui.css",
+        "/static/docs.js",
+        "/openapi.json",
+        "/v1/models",
+    } <= paths, paths

@@ -18,8 +18,10 @@ from lxml import etree
 
 KEY = "a-long-random-key-for-the-feeds-4567"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-HTML = ("<html><head><title>The Harbor\uffff at \u202eDawn\ufffe</title></head><body><h1>Chapter\uffff One</h1>"
-        "<p>Ships came in at dawn.</p></body></html>")  # fmt: skip
+HTML = (
+    "<html><head><title>The Harbor\uffff at \u202eDawn\ufffe</title></head><body><h1>Chapter\uffff One</h1>"
+    "<p>Ships came in at dawn.</p></body></html>"
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,8 +35,12 @@ def served(checkpoint):
 
 def post_file(served, voice_wav, name: str, data: bytes, fmt: str) -> str:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"feed": "news", "format": fmt},
-                           files={"file": (name, data), "voice_sample": f}, headers=AUTH)  # fmt: skip
+        made = served.post(
+            "/v1/narrations",
+            data={"feed": "news", "format": fmt},
+            files={"file": (name, data), "voice_sample": f},
+            headers=AUTH,
+        )
     assert made.status_code == 202, made.text
     return made.json()["id"]
 
@@ -46,8 +52,11 @@ def feed_url(served) -> str:
 
 
 def answer(response: requests.Response) -> tuple[int, bytes, tuple]:
-    return response.status_code, response.content, tuple(sorted((k.lower(), v) for k, v in response.headers.items()
-                                                                 if k.lower() != "date"))  # fmt: skip
+    return (
+        response.status_code,
+        response.content,
+        tuple(sorted((k.lower(), v) for k, v in response.headers.items() if k.lower() != "date")),
+    )
 
 
 def test_odd_names_make_a_strict_feed_titled_by_books_and_unknown_feeds_look_alike(served, voice_wav):
@@ -57,8 +66,11 @@ def test_odd_names_make_a_strict_feed_titled_by_books_and_unknown_feeds_look_ali
         post_file(served, voice_wav, "harbor-11d97576cb.txt", b"A report on the harbor.", "wav"): "harbor",
     }
     for job_id in ids:
-        wait_until(lambda j=job_id: served.get(f"/v1/narrations/{j}", headers=AUTH).json()["status"] == "completed",
-                   180, f"{job_id} to finish")  # fmt: skip
+        wait_until(
+            lambda j=job_id: served.get(f"/v1/narrations/{j}", headers=AUTH).json()["status"] == "completed",
+            180,
+            f"{job_id} to finish",
+        )
 
     url = feed_url(served)
     token = url.split("token=")[1]
@@ -83,8 +95,14 @@ def test_odd_names_make_a_strict_feed_titled_by_books_and_unknown_feeds_look_ali
         return [answer(requests.get(f"{base}/{name}{route}", params=query, timeout=30)) for route in routes]
 
     assert all(a[0] == 200 for a in asked("news", token)[:2])  # the right token: the feed and its chapters
-    refused = [*asked("nothing", token), *asked("nothing", "x"), *asked("news", None), *asked("news", "wrong"),
-               *asked("news", token[:-1]), *asked("BAD%20NAME!", token)]  # fmt: skip
+    refused = [
+        *asked("nothing", token),
+        *asked("nothing", "x"),
+        *asked("news", None),
+        *asked("news", "wrong"),
+        *asked("news", token[:-1]),
+        *asked("BAD%20NAME!", token),
+    ]
     assert narrate(served.env, "feed", "revoke", "news").returncode == 0
     refused += asked("news", token)  # revoked
     assert {r[0] for r in refused} == {404}

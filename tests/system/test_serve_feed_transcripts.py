@@ -39,12 +39,19 @@ def served(checkpoint):
 
 def post_text(served, text: str, voice_wav, **fields: str) -> str:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"text": text, "feed": "tales", "format": "mp3", **fields},
-                           files={"voice_sample": f}, headers=AUTH)  # fmt: skip
+        made = served.post(
+            "/v1/narrations",
+            data={"text": text, "feed": "tales", "format": "mp3", **fields},
+            files={"voice_sample": f},
+            headers=AUTH,
+        )
     assert made.status_code == 202, made.text
     job_id = made.json()["id"]
-    wait_until(lambda: served.get(f"/v1/narrations/{job_id}", headers=AUTH).json()["status"] == "completed", 120,
-               f"{job_id} to finish")  # fmt: skip
+    wait_until(
+        lambda: served.get(f"/v1/narrations/{job_id}", headers=AUTH).json()["status"] == "completed",
+        120,
+        f"{job_id} to finish",
+    )
     return job_id
 
 

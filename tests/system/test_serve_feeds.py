@@ -32,15 +32,19 @@ def served(checkpoint):
 
 def post_text(served, text: str, voice_wav, **fields: str) -> str:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={"text": text, "feed": "news", **fields},
-                           files={"voice_sample": f}, headers=AUTH)  # fmt: skip
+        made = served.post(
+            "/v1/narrations", data={"text": text, "feed": "news", **fields}, files={"voice_sample": f}, headers=AUTH
+        )
     assert made.status_code == 202, made.text
     return made.json()["id"]
 
 
 def finished(served, job_id: str) -> dict:
-    wait_until(lambda: served.get(f"/v1/narrations/{job_id}", headers=AUTH).json()["status"] == "completed", 120,
-               f"{job_id} to finish")  # fmt: skip
+    wait_until(
+        lambda: served.get(f"/v1/narrations/{job_id}", headers=AUTH).json()["status"] == "completed",
+        120,
+        f"{job_id} to finish",
+    )
     return served.get(f"/v1/narrations/{job_id}", headers=AUTH).json()
 
 
@@ -53,12 +57,15 @@ def feed_url(served) -> str:
 def test_a_feed_of_three_narrations_reads_as_a_podcast(served, voice_wav, tmp_path):
     book = tmp_path / "book.md"
     book.write_text(BOOK)
-    by_cli = narrate(served.env, "submit", str(book), "--voice", str(voice_wav), "--feed", "news", "--format", "m4b",
-                     "--json")  # fmt: skip
+    by_cli = narrate(
+        served.env, "submit", str(book), "--voice", str(voice_wav), "--feed", "news", "--format", "m4b", "--json"
+    )
     assert by_cli.returncode == 0, by_cli.stderr
     ids = [json.loads(by_cli.stdout)["id"]]
-    ids += [post_text(served, "An article about rain. It fell all day.", voice_wav),
-            post_text(served, "A report on the harbor. Ships came in.", voice_wav, format="m4b")]  # fmt: skip
+    ids += [
+        post_text(served, "An article about rain. It fell all day.", voice_wav),
+        post_text(served, "A report on the harbor. Ships came in.", voice_wav, format="m4b"),
+    ]
     jobs = {job_id: finished(served, job_id) for job_id in ids}
 
     url = feed_url(served)
@@ -114,8 +121,9 @@ def test_a_feed_of_three_narrations_reads_as_a_podcast(served, voice_wav, tmp_pa
 def test_bad_feed_names_are_one_line_and_enqueue_nothing(served, voice_wav):
     before = served.get("/v1/narrations", headers=AUTH).json()["data"]
     with open(voice_wav, "rb") as f:
-        bad = served.post("/v1/narrations", data={"text": "Hi.", "feed": "no spaces/here"},
-                          files={"voice_sample": f}, headers=AUTH)  # fmt: skip
+        bad = served.post(
+            "/v1/narrations", data={"text": "Hi.", "feed": "no spaces/here"}, files={"voice_sample": f}, headers=AUTH
+        )
     assert bad.status_code == 400 and "feed name" in bad.json()["error"]["message"]
     assert served.get("/v1/narrations", headers=AUTH).json()["data"] == before
     shown = narrate(served.env, "feed", "show", "nothing")

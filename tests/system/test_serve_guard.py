@@ -65,16 +65,22 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
     error(post("/v1/narrations", data={"voice": "nobody", "text": "Hi."}), 400, "no saved voice named 'nobody'")
     error(post("/v1/narrations", data={"voice": "/etc/passwd", "text": "Hi."}), 400, "is not a voice name")
     error(post("/v1/narrations", data={**one, "text": "Hi.", "at": "tomorrow"}), 400, "at 'tomorrow' is not a date")
-    error(post("/v1/narrations", data={**one, "text": "Hi.", "callback_url": "http://169.254.169.254/"}), 400,
-          "NARRATE_CALLBACK_HOSTS")  # fmt: skip
+    error(
+        post("/v1/narrations", data={**one, "text": "Hi.", "callback_url": "http://169.254.169.254/"}),
+        400,
+        "NARRATE_CALLBACK_HOSTS",
+    )
     error(post("/v1/narrations", data={**one, "text": "Hi.", "colour": "red"}), 400, "unknown field 'colour'")
     error(post("/v1/narrations", data={**one, "text": "Hi."}, files={"file": ("a.txt", b"A.")}), 400, "not both")
     error(post("/v1/narrations", data="text=Hi", headers={"content-type": "text/plain"}), 415, "multipart/form-data")
     # Several documents: one bad one refuses them all.
     files = [("file", ("good.txt", b"Good text.")), ("file", ("bad.txt", b""))]
     error(post("/v1/narrations", data=one, files=files), 400, "bad.txt has no text")
-    error(post("/v1/narrations", files={"voice_sample": ("me.wav", b"RIFF"), "text": (None, "Hi.")}), 400,
-          "voice file me.wav")  # fmt: skip
+    error(
+        post("/v1/narrations", files={"voice_sample": ("me.wav", b"RIFF"), "text": (None, "Hi.")}),
+        400,
+        "voice file me.wav",
+    )
     # A cast: a member's voice is never a file of the server; a member the text names must be declared.
     cast = {**one, "text": "Hi. [bob] Hello. [/]"}
     error(post("/v1/narrations", data={**cast, "cast_voice": "bob=/etc/passwd"}), 400, "cast voice 'bob'")
@@ -83,9 +89,15 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
     error(post("/v1/narrations", data={**cast, "cast_voice": "bob=alice", "markup": "yaml"}), 400, "markup 'yaml': use")
     # One model policy for every model field: proof and word_timings take auto or a published recognizer / aligner,
     # never another hub id or a path (nor say which paths the server has).
-    for field, value in [("proof", "someone/evil-asr"), ("proof", "/etc"), ("proof", str(served.home)),
-                         ("proof", "../x"), ("word_timings", "someone/evil-aligner"), ("word_timings", "/tmp"),
-                         ("word_timings", "mlx-community/parakeet-tdt-0.6b-v2")]:  # fmt: skip
+    for field, value in [
+        ("proof", "someone/evil-asr"),
+        ("proof", "/etc"),
+        ("proof", str(served.home)),
+        ("proof", "../x"),
+        ("word_timings", "someone/evil-aligner"),
+        ("word_timings", "/tmp"),
+        ("word_timings", "mlx-community/parakeet-tdt-0.6b-v2"),
+    ]:
         got = post("/v1/narrations", data={**one, "text": "Hi.", field: value})
         error(got, 400, f"unknown {field} model")
         assert got.json()["error"]["param"] == field and "exist" not in got.text and "config.json" not in got.text
@@ -109,10 +121,12 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
     status, body = raw_post(served, "/v1/audio/speech", slow, b'{"input": "')
     assert status == 408 and b"stalled" in body
     # A document over the cap, streamed: refused while it arrives.
-    status, body = raw_post(served, "/v1/narrations", {"Content-Type": "multipart/form-data; boundary=xx",
-                            "Content-Length": str(30 * 2**20)},
-                            b'--xx\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n\r\n'
-                            + b"word " * (5 * 2**20))  # fmt: skip
+    status, body = raw_post(
+        served,
+        "/v1/narrations",
+        {"Content-Type": "multipart/form-data; boundary=xx", "Content-Length": str(30 * 2**20)},
+        b'--xx\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n\r\n' + b"word " * (5 * 2**20),
+    )
     assert status == 413 and b"big.txt is larger than 20 MiB" in body
     assert jobs_in_redis(served) == before  # nothing enqueued
     assert list((served.home / "uploads").iterdir()) == []  # every upload's folder removed
@@ -120,8 +134,11 @@ def test_bad_input_is_refused_with_a_json_error_and_nothing_enqueued(served, voi
 
 def test_the_guard(served):
     error(served.get("/v1/models", headers={"Host": "evil.example"}), 400, "is not served here")
-    error(served.post("/v1/narrations", headers={"Origin": "http://evil.example"}, data={"text": "Hi."}), 403,
-          "cross-site request from http://evil.example")  # fmt: skip
+    error(
+        served.post("/v1/narrations", headers={"Origin": "http://evil.example"}, data={"text": "Hi."}),
+        403,
+        "cross-site request from http://evil.example",
+    )
     error(served.post("/v1/audio/speech", headers={"Sec-Fetch-Site": "cross-site"}, json={}), 403, "cross-site")
     error(served.get("/v1/narrations", headers={"Origin": "http://evil.example"}), 403, "cross-origin read")
     same = served.get("/v1/models", headers={"Origin": served.url})
@@ -133,8 +150,13 @@ def test_the_guard(served):
 def test_an_api_key_off_loopback_and_on_it(checkpoint):
     env, home = serve_env(checkpoint)
     try:
-        refused = subprocess.run([*NARRATE, "serve", "--bind", "0.0.0.0", "--port", str(free_port())], env=env,
-                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        refused = subprocess.run(
+            [*NARRATE, "serve", "--bind", "0.0.0.0", "--port", str(free_port())],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert refused.returncode == 1 and "refusing to serve on 0.0.0.0 without an API key" in refused.stderr
         key = "k" * 32
         port = free_port()
@@ -157,16 +179,24 @@ def test_an_api_key_off_loopback_and_on_it(checkpoint):
 
 def test_voices_over_http(served, voice_wav):
     sample = voice_wav.read_bytes()
-    error(served.post("/v1/audio/voices", files={"audio_sample": ("b.wav", sample)}, data={"name": "bob"}), 400,
-          "consent must be true")  # fmt: skip
+    error(
+        served.post("/v1/audio/voices", files={"audio_sample": ("b.wav", sample)}, data={"name": "bob"}),
+        400,
+        "consent must be true",
+    )
     made = served.post(
         "/v1/audio/voices",
         files={"audio_sample": ("b.wav", sample)},
         data={"name": "Bob", "consent": "true", "ref_text": "Hello.", "speaker_description": "low"},
     )
     assert made.status_code == 201 and made.json()["id"] == "bob" and made.json()["description"] == "low"
-    error(served.post("/v1/audio/voices", files={"audio_sample": ("b.wav", sample)},
-                      data={"name": "bob", "consent": "true"}), 409, "a voice named 'bob' exists")  # fmt: skip
+    error(
+        served.post(
+            "/v1/audio/voices", files={"audio_sample": ("b.wav", sample)}, data={"name": "bob", "consent": "true"}
+        ),
+        409,
+        "a voice named 'bob' exists",
+    )
     listed = served.get("/v1/audio/voices").json()["voices"]
     assert [(v["id"], v["name"], v["kind"]) for v in listed] == [("alice", "alice", "clone"), ("bob", "bob", "clone")]
     gone = served.delete("/v1/audio/voices/bob")
@@ -187,8 +217,12 @@ def test_cancel_resume_and_delete_of_a_scheduled_narration(served):
     error(served.post(f"/v1/narrations/{job_id}/resume"), 409, "nothing to resume")
     served.post(f"/v1/narrations/{job_id}/cancel")
     deleted = served.delete(f"/v1/narrations/{job_id}")
-    assert deleted.status_code == 200 and deleted.json() == {"id": job_id, "object": "narration.deleted",
-                                                             "deleted": True, "files": []}  # fmt: skip
+    assert deleted.status_code == 200 and deleted.json() == {
+        "id": job_id,
+        "object": "narration.deleted",
+        "deleted": True,
+        "files": [],
+    }
     error(served.get(f"/v1/narrations/{job_id}"), 404, "no job")
     error(served.post("/v1/narrations/narrate-nope/cancel"), 404, "no job 'narrate-nope'")
 
@@ -217,17 +251,29 @@ def test_the_openapi_document_by_hand_and_generated(served, voice_wav, tmp_path)
         ("GET", "/v1/narrations/{narration_id}", {"path_parameters": {"narration_id": job}}),
         ("GET", "/v1/narrations/{narration_id}", {"path_parameters": {"narration_id": "narrate-nope"}}),
         ("GET", "/v1/narrations/{narration_id}/files/{name}", {"path_parameters": {"narration_id": job, "name": "x"}}),
-        ("GET", "/v1/narrations/{narration_id}/chapters/{number}/audio",
-         {"path_parameters": {"narration_id": job, "number": 1}}),
+        (
+            "GET",
+            "/v1/narrations/{narration_id}/chapters/{number}/audio",
+            {"path_parameters": {"narration_id": job, "number": 1}},
+        ),
         ("GET", "/v1/narrations/{narration_id}/audio", {"path_parameters": {"narration_id": job}}),  # none yet: 404
         ("GET", "/v1/narrations/{narration_id}/proof", {"path_parameters": {"narration_id": job}}),  # without proof
         ("GET", "/v1/narrations/{narration_id}/proof", {"path_parameters": {"narration_id": "narrate-nope"}}),
-        ("POST", "/v1/narrations/{narration_id}/redo", {"path_parameters": {"narration_id": job},
-                                                         "body": {"sentences": [1]}}),  # scheduled: not finished
-        ("POST", "/v1/narrations/{narration_id}/redo", {"path_parameters": {"narration_id": "narrate-nope"},
-                                                         "body": {"sentences": [1]}}),
-        ("POST", "/v1/narrations", {"body": {"text": "Hello.", "voice": "alice", "in": "3h"},
-                                    "media_type": "multipart/form-data"}),
+        (
+            "POST",
+            "/v1/narrations/{narration_id}/redo",
+            {"path_parameters": {"narration_id": job}, "body": {"sentences": [1]}},
+        ),  # scheduled: not finished
+        (
+            "POST",
+            "/v1/narrations/{narration_id}/redo",
+            {"path_parameters": {"narration_id": "narrate-nope"}, "body": {"sentences": [1]}},
+        ),
+        (
+            "POST",
+            "/v1/narrations",
+            {"body": {"text": "Hello.", "voice": "alice", "in": "3h"}, "media_type": "multipart/form-data"},
+        ),
         ("POST", "/v1/narrations", {"body": {"text": "Hi.", "voice": "nobody"}, "media_type": "multipart/form-data"}),
         ("POST", "/v1/narrations/{narration_id}/cancel", {"path_parameters": {"narration_id": job}}),
         ("POST", "/v1/narrations/{narration_id}/cancel", {"path_parameters": {"narration_id": job}}),
@@ -236,19 +282,46 @@ def test_the_openapi_document_by_hand_and_generated(served, voice_wav, tmp_path)
         ("DELETE", "/v1/narrations/{narration_id}", {"path_parameters": {"narration_id": job}}),
         ("POST", "/v1/audio/speech", {"body": {"model": "tts-1", "input": "Hi.", "voice": "alice", "speed": 2}}),
         ("GET", "/v1/audio/voices", {}),
-        ("POST", "/v1/audio/voices", {"body": {"name": "carol", "consent": True, "audio_sample": sample},
-                                      "media_type": "multipart/form-data"}),
+        (
+            "POST",
+            "/v1/audio/voices",
+            {"body": {"name": "carol", "consent": True, "audio_sample": sample}, "media_type": "multipart/form-data"},
+        ),
         ("DELETE", "/v1/audio/voices/{name}", {"path_parameters": {"name": "carol"}}),  # alice's sample, named by a job
         ("DELETE", "/v1/audio/voices/{name}", {"path_parameters": {"name": "carol"}, "query": {"force": True}}),
         ("DELETE", "/v1/audio/voices/{name}", {"path_parameters": {"name": "carol"}}),
-    ]  # fmt: skip
+    ]
     assert {(m, p) for m, p, _ in calls} == documented
     statuses = []
     for method, path, kwargs in calls:
         case = schema[path][method].Case(**kwargs)
         statuses.append(case.call_and_validate(checks=checks).status_code)
-    assert statuses == [200, 200, 200, 404, 404, 404, 404, 409, 404, 409, 404, 202, 400, 200, 200, 200, 404, 200, 400,
-                        200, 201, 409, 200, 404]  # fmt: skip
+    assert statuses == [
+        200,
+        200,
+        200,
+        404,
+        404,
+        404,
+        404,
+        409,
+        404,
+        409,
+        404,
+        202,
+        400,
+        200,
+        200,
+        200,
+        404,
+        200,
+        400,
+        200,
+        201,
+        409,
+        200,
+        404,
+    ]
 
     for found in schema.get_all_operations():  # then requests generated from the schema, a few each
 

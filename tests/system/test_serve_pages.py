@@ -62,8 +62,12 @@ def png(width: int = 2, height: int = 2) -> bytes:
 def chapter_titles(path) -> list[str]:
     import imageio_ffmpeg
 
-    meta = subprocess.run([imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    meta = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     chapters = meta.split("[CHAPTER]")[1:]
     return [line.split("=", 1)[1] for c in chapters for line in c.splitlines() if line.startswith("title=")]
 
@@ -216,8 +220,11 @@ def test_the_voices_page_adds_previews_renames_and_removes_a_voice(served, page,
     assert page.inner_text(".notice") == "saved voice page-voice"
     card = page.locator("article.voice[data-name='page-voice']")
     card.locator("button[data-preview]").click()
-    page.wait_for_function("() => { const a = document.querySelector(\"article.voice[data-name='page-voice'] audio\");"
-                           " return a.src.startsWith('blob:') && a.duration > 0; }", timeout=120_000)  # fmt: skip
+    page.wait_for_function(
+        "() => { const a = document.querySelector(\"article.voice[data-name='page-voice'] audio\");"
+        " return a.src.startsWith('blob:') && a.duration > 0; }",
+        timeout=120_000,
+    )
     card.locator("summary").click()
     card.locator("input[name=new_name]").fill("renamed-voice")
     with page.expect_navigation():
@@ -307,8 +314,9 @@ def _answers(port: int) -> bool:
 
 
 def test_a_phone_sized_screen_never_scrolls_sideways(served, browser, voice_wav):
-    job_id = submit_text(served, "A phone reads this. " + "Averyveryverylongwordwithoutanybreaks" * 6, voice_wav,
-                         **{"in": "1h"})  # fmt: skip
+    job_id = submit_text(
+        served, "A phone reads this. " + "Averyveryverylongwordwithoutanybreaks" * 6, voice_wav, **{"in": "1h"}
+    )
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
     for path in ("/new", "/queue", "/books", "/voices", f"/jobs/{job_id}"):
@@ -322,8 +330,9 @@ def test_a_phone_sized_screen_never_scrolls_sideways(served, browser, voice_wav)
 def test_markup_in_a_document_name_is_shown_as_text_and_runs_nothing(served, page, voice_wav):
     evil = "<img src=x onerror=\"document.title='pwned'\">.txt"
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", files={"file": (evil, b"Hello there."), "voice_sample": f},
-                           data={"in": "1h"})  # fmt: skip
+        made = served.post(
+            "/v1/narrations", files={"file": (evil, b"Hello there."), "voice_sample": f}, data={"in": "1h"}
+        )
     assert made.status_code == 202, made.text
     job_id = made.json()["id"]
     errors: list[str] = []

@@ -69,8 +69,9 @@ def test_the_job_page_reads_along_with_the_player(served, page, voice_wav):
     assert page.locator(".readalong h3").all_inner_texts() == ["The Harbor", "The Storm"]  # the heading sentences
     assert [" ".join(t.split()) for t in page.locator(".readalong p").all_inner_texts()] == [
         "Ships came in at dawn. The gulls were loud. A bell rang twice.",
-        "Rain hammered the glass all night. Nobody slept.", "By morning the sea was calm.",
-    ]  # one paragraph each, not a chapter's text run together with its heading  # fmt: skip
+        "Rain hammered the glass all night. Nobody slept.",
+        "By morning the sea was calm.",
+    ]  # one paragraph each, not a chapter's text run together with its heading
     assert [s.get("paragraph") for s in sentences] == [0, 1, 1, 1, 2, 3, 3, 4]  # the timing manifest numbers them
     assert lit(page) == [sentences[0]["text"]]  # where the player stands: its start
     page.wait_for_function("() => document.querySelector('#book-audio').readyState >= 1")
@@ -87,8 +88,10 @@ def test_the_job_page_reads_along_with_the_player(served, page, voice_wav):
     lit_index(page, 2)
 
     # Played (muted: no gesture needed), the lit sentence follows the player's own time.
-    page.evaluate("(() => { const a = document.querySelector('#book-audio'); a.currentTime = 0; a.muted = true; "
-                  "return a.play(); })()")  # fmt: skip
+    page.evaluate(
+        "(() => { const a = document.querySelector('#book-audio'); a.currentTime = 0; a.muted = true; "
+        "return a.play(); })()"
+    )
     seen = set()
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and len(seen) < 3:

@@ -43,8 +43,11 @@ def served(checkpoint):
 
 def submit(served: Served, voice_wav, text: str | None = None, files: dict | None = None, **fields: str) -> str:
     with open(voice_wav, "rb") as f:
-        made = served.post("/v1/narrations", data={**({"text": text} if text else {}), **fields},
-                           files={**(files or {}), "voice_sample": f})  # fmt: skip
+        made = served.post(
+            "/v1/narrations",
+            data={**({"text": text} if text else {}), **fields},
+            files={**(files or {}), "voice_sample": f},
+        )
     assert made.status_code == 202, made.text
     return made.json()["id"]
 
@@ -113,8 +116,11 @@ def test_the_job_pages_badge_takes_each_states_colour_live(served, page, voice_w
     queued_colour = page.evaluate(f"getComputedStyle({BADGE}).color")
     page.evaluate("window.notReloaded = true")
     assert served.post(f"/v1/narrations/{running}/cancel").ok
-    page.wait_for_function(f"() => {BADGE}.className === 'status in_progress' && {BADGE}.textContent === 'in progress'"
-                           " && window.notReloaded === true", timeout=60_000)  # fmt: skip
+    page.wait_for_function(
+        f"() => {BADGE}.className === 'status in_progress' && {BADGE}.textContent === 'in progress'"
+        " && window.notReloaded === true",
+        timeout=60_000,
+    )
     assert page.evaluate(f"getComputedStyle({BADGE}).color") != queued_colour
     page.locator("[data-field=status].completed").wait_for(timeout=120_000)  # the page reloads at the end
     assert page.inner_text("[data-field=status]") == "completed"
@@ -208,10 +214,14 @@ def test_a_preview_plays_in_the_card_of_the_voice_it_previews(served, page, voic
     card = page.locator("article.voice[data-name='second-voice']")
     card.locator("button[data-preview]").click()
     in_card = "document.querySelector(\"article.voice[data-name='second-voice'] audio\")"
-    page.wait_for_function(f"() => {{ const a = {in_card}; return a && a.src.startsWith('blob:') && a.duration > 0"
-                           " && !a.hidden; }", timeout=120_000)  # fmt: skip
-    playing = page.evaluate("[...document.querySelectorAll('audio')].filter(a => a.src.startsWith('blob:'))"
-                            ".map(a => (a.closest('article.voice') || {dataset: {}}).dataset.name)")  # fmt: skip
+    page.wait_for_function(
+        f"() => {{ const a = {in_card}; return a && a.src.startsWith('blob:') && a.duration > 0 && !a.hidden; }}",
+        timeout=120_000,
+    )
+    playing = page.evaluate(
+        "[...document.querySelectorAll('audio')].filter(a => a.src.startsWith('blob:'))"
+        ".map(a => (a.closest('article.voice') || {dataset: {}}).dataset.name)"
+    )
     assert playing == ["second-voice"]
 
 
@@ -224,8 +234,7 @@ def test_titles_not_file_names_name_the_books_and_their_downloads(served, page, 
         made = served.post("/v1/narrations", files={"file": ("odyssey.epub", f)}, data={"voice": "reader"})
     assert made.status_code == 202, made.text
     epub_id = made.json()["id"]
-    text_id = submit(served, voice_wav, files={"file": ("art2.txt", b"A short article. It ends here.")},
-                     format="m4b")  # fmt: skip
+    text_id = submit(served, voice_wav, files={"file": ("art2.txt", b"A short article. It ends here.")}, format="m4b")
     for job_id in (epub_id, text_id):
         until(served, job_id, "completed", timeout=240)
     queue = served.get("/queue").text
@@ -263,14 +272,23 @@ def saved_as(disposition: str) -> str:
 def test_text_from_a_query_string_is_never_shown_on_a_page(served, voice_wav):
     job_id = submit(served, voice_wav, "A job with a page.", **{"in": "1h"})
     query = {"error": PHISH, "said": PHISH, "message": PHISH}
-    for path in ("/queue", "/new", f"/jobs/{job_id}", "/books", "/voices", "/voices/designs/nothing",
-                 f"/jobs/narrate-{PHISH}", "/queue/rows"):  # fmt: skip
+    for path in (
+        "/queue",
+        "/new",
+        f"/jobs/{job_id}",
+        "/books",
+        "/voices",
+        "/voices/designs/nothing",
+        f"/jobs/narrate-{PHISH}",
+        "/queue/rows",
+    ):
         got = served.get(path, params=query)
         assert "0800" not in got.text, path
     # What an action says still shows, once, on the page it leads to (and never in its URL).
     browser_like = requests.Session()
-    answer = browser_like.post(served.url + "/voices/add", files={"name": (None, "someone")}, allow_redirects=False,
-                               timeout=30)  # fmt: skip
+    answer = browser_like.post(
+        served.url + "/voices/add", files={"name": (None, "someone")}, allow_redirects=False, timeout=30
+    )
     assert answer.status_code == 303 and answer.headers["location"] == "/voices", answer.headers
     shown = browser_like.get(served.url + answer.headers["location"], timeout=30).text
     assert "tick the consent box" in shown

@@ -114,7 +114,7 @@ def test_processes_starting_the_server_at_once_share_one(env, home):
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         for _ in range(4)
     ]
     for p in procs:

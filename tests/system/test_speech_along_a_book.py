@@ -50,8 +50,11 @@ def test_a_speech_request_rides_along_the_books_batches(checkpoint, voice_wav):
     try:
         book = start_book(s, voice_wav)
         t0 = time.monotonic()
-        with s.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.",
-                                              "response_format": "pcm"}, stream=True) as speech:  # fmt: skip
+        with s.post(
+            "/v1/audio/speech",
+            json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.", "response_format": "pcm"},
+            stream=True,
+        ) as speech:
             pieces = speech.iter_content(chunk_size=None)
             first = next(pieces)
             first_s = time.monotonic() - t0
@@ -62,8 +65,10 @@ def test_a_speech_request_rides_along_the_books_batches(checkpoint, voice_wav):
         assert during["status"] == "in_progress", (during, waited)  # answered while the book ran on
         result = finished_book(s, book)
         assert result["attempts"] == 1 and result["reused"] == 0, result  # it never stopped
-        again = s.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.",
-                                                 "response_format": "pcm"})  # fmt: skip
+        again = s.post(
+            "/v1/audio/speech",
+            json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.", "response_format": "pcm"},
+        )
         assert again.status_code == 200 and again.content == body  # the pieces streamed are the clip kept whole
     finally:
         logs = s.close()
@@ -75,15 +80,24 @@ def test_a_speech_request_rides_along_the_books_batches(checkpoint, voice_wav):
     print(f"speech along a book: first audio bytes after {first_s:.2f} s, whole answer after {waited:.2f} s")
 
 
-def test_a_preview_for_another_model_is_made_between_the_books_batches(checkpoint, custom_voice_checkpoint,
-                                                                         voice_wav):  # fmt: skip
+def test_a_preview_for_another_model_is_made_between_the_books_batches(checkpoint, custom_voice_checkpoint, voice_wav):
     s = serve(checkpoint, NARRATE_CLIP_YIELD_S="1").with_worker()
     try:
         book = start_book(s, voice_wav)
         t0 = time.monotonic()
         out = s.home / "aiden.wav"
-        made = narrate(s.env, "voice", "preview", "aiden", "--model", str(custom_voice_checkpoint), "--text",
-                       "Meanwhile, hello.", "-o", str(out))  # fmt: skip
+        made = narrate(
+            s.env,
+            "voice",
+            "preview",
+            "aiden",
+            "--model",
+            str(custom_voice_checkpoint),
+            "--text",
+            "Meanwhile, hello.",
+            "-o",
+            str(out),
+        )
         waited = time.monotonic() - t0
         assert made.returncode == 0 and decoded_samples(out).size > 0, made.stderr
         during = s.get(f"/v1/narrations/{book['id']}").json()

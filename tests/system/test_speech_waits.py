@@ -69,8 +69,10 @@ class Raw:
         port = int(s.url.rsplit(":", 1)[1])
         body = json.dumps({"model": "tts-1", "voice": "alice", "input": text, "response_format": "pcm"}).encode()
         self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.sendall(b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
-                          b"\r\nContent-Length: %d\r\n\r\n%s" % (port, len(body), body))  # fmt: skip
+        self.sock.sendall(
+            b"POST /v1/audio/speech HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json"
+            b"\r\nContent-Length: %d\r\n\r\n%s" % (port, len(body), body)
+        )
         self.came: queue.Queue[tuple[float, bytes]] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -163,8 +165,10 @@ def test_a_waiting_speech_request_blocks_and_a_piece_wakes_it(server, checkpoint
         logs = s.close()
         r.close()
     assert "Traceback" not in logs
-    print(f"{server}: {len(touched)} commands on the clip in {t1 - t0:.1f} s of waiting; pieces came after "
-          f"{', '.join(f'{x * 1000:.0f}' for x in late)} ms")  # fmt: skip
+    print(
+        f"{server}: {len(touched)} commands on the clip in {t1 - t0:.1f} s of waiting; pieces came after "
+        f"{', '.join(f'{x * 1000:.0f}' for x in late)} ms"
+    )
 
 
 def test_a_client_that_goes_away_leaves_no_parts_stream_behind(checkpoint, voice_wav):
@@ -175,8 +179,11 @@ def test_a_client_that_goes_away_leaves_no_parts_stream_behind(checkpoint, voice
         early = Raw(s, "Gone before a word.")  # away while it waits for the first audio
         first = the_clip(r)
         early.close()
-        wait_until(lambda: not r.exists(clips.parts_key(first, 1)) and state(r, first) == "canceled", 30,
-                   "the first request's stream to go and its clip to be canceled")  # fmt: skip
+        wait_until(
+            lambda: not r.exists(clips.parts_key(first, 1)) and state(r, first) == "canceled",
+            30,
+            "the first request's stream to go and its clip to be canceled",
+        )
         clips.put_piece(r, first, 1, 0, b"\x01\x00" * 100)  # a worker still speaking it: nothing is made
         assert not r.exists(clips.parts_key(first, 1))
 
@@ -187,8 +194,11 @@ def test_a_client_that_goes_away_leaves_no_parts_stream_behind(checkpoint, voice
         while b"\x02\x00" * 100 not in data:
             data += later.next()[1]
         later.close()
-        wait_until(lambda: not r.exists(clips.parts_key(second, 1)) and state(r, second) == "canceled", 30,
-                   "the second request's stream to go and its clip to be canceled")  # fmt: skip
+        wait_until(
+            lambda: not r.exists(clips.parts_key(second, 1)) and state(r, second) == "canceled",
+            30,
+            "the second request's stream to go and its clip to be canceled",
+        )
         clips.put_piece(r, second, 1, 2000, b"\x02\x00" * 100)
         assert r.keys(f"{clips.parts_key('*', 1)}") == []
     finally:
@@ -220,8 +230,10 @@ def test_a_books_clip_watch_reads_the_queue_when_a_clip_is_signalled(checkpoint,
         idle = monitor.between(db, t0, t1, "LRANGE", high)
         assert len(idle) <= (t1 - t0) / WATCH_S + 1, idle  # a poll every 0.1 s made 30 here
         t2 = time.time()
-        speech = s.post("/v1/audio/speech", json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.",
-                                                  "response_format": "pcm"})  # fmt: skip
+        speech = s.post(
+            "/v1/audio/speech",
+            json={"model": "tts-1", "voice": "alice", "input": "Meanwhile, hello.", "response_format": "pcm"},
+        )
         t3 = time.time()
         assert speech.status_code == 200 and len(speech.content) > 0
         looked = monitor.between(db, t2, t3, "LRANGE", high)
@@ -234,8 +246,10 @@ def test_a_books_clip_watch_reads_the_queue_when_a_clip_is_signalled(checkpoint,
         r.close()
     assert f"job {book['id']} takes clip job narrate-clip-" in logs, logs
     assert "Traceback" not in logs
-    print(f"the watch read the queue {len(idle)} times in {t1 - t0:.1f} s without clips, {len(looked)} times "
-          f"in the {t3 - t2:.2f} s of a speech request riding along")  # fmt: skip
+    print(
+        f"the watch read the queue {len(idle)} times in {t1 - t0:.1f} s without clips, {len(looked)} times "
+        f"in the {t3 - t2:.2f} s of a speech request riding along"
+    )
 
 
 def test_a_server_told_to_stop_does_not_wait_for_the_clips_its_requests_wait_for(checkpoint, voice_wav):
@@ -245,8 +259,12 @@ def test_a_server_told_to_stop_does_not_wait_for_the_clips_its_requests_wait_for
     try:
         add_voice(s, voice_wav)
         book = post_book(s, 2 * SENTENCES)
-        wait_until(lambda: s.get(f"/v1/narrations/{book['id']}").json()["status"] == "in_progress", 120,
-                   "the book to start", poll=0.1)  # fmt: skip
+        wait_until(
+            lambda: s.get(f"/v1/narrations/{book['id']}").json()["status"] == "in_progress",
+            120,
+            "the book to start",
+            poll=0.1,
+        )
         waiting = Raw(s, "Waiting for the book.")
         clip = the_clip(r)
         time.sleep(BLOCK_S)
@@ -298,8 +316,11 @@ def test_identical_requests_share_a_clip_and_one_hang_up_cuts_no_one_short(check
 
     def keep_one() -> None:
         try:
-            got = requests.post(f"{s.url}/v1/audio/speech", timeout=120, json={
-                "model": "tts-1", "voice": "alice", "input": text, "response_format": "pcm"})  # fmt: skip
+            got = requests.post(
+                f"{s.url}/v1/audio/speech",
+                timeout=120,
+                json={"model": "tts-1", "voice": "alice", "input": text, "response_format": "pcm"},
+            )
             kept.append((got.status_code, got.content))
         except requests.RequestException as e:
             kept.append(repr(e))
@@ -328,8 +349,11 @@ def test_identical_requests_share_a_clip_and_one_hang_up_cuts_no_one_short(check
         for t in staying:
             t.join(60)
         assert kept == [(200, first + rest)] * 20, [k if isinstance(k, str) else (k[0], len(k[1])) for k in kept]
-        wait_until(lambda: not r.exists(count) and not r.exists(clips.parts_key(job_id, 1)), 30,
-                   "the clip's count and stream to go with the last request")  # fmt: skip
+        wait_until(
+            lambda: not r.exists(count) and not r.exists(clips.parts_key(job_id, 1)),
+            30,
+            "the clip's count and stream to go with the last request",
+        )
     finally:
         logs = s.close()
         r.close()

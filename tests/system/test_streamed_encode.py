@@ -34,8 +34,12 @@ def minute(tmp_path_factory):
 
 def _chapters(path) -> list[tuple[int, str]]:
     """(start ms, title) of every chapter, as ffmpeg reads the file."""
-    meta = subprocess.run([ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
-                          capture_output=True, text=True, check=True).stdout  # fmt: skip
+    meta = subprocess.run(
+        [ffmpeg_exe(), "-v", "error", "-i", str(path), "-f", "ffmetadata", "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     found = re.findall(r"^TIMEBASE=(\d+)/(\d+)\s+START=(\d+)\s+END=\d+\s+title=(.*)$", meta, re.M)
     return [(round(int(start) * int(num) * 1000 / int(den)), title) for num, den, start, title in found]
 
@@ -234,9 +238,23 @@ def test_chapter_marks_written_after_the_encode_survive_odd_titles_and_their_num
     from narrate.jobs.audio.tagging import MAX_VORBIS_CHAPTERS, write_tags
 
     path = tmp_path / f"t.{ext}"
-    subprocess.run([ffmpeg_exe(), "-v", "error", "-f", "lavfi", "-i", "anullsrc=r=24000:cl=mono", "-t", "130",
-                    "-c:a", {"mp3": "libmp3lame", "flac": "flac", "opus": "libopus"}[ext], str(path)],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        [
+            ffmpeg_exe(),
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "anullsrc=r=24000:cl=mono",
+            "-t",
+            "130",
+            "-c:a",
+            {"mp3": "libmp3lame", "flac": "flac", "opus": "libopus"}[ext],
+            str(path),
+        ],
+        check=True,
+    )
     titles = ['Naïve = "quoted"; #1', "第二章 雨", "x" * 300] + [f"Part {n}" + "!" * (n % 7) for n in range(3, 1200)]
     spans = [(n * 2400, (n + 1) * 2400, t) for n, t in enumerate(titles)]  # every 0.1 s
     write_tags(path, Tags(title="Book"), spans)

@@ -72,15 +72,18 @@ def test_passages_marked_in_another_language_are_read_in_it(env, home, voice_wav
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert wait_for_job(job)["status"] == "finished"
     said = [(s["language"], s["text"]) for s in spoken(home)]
-    assert sorted(said, key=lambda x: x[1]) == sorted([
-        ("english", "Letters"),
-        ("english", "She opened the letter and read it aloud."),
-        ("french", "Le premier mai, il est arrivé."),
-        ("french", "Il a vingt et un ans."),
-        ("english", "He said bonjour on the second day."),
-        ("german", "Am dritten Mai kam er mit zwei Hunden."),
-        ("english", "Qapla' is a word."),
-    ], key=lambda x: x[1])  # fmt: skip
+    assert sorted(said, key=lambda x: x[1]) == sorted(
+        [
+            ("english", "Letters"),
+            ("english", "She opened the letter and read it aloud."),
+            ("french", "Le premier mai, il est arrivé."),
+            ("french", "Il a vingt et un ans."),
+            ("english", "He said bonjour on the second day."),
+            ("german", "Am dritten Mai kam er mit zwei Hunden."),
+            ("english", "Qapla' is a word."),
+        ],
+        key=lambda x: x[1],
+    )
     # --language sets the document's language; marked passages keep theirs.
     job = submit(e, doc, voice_wav, home / "out" / "letters-it.wav", "--language", "it")
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
@@ -96,8 +99,7 @@ def test_a_schedule_reads_with_its_language_and_lexicon(env, home, voice_wav, ex
     tick may run on another host); every document of the folder is read in that language with it."""
     from helpers.sched import add, listing, run_tick
 
-    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"),
-                 NARRATE_SCHEDULE_SETTLE_S="0")  # fmt: skip
+    e = fake_env(env, home, delay_ms=0, NARRATE_FAKE_TEXT_LOG=str(home / "text.log"), NARRATE_SCHEDULE_SETTLE_S="0")
     watch = home / "inbox"
     watch.mkdir()
     (watch / "brief.txt").write_text("Nguyen kam mit 2 Hunden.\n")
@@ -113,6 +115,18 @@ def test_a_schedule_reads_with_its_language_and_lexicon(env, home, voice_wav, ex
     said = spoken(home)
     assert [s["text"] for s in said] == ["Win kam mit zwei Hunden."]
     assert {s["language"] for s in said} == {"german"}
-    bad = narrate(e, "schedule", "add", "x", "--cron", "@daily", "--watch", str(watch), "--voice", str(voice_wav),
-                  "--language", "klingon")  # fmt: skip
+    bad = narrate(
+        e,
+        "schedule",
+        "add",
+        "x",
+        "--cron",
+        "@daily",
+        "--watch",
+        str(watch),
+        "--voice",
+        str(voice_wav),
+        "--language",
+        "klingon",
+    )
     assert bad.returncode != 0 and "unknown language 'klingon'" in bad.stderr

@@ -26,8 +26,14 @@ def test_a_job_stored_under_the_old_function_name_runs(env, home, voice_wav, ext
     # the same job written again, by hand, as an earlier version wrote it: the literal name, the JSON spec
     q = Queue("narrate", connection=external_redis, serializer=JSONSerializer)
     job.delete()
-    again = q.enqueue_call(STORED_BEFORE_THE_LAYOUT, args=job.args, job_id=job.id, meta=job.meta,
-                           timeout=job.timeout, description=job.description)  # fmt: skip
+    again = q.enqueue_call(
+        STORED_BEFORE_THE_LAYOUT,
+        args=job.args,
+        job_id=job.id,
+        meta=job.meta,
+        timeout=job.timeout,
+        description=job.description,
+    )
     assert again.func_name == STORED_BEFORE_THE_LAYOUT
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert wait_for_job(job.id)["status"] == "finished"

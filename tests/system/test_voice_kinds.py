@@ -292,8 +292,10 @@ def test_the_command_line_writes_each_kind(tmp_path):
     out = tmp_path / "vd"
     proc = subprocess.run(
         [sys.executable, "-m", "narrate.worker.testkit.random_checkpoint", str(out), "--kind", "voice-design"],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "tiny voice-design checkpoint" in proc.stdout
     config = json.loads((out / "config.json").read_text())

@@ -48,16 +48,36 @@ def test_saved_preset_and_designed_voices_each_narrate_a_book(
         assert res["voice_cache"] == "miss" and res["speaker_encoder_runs"] == 1
 
         # 2. A preset speaker of a CustomVoice model, with an instruction.
-        [job] = submit_json(env, [doc], speaker.upper(), "-o", str(out / "preset.wav"),
-                            "--model", str(custom_voice_checkpoint), "--instruct", "calm, warm narrator")  # fmt: skip
+        [job] = submit_json(
+            env,
+            [doc],
+            speaker.upper(),
+            "-o",
+            str(out / "preset.wav"),
+            "--model",
+            str(custom_voice_checkpoint),
+            "--instruct",
+            "calm, warm narrator",
+        )
         res = finished_book(job["id"], out / "preset.wav")
         assert res["speaker_encoder_runs"] == 0 and res["model"] == str(custom_voice_checkpoint)
 
         # 3. A designed voice: candidates made by one job, one kept, a book read from it by Base.
         design_env = dict(env, NARRATE_MAX_FRAMES="20")  # 1.6 s candidates: long enough to keep as a sample
         described = "Female, 60s, low raspy alto, unhurried"
-        ran = narrate(design_env, "voice", "design", "Gran", described, "--candidates", "2",
-                      "--model", str(voice_design_checkpoint), "-o", str(home / "cands"))  # fmt: skip
+        ran = narrate(
+            design_env,
+            "voice",
+            "design",
+            "Gran",
+            described,
+            "--candidates",
+            "2",
+            "--model",
+            str(voice_design_checkpoint),
+            "-o",
+            str(home / "cands"),
+        )
         assert ran.returncode == 0, ran.stderr
         files = [Path(p) for p in ran.stdout.split()]
         assert [p.name for p in files] == ["gran-1.wav", "gran-2.wav"]
@@ -88,8 +108,9 @@ def test_saved_preset_and_designed_voices_each_narrate_a_book(
         n for n in ("vivian", "serena", "eric", "dylan", "sohee") if n not in speakers_of(custom_voice_checkpoint)
     )
     (home / "other.txt").write_text("Another book.\n")
-    [job] = submit_json(dict(env, NARRATE_MODEL="some-org/unknown-model"), [home / "other.txt"], missing,
-                        "-o", str(out / "missing.wav"))  # fmt: skip
+    [job] = submit_json(
+        dict(env, NARRATE_MODEL="some-org/unknown-model"), [home / "other.txt"], missing, "-o", str(out / "missing.wav")
+    )
     worker = start_worker(dict(env, NARRATE_MODEL=str(custom_voice_checkpoint)))
     try:
         st = wait_for_job(job["id"])

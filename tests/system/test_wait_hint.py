@@ -15,8 +15,7 @@ def test_wait_says_when_no_worker_takes_jobs_from_the_queue(env, home, voice_wav
     doc = home / "doc.txt"
     doc.write_text("One sentence. Two sentences.")
     args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.wav"), "--wait"]
-    proc = subprocess.Popen([*NARRATE, *args], env=e,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen([*NARRATE, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     worker = None
     seen: list[str] = []
     reader = threading.Thread(target=lambda: seen.extend(proc.stderr), daemon=True)  # lines as they come
@@ -47,8 +46,7 @@ def test_no_hint_while_a_worker_listens(env, home, voice_wav, external_redis):
         q = Queue("narrate", connection=external_redis)
         wait_until(lambda: Worker.all(queue=q), 60, "the worker listening")  # started, registered on the queue
         args = ["submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.wav"), "--wait"]
-        proc = subprocess.run([*NARRATE, *args], env=e, capture_output=True,
-                              text=True, timeout=60)  # fmt: skip
+        proc = subprocess.run([*NARRATE, *args], env=e, capture_output=True, text=True, timeout=60)
         assert proc.returncode == 0 and "no worker" not in proc.stderr, proc.stderr
     finally:
         stop_worker(worker)

@@ -52,9 +52,12 @@ def test_sigterm_while_the_worker_starts_is_a_clean_stop(env, home):
     for delay in (0.3, 0.6, 1.0):
         proc = subprocess.Popen(
             [*NARRATE, "worker"],
-            env=dict(env, NARRATE_ENGINE="fake"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env=dict(env, NARRATE_ENGINE="fake"),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             start_new_session=True,
-        )  # fmt: skip
+        )
         time.sleep(delay)
         os.killpg(proc.pid, signal.SIGTERM)  # as a service manager stops the whole group
         out, _ = proc.communicate(timeout=60)

@@ -36,8 +36,10 @@ def test_watch_follows_a_job_to_its_end(env, home, voice_wav, external_redis):
         pipe = subprocess.PIPE
         followers = [subprocess.Popen(c, env=e, stdout=pipe, stderr=pipe, text=True) for c in cmds]
         lines: list[list[str]] = [[], []]
-        readers = [threading.Thread(target=lambda p=p, got=got: got.extend(p.stdout), daemon=True)
-                   for p, got in zip(followers, lines, strict=True)]  # fmt: skip
+        readers = [
+            threading.Thread(target=lambda p=p, got=got: got.extend(p.stdout), daemon=True)
+            for p, got in zip(followers, lines, strict=True)
+        ]
         for t in readers:
             t.start()
         wait_until(lambda: all(got for got in lines), 60, "a progress line from each follower")
@@ -99,8 +101,7 @@ def test_on_a_terminal_the_line_is_redrawn_in_place(env, home, voice_wav, extern
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    watch = subprocess.Popen([*NARRATE, "watch", job["id"]], env=e, stdout=sub,
-                             stderr=subprocess.PIPE)  # fmt: skip
+    watch = subprocess.Popen([*NARRATE, "watch", job["id"]], env=e, stdout=sub, stderr=subprocess.PIPE)
     os.close(sub)
     assert narrate(e, "worker", "--burst", "--quiet").returncode == 0
     assert watch.wait(timeout=30) == 0

@@ -86,8 +86,9 @@ def test_a_book_is_read_along_word_by_word_and_its_words_are_kept(env, home, voi
     said = st["result"]["word_timings"]
     assert said["model"] == default("align_model") and said["aligned"] == 5  # the title, four sentences
     assert (said["sentences"], said["sentence_level"], said["sentence_level_indices"]) == (4, 1, [3])
-    assert re.search(r"word timings: 1 of 5 sentences are read along sentence by sentence .*: sentence 4 \(no words\)",
-                     worker.stderr), worker.stderr[-2000:]  # fmt: skip
+    assert re.search(
+        r"word timings: 1 of 5 sentences are read along sentence by sentence .*: sentence 4 \(no words\)", worker.stderr
+    ), worker.stderr[-2000:]
     epub = home / "out" / "keeper.epub"
     errors, _, report = epubcheck(epub)
     assert errors == 0, report
@@ -117,8 +118,9 @@ def test_a_book_is_read_along_word_by_word_and_its_words_are_kept(env, home, voi
 def test_a_worker_killed_while_aligning_resumes_without_aligning_again_what_it_had(env, home, voice_wav):
     """The aligner kills the worker (os.abort) on sentence 9's take; the worker after it aligns again only the
     takes of the call in flight, and whatever had not been aligned yet."""
-    e = words_env(env, home, NARRATE_FAKE_ALIGN_ABORT_ON="number nine ",
-                  NARRATE_FAKE_ALIGN_ABORT_ONCE=str(home / "aborted"))  # fmt: skip
+    e = words_env(
+        env, home, NARRATE_FAKE_ALIGN_ABORT_ON="number nine ", NARRATE_FAKE_ALIGN_ABORT_ONCE=str(home / "aborted")
+    )
     doc = home / "book.txt"
     doc.write_text(book(16))
     job_id = submit(e, doc, voice_wav, home / "out" / "book.wav", "--word-timings")
@@ -174,8 +176,22 @@ def test_the_real_aligner_gives_a_book_word_level_overlays(env, home, voice_wav,
     doc = home / "keeper.md"
     doc.write_text(DOC)
     out = home / "out" / "keeper.m4b"
-    proc = narrate(env, "run", str(doc), "--voice", str(voice_wav), "-o", str(out), "--json", "--readalong", "epub",
-                   "--subtitles", "json", "--word-timings", str(aligner_checkpoint))  # fmt: skip
+    proc = narrate(
+        env,
+        "run",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(out),
+        "--json",
+        "--readalong",
+        "epub",
+        "--subtitles",
+        "json",
+        "--word-timings",
+        str(aligner_checkpoint),
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     said = json.loads(proc.stdout)["result"]["word_timings"]
     assert said["model"] == str(aligner_checkpoint) and said["aligned"] == 5 and said["sentences"] >= 1, said

@@ -74,9 +74,9 @@ def test_leaving_the_channel_while_its_thread_closes_the_connection_is_no_error(
 
     pubsub.unsubscribe = closed_as_it_is_written  # type: ignore[method-assign]
     started = time.monotonic()
-    worker.unsubscribe()  # no error, and the stop is not held
+    worker.unsubscribe()  # no error, and the stop is not held for the minute rq's thread may wait
     took = time.monotonic() - started
-    assert took < 2.5, f"leaving the channel took {took:.1f} s"
+    assert took < 15, f"leaving the channel took {took:.1f} s"  # redis-py's reconnect: 0.1 s quiet, 5 s loaded
     # The thread's read of the shut socket fails; rq's handler logs it and waits 2 s before the thread looks at its
     # stop flag (rq's own pause, in a daemon thread): the thread ends after that wait, not before.
     thread.join(timeout=10)

@@ -71,7 +71,10 @@ def test_an_upload_asks_for_a_scan_of_its_library(book):
     finally:
         server.close()
     assert [(m, p) for m, p, _ in server.calls] == [
-        ("GET", "/api/libraries"), ("POST", "/api/upload"), ("POST", "/api/libraries/lib-books/scan")]  # fmt: skip
+        ("GET", "/api/libraries"),
+        ("POST", "/api/upload"),
+        ("POST", "/api/libraries/lib-books/scan"),
+    ]
     assert all(auth == f"Bearer {TOKEN}" for _, _, auth in server.calls)
     assert told == "uploaded to Audiobookshelf library lib-books and its scan asked for"
 
@@ -83,6 +86,8 @@ def test_a_refused_scan_is_a_warning_and_the_upload_counts(book):
     finally:
         server.close()
     assert [p for _, p, _ in server.calls][-2:] == ["/api/upload", "/api/libraries/lib-books/scan"]
-    assert told.startswith("uploaded to Audiobookshelf library lib-books; warning: asking it to scan the library "
-                           "failed (a scan needs an admin's token): Audiobookshelf answered 403")  # fmt: skip
+    assert told.startswith(
+        "uploaded to Audiobookshelf library lib-books; warning: asking it to scan the library "
+        "failed (a scan needs an admin's token): Audiobookshelf answered 403"
+    )
     assert "the book appears once the library is scanned" in told

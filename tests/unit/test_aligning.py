@@ -113,7 +113,14 @@ def test_a_word_shorter_than_a_millisecond_has_no_par():
 
 
 def test_the_fake_aligner_splits_words_as_mlx_audio_does():
-    assert words_of("Hello, big world! It's 42 o'clock -- yes.") == ["Hello", "big", "world", "It's", "42",
-                                                                       "o'clock", "yes"]  # fmt: skip
+    assert words_of("Hello, big world! It's 42 o'clock -- yes.") == [
+        "Hello",
+        "big",
+        "world",
+        "It's",
+        "42",
+        "o'clock",
+        "yes",
+    ]
     [got] = FakeAligner().align([np.zeros(24_000, np.float32)], texts=["The sea, loud."], languages=["english"])
     assert [w for w, _, _ in got] == ["The", "sea", "loud"] and check_words(got, 1.0) is None

@@ -85,8 +85,10 @@ def test_each_bad_book_is_one_clear_line_and_enqueues_nothing(env, tmp_path, voi
     out = Path(env["NARRATE_OUTPUT_DIR"])
     seen = []
     for name, (path, message) in bad_books(tmp_path).items():
-        for args in (["submit", str(path), "--voice", str(voice_wav), "-o", str(out / "x.m4b")],
-                     ["chapters", str(path)]):  # fmt: skip
+        for args in (
+            ["submit", str(path), "--voice", str(voice_wav), "-o", str(out / "x.m4b")],
+            ["chapters", str(path)],
+        ):
             proc = invoke(env, *args)
             err = proc.stderr.strip()
             assert proc.returncode != 0, (name, args[0])

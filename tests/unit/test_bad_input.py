@@ -52,12 +52,16 @@ def bad_cases(home, good):
         "long voice": (["submit", d, "--voice", str(long), "-o", o], "longer than 60 s"),
         "unknown quant": (["submit", d, "--voice", v, "-o", o, "--quant", "3bit"], "--quant '3bit': use"),
         "unknown format": (["submit", d, "--voice", v, "-o", str(home / "out" / "x.xyz")], "unknown format"),
-        "unwritable output": (["submit", d, "--voice", v, "-o", str(home / "out" / "ro" / "x.mp3")],
-                              "cannot be written"),
+        "unwritable output": (
+            ["submit", d, "--voice", v, "-o", str(home / "out" / "ro" / "x.mp3")],
+            "cannot be written",
+        ),
         "outside root": (["submit", d, "--voice", v, "-o", "/tmp/elsewhere.mp3"], "outside the output"),
-        "output escapes by ..": (["submit", d, "--voice", v, "-o", str(home / "out" / ".." / "x.mp3")],
-                                 "outside the output root"),
-    }  # fmt: skip
+        "output escapes by ..": (
+            ["submit", d, "--voice", v, "-o", str(home / "out" / ".." / "x.mp3")],
+            "outside the output root",
+        ),
+    }
 
 
 def test_each_bad_input_is_one_clear_line_and_enqueues_nothing(env, home, good, external_redis):

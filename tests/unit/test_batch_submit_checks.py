@@ -16,8 +16,11 @@ def test_one_bad_file_refuses_the_whole_batch_naming_it(env, home, voice_wav, ex
     binary.write_bytes(b"\x00\x01binary\x00")
     missing = home / "in" / "gone.txt"
     for bad in (binary, missing):
-        line = one_error_line(invoke(e, "submit", str(good[0]), str(bad), str(good[1]), "--voice", str(voice_wav),
-                                      "-o", str(home / "out")))  # fmt: skip
+        line = one_error_line(
+            invoke(
+                e, "submit", str(good[0]), str(bad), str(good[1]), "--voice", str(voice_wav), "-o", str(home / "out")
+            )
+        )
         assert str(bad) in line, line
         assert narrate_keys(external_redis) == []  # nothing stored, nothing enqueued
 
@@ -33,14 +36,15 @@ def test_outputs_that_would_collide_are_refused(env, home, voice_wav, external_r
         (a_txt, a_txt): f"document {a_txt} is given twice",
     }
     for docs, want in cases.items():
-        line = one_error_line(invoke(e, "submit", *map(str, docs), "--voice", str(voice_wav),
-                                      "-o", str(home / "out")))  # fmt: skip
+        line = one_error_line(invoke(e, "submit", *map(str, docs), "--voice", str(voice_wav), "-o", str(home / "out")))
         assert want in line, line
-    line = one_error_line(invoke(e, "submit", str(a_txt), str(upper), "--voice", str(voice_wav),
-                                  "-o", str(home / "out" / "x.mp3")))  # fmt: skip
+    line = one_error_line(
+        invoke(e, "submit", str(a_txt), str(upper), "--voice", str(voice_wav), "-o", str(home / "out" / "x.mp3"))
+    )
     assert "-o is a directory" in line, line
-    line = one_error_line(invoke(e, "submit", str(a_txt), "--voice", str(voice_wav),
-                                  "-o", str(home / "out" / "x.mp3"), "--format", "wav"))  # fmt: skip
+    line = one_error_line(
+        invoke(e, "submit", str(a_txt), "--voice", str(voice_wav), "-o", str(home / "out" / "x.mp3"), "--format", "wav")
+    )
     assert "disagree" in line, line
     assert narrate_keys(external_redis) == []
 

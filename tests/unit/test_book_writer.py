@@ -47,11 +47,19 @@ def test_long_name_fits_because_temp_names_are_short(tree):
     with 'File name too long' after the whole book, and a half-open wave writer)."""
     root, _, work = tree
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from helpers.encode import write_book; from pathlib import Path; "
-         "write_book(Path(sys.argv[1]), root=Path(sys.argv[2]), workdir=Path(sys.argv[3]))",
-         str(root / ("n" * 246 + ".mp3")), str(root), str(work)],
-        capture_output=True, text=True, cwd=TESTS,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from helpers.encode import write_book; from pathlib import Path; "
+            "write_book(Path(sys.argv[1]), root=Path(sys.argv[2]), workdir=Path(sys.argv[3]))",
+            str(root / ("n" * 246 + ".mp3")),
+            str(root),
+            str(work),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=TESTS,
+    )
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     assert (root / ("n" * 246 + ".mp3")).exists()
 
@@ -63,11 +71,19 @@ def test_failing_enter_leaves_no_half_open_writer(tree):
     blocker = work / "file"
     blocker.write_text("x")
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from helpers.encode import write_book; from pathlib import Path; "
-         "write_book(Path(sys.argv[1]), root=Path(sys.argv[2]), workdir=Path(sys.argv[3]))",
-         str(root / "book.mp3"), str(root), str(blocker / "sub")],
-        capture_output=True, text=True, cwd=TESTS,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys; from helpers.encode import write_book; from pathlib import Path; "
+            "write_book(Path(sys.argv[1]), root=Path(sys.argv[2]), workdir=Path(sys.argv[3]))",
+            str(root / "book.mp3"),
+            str(root),
+            str(blocker / "sub"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=TESTS,
+    )
     assert proc.returncode == 1 and "NotADirectoryError" in proc.stderr, proc.stderr
     assert "AttributeError" not in proc.stderr and "Exception ignored" not in proc.stderr
     assert partials(root) == [] and list(root.iterdir()) == []

@@ -15,18 +15,24 @@ from narrate.jobs.web.errors import ApiError
 HOSTS = ("127.0.0.1", "café.example", "[::1]:9000", "hooks.example.com")
 
 
-@pytest.mark.parametrize(("given", "stored"), [
-    ("http://127.0.0.1:8000/café", "http://127.0.0.1:8000/caf%C3%A9"),
-    ("http://127.0.0.1:8000/caf%C3%A9", "http://127.0.0.1:8000/caf%C3%A9"),  # an escape is kept, not doubled
-    ("HTTP://127.0.0.1/a%zz/%/b?q=naïve&x=%41&y=1 %", None),  # a space: refused below
-    ("http://Café.Example/Ünïcode?ß=日本#part", "http://xn--caf-dma.example/%C3%9Cn%C3%AFcode?%C3%9F=%E6%97%A5%E6%9C%AC"),
-    ("http://xn--caf-dma.example/", "http://xn--caf-dma.example/"),
-    ("https://hooks.example.com", "https://hooks.example.com/"),
-    ("http://hooks.example.com./x#frag", "http://hooks.example.com/x"),
-    ("http://127.0.0.1/a%zz/%/b?q=<\"x\">&k=%41", "http://127.0.0.1/a%25zz/%25/b?q=%3C%22x%22%3E&k=%41"),
-    ("http://[::1]:9000/done", "http://[::1]:9000/done"),
-    ("http://[0:0::1]:9000/done", "http://[::1]:9000/done"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("given", "stored"),
+    [
+        ("http://127.0.0.1:8000/café", "http://127.0.0.1:8000/caf%C3%A9"),
+        ("http://127.0.0.1:8000/caf%C3%A9", "http://127.0.0.1:8000/caf%C3%A9"),  # an escape is kept, not doubled
+        ("HTTP://127.0.0.1/a%zz/%/b?q=naïve&x=%41&y=1 %", None),  # a space: refused below
+        (
+            "http://Café.Example/Ünïcode?ß=日本#part",
+            "http://xn--caf-dma.example/%C3%9Cn%C3%AFcode?%C3%9F=%E6%97%A5%E6%9C%AC",
+        ),
+        ("http://xn--caf-dma.example/", "http://xn--caf-dma.example/"),
+        ("https://hooks.example.com", "https://hooks.example.com/"),
+        ("http://hooks.example.com./x#frag", "http://hooks.example.com/x"),
+        ('http://127.0.0.1/a%zz/%/b?q=<"x">&k=%41', "http://127.0.0.1/a%25zz/%25/b?q=%3C%22x%22%3E&k=%41"),
+        ("http://[::1]:9000/done", "http://[::1]:9000/done"),
+        ("http://[0:0::1]:9000/done", "http://[::1]:9000/done"),
+    ],
+)
 def test_a_callback_url_is_stored_normalized(given, stored):
     if stored is None:
         with pytest.raises(ApiError, match="not a URL"):
@@ -37,22 +43,36 @@ def test_a_callback_url_is_stored_normalized(given, stored):
     assert stored.isascii()
 
 
-@pytest.mark.parametrize(("url", "says"), [
-    ("http://user:secret@127.0.0.1/", "user name or password"),
-    ("http://user@127.0.0.1/", "user name or password"),
-    ("http://127.0.0.1:0/", "port"), ("http://127.0.0.1:65536/", "port"), ("http://127.0.0.1:http/", "port"),
-    ("http://127.0.0.1:/", "port"),
-    ("http://127.0.0.1/a b", "not a URL"), ("http://127.0.0.1/a\tb", "not a URL"),
-    ("http://127.0.0.1/\x00", "not a URL"),
-    ("http://127.0.0.1/\x85", "not a URL"), ("http://127.0.0.1/" + "a" * 2000, "not a URL"),
-    ("http://127.0.0.1/" + "é" * 700, "too long"),
-    ("http://127.0.0.1/\ud800", "not valid text"),
-    ("http://exa$mple.com/", "host name"), ("http://a..b/", "host name"), ("http://" + "a" * 64 + ".com/", "host name"),
-    ("http://127.1/", "host name"), ("http://0x7f.0.0.1/", "host name"),
-    ("http://[::1/", "brackets"), ("http://[fe80::1%25eth0]:9000/", "zone"), ("http://[::g]/", "IPv6"),
-    ("ftp://127.0.0.1/", "http:// or https://"), ("127.0.0.1/x", "http:// or https://"), ("http:///x", "http://"),
-    ("http://10.0.0.1/", "NARRATE_CALLBACK_HOSTS"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://user:secret@127.0.0.1/", "user name or password"),
+        ("http://user@127.0.0.1/", "user name or password"),
+        ("http://127.0.0.1:0/", "port"),
+        ("http://127.0.0.1:65536/", "port"),
+        ("http://127.0.0.1:http/", "port"),
+        ("http://127.0.0.1:/", "port"),
+        ("http://127.0.0.1/a b", "not a URL"),
+        ("http://127.0.0.1/a\tb", "not a URL"),
+        ("http://127.0.0.1/\x00", "not a URL"),
+        ("http://127.0.0.1/\x85", "not a URL"),
+        ("http://127.0.0.1/" + "a" * 2000, "not a URL"),
+        ("http://127.0.0.1/" + "é" * 700, "too long"),
+        ("http://127.0.0.1/\ud800", "not valid text"),
+        ("http://exa$mple.com/", "host name"),
+        ("http://a..b/", "host name"),
+        ("http://" + "a" * 64 + ".com/", "host name"),
+        ("http://127.1/", "host name"),
+        ("http://0x7f.0.0.1/", "host name"),
+        ("http://[::1/", "brackets"),
+        ("http://[fe80::1%25eth0]:9000/", "zone"),
+        ("http://[::g]/", "IPv6"),
+        ("ftp://127.0.0.1/", "http:// or https://"),
+        ("127.0.0.1/x", "http:// or https://"),
+        ("http:///x", "http://"),
+        ("http://10.0.0.1/", "NARRATE_CALLBACK_HOSTS"),
+    ],
+)
 def test_a_bad_callback_url_is_a_400_naming_callback_url(url, says):
     with pytest.raises(ApiError, match=says) as e:
         callbacks.check(url, HOSTS)
@@ -75,8 +95,15 @@ def test_secret_query_values_are_redacted_from_uvicorns_records():
         == "/v?api_key=[redacted]&key=[redacted]&Access-Token=[redacted]&q=key"
     )
     assert redact("/v?%74oken=abc") == "/v?%74oken=[redacted]" and redact("/v?token=") == "/v?token="
-    record = logging.LogRecord("uvicorn.access", logging.INFO, "", 0, '%s - "%s %s HTTP/%s" %d',
-                               ("127.0.0.1:5", "GET", "/feeds/n.xml?token=SECRET", "1.1", 200), None)  # fmt: skip
+    record = logging.LogRecord(
+        "uvicorn.access",
+        logging.INFO,
+        "",
+        0,
+        '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5", "GET", "/feeds/n.xml?token=SECRET", "1.1", 200),
+        None,
+    )
     assert RedactSecrets().filter(record) and "SECRET" not in record.getMessage()
     config = log_config()
     assert all("narrate_redact" in h["filters"] for h in config["handlers"].values())

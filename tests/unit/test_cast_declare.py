@@ -40,20 +40,29 @@ def test_voice_arguments():
     assert parse_voice_args(["narrator=me.wav"]).narrator == "me.wav"
     assert parse_voice_args(["narrator:soft=soft.wav"]).voices == {"narrator:soft": "soft.wav"}
     assert (cast.resolve("ALICE"), cast.resolve("/"), cast.resolve("Narrator"), cast.resolve("carol")) == (
-        "alice", "narrator", "narrator", None)  # fmt: skip
+        "alice",
+        "narrator",
+        "narrator",
+        None,
+    )
 
 
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["a.wav", "b.wav"], "--voice gives the narrator twice (a.wav and b.wav): give one plain --voice, and name "
-                             "the others (--voice alice=FILE|NAME)"),
-        (["alice=a.wav", "ALICE=b.wav"], "alice is declared twice (--voice alice=a.wav and --voice ALICE=b.wav): "
-                                         "keep one"),
+        (
+            ["a.wav", "b.wav"],
+            "--voice gives the narrator twice (a.wav and b.wav): give one plain --voice, and name "
+            "the others (--voice alice=FILE|NAME)",
+        ),
+        (
+            ["alice=a.wav", "ALICE=b.wav"],
+            "alice is declared twice (--voice alice=a.wav and --voice ALICE=b.wav): keep one",
+        ),
         (["alice="], "--voice alice= names no voice: write --voice alice=FILE|NAME"),
         (["alice:whisper=w.wav"], "--voice: the variant alice:whisper has no member alice: declare alice itself too"),
     ],
-)  # fmt: skip
+)
 def test_bad_voice_arguments(args, says):
     with pytest.raises(BadInput) as e:
         parse_voice_args(args)
@@ -113,8 +122,11 @@ def test_a_cast_file_and_voice_arguments_together(tmp_path):
     path = tmp_path / "cast.toml"
     path.write_text("[voices]\nalice = 'a.wav'\n[aliases]\n'Al' = 'alice'\n")
     cast = build_cast(["me.wav", "bob=b.wav", "alice:shout=s.wav"], path)
-    assert cast.narrator == "me.wav" and cast.voices == {"alice": str(tmp_path / "a.wav"), "bob": "b.wav",
-                                                         "alice:shout": "s.wav"}  # fmt: skip
+    assert cast.narrator == "me.wav" and cast.voices == {
+        "alice": str(tmp_path / "a.wav"),
+        "bob": "b.wav",
+        "alice:shout": "s.wav",
+    }
     with pytest.raises(
         BadInput, match=r"^alice is declared twice \(--voice alice=x.wav and in .*cast.toml\): keep one"
     ):

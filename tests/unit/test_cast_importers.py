@@ -136,8 +136,10 @@ def test_name_colon_scripts(tmp_path):
     ]
     assert chapters == [(0, "Act One")] and unknown == {"Dave:": 1}
     message = refused(tmp_path, "lines", "Alice: Hi.\n\nThis line names nobody\n")
-    assert message.endswith("line 3 ('This line names nobody') is not `Name: text`: give every line its speaker "
-                            "(Narrator: ... for narration)")  # fmt: skip
+    assert message.endswith(
+        "line 3 ('This line names nobody') is not `Name: text`: give every line its speaker "
+        "(Narrator: ... for narration)"
+    )
     assert "line 1 " in refused(tmp_path, "lines", "Alice:\n")
 
 

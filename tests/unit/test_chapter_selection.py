@@ -14,8 +14,10 @@ from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.documents.selection import check_chapters, keep_chapters
 from narrate.jobs.errors import BadInput
 
-BOOK = ("Opening words come first.\n\n# The Storm\n\nRain fell. Wind rose.\n\n# The Calm\n\nMorning came.\n\n"
-        "It was calm.\n\n# The End\n\nThey slept.\n")  # fmt: skip
+BOOK = (
+    "Opening words come first.\n\n# The Storm\n\nRain fell. Wind rose.\n\n# The Calm\n\nMorning came.\n\n"
+    "It was calm.\n\n# The End\n\nThey slept.\n"
+)
 
 
 @pytest.fixture
@@ -25,8 +27,10 @@ def book(tmp_path):
     return path
 
 
-@pytest.mark.parametrize(("spec", "numbers"), [("2", (2,)), ("1-3,5", (1, 2, 3, 5)), (" 3 - 4 , 1 ", (1, 3, 4)),
-                                               ("2,2,1-2", (1, 2)), ("", ()), (None, ())])  # fmt: skip
+@pytest.mark.parametrize(
+    ("spec", "numbers"),
+    [("2", (2,)), ("1-3,5", (1, 2, 3, 5)), (" 3 - 4 , 1 ", (1, 3, 4)), ("2,2,1-2", (1, 2)), ("", ()), (None, ())],
+)
 def test_chapter_numbers_and_ranges(spec, numbers):
     assert check_chapters(spec) == numbers
 
@@ -84,8 +88,20 @@ def test_the_commands_take_chapters(env, book):
     ):
         bad = narrate(env, *args)
         assert bad.returncode == 1 and "--chapters" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
-    sched = narrate(env, "schedule", "add", "s", "--cron", "0 2 * * *", "--watch", str(book.parent), "--voice",
-                    "x.wav", "--chapters", "2")  # fmt: skip
+    sched = narrate(
+        env,
+        "schedule",
+        "add",
+        "s",
+        "--cron",
+        "0 2 * * *",
+        "--watch",
+        str(book.parent),
+        "--voice",
+        "x.wav",
+        "--chapters",
+        "2",
+    )
     assert sched.returncode == 2 and "No such option '--chapters'" in sched.stderr  # a schedule reads a folder
 
 

@@ -13,9 +13,31 @@ from helpers.fake import fake_env
 from helpers.ops import one_error_line, submit_json
 from helpers.servers import external_redis_url
 
-COMMANDS = ("submit", "run", "chapters", "cast", "status", "proof", "redo", "list", "watch", "cancel", "resume", "info",
-            "fetch", "export", "schedule", "scheduler", "feed", "worker", "dashboard", "serve", "bench", "cache",
-            "voice")  # fmt: skip
+COMMANDS = (
+    "submit",
+    "run",
+    "chapters",
+    "cast",
+    "status",
+    "proof",
+    "redo",
+    "list",
+    "watch",
+    "cancel",
+    "resume",
+    "info",
+    "fetch",
+    "export",
+    "schedule",
+    "scheduler",
+    "feed",
+    "worker",
+    "dashboard",
+    "serve",
+    "bench",
+    "cache",
+    "voice",
+)
 
 
 def test_help_names_every_command(env):
@@ -74,7 +96,10 @@ def test_status_list_and_info_of_queued_and_scheduled_jobs(env, home, voice_wav,
     queues = {q["name"]: q for q in facts["queues"]}
     assert facts["workers"] == [] and facts["server"]["kind"] == "url"
     assert (queues["narrate-high"]["queued"], queues["narrate"]["scheduled"], queues["narrate-low"]["queued"]) == (
-        1, 1, 0)  # fmt: skip
+        1,
+        1,
+        0,
+    )
     out = invoke(e, "info").stdout
     assert out.startswith(f"server: {external_redis_url()} (NARRATE_REDIS_URL, version ")
     assert (

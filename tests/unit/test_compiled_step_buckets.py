@@ -68,8 +68,12 @@ def test_faster_codec_layers_through_numpys_openblas_equal_mlx_layers(monkeypatc
     x = mx.random.normal((2, 3000, 12))
     conv = nn.Conv1d(12, 5, kernel_size=7, dilation=3, padding=2)
     up = nn.ConvTranspose1d(12, 7, kernel_size=5, stride=5)
-    for mine, theirs in ((PatchConv1d(conv), conv), (StridedTransposeConv1d(up), up), (FastLinear(nn.Linear(12, 40)),
-                         None), (FastLinear(nn.Linear(12, 40, bias=False)), None)):  # fmt: skip
+    for mine, theirs in (
+        (PatchConv1d(conv), conv),
+        (StridedTransposeConv1d(up), up),
+        (FastLinear(nn.Linear(12, 40)), None),
+        (FastLinear(nn.Linear(12, 40, bias=False)), None),
+    ):
         assert mine.flat_np is not None
         want = theirs(x) if theirs is not None else x @ mine.flat + (mine.bias if "bias" in mine else 0)
         n = len(calls)
@@ -90,10 +94,21 @@ def test_a_decoder_shaped_like_the_real_ones_is_settled_stage_by_stage_with_the_
     from narrate.worker.engine.codec_stream import CodecWorker
 
     config = Qwen3TTSTokenizerDecoderConfig(
-        latent_dim=16, codebook_dim=32, codebook_size=64, decoder_dim=16, hidden_size=32, intermediate_size=64,
-        head_dim=16, num_attention_heads=2, num_hidden_layers=1, num_key_value_heads=2, semantic_codebook_size=64,
-        upsample_rates=[2, 3], upsampling_ratios=[2], vector_quantization_hidden_dimension=32,
-    )  # fmt: skip
+        latent_dim=16,
+        codebook_dim=32,
+        codebook_size=64,
+        decoder_dim=16,
+        hidden_size=32,
+        intermediate_size=64,
+        head_dim=16,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        num_key_value_heads=2,
+        semantic_codebook_size=64,
+        upsample_rates=[2, 3],
+        upsampling_ratios=[2],
+        vector_quantization_hidden_dimension=32,
+    )
     mx.random.seed(0)
     decoder = Qwen3TTSSpeechTokenizerDecoder(config)
     mx.eval(decoder.parameters())

@@ -19,8 +19,9 @@ def test_figures_are_estimated_when_the_worker_does_not_record_them():
     started = now - timedelta(seconds=100)
     f = figures({"progress": {"done": 25, "total": 100, "audio_seconds": 200.0}}, started, now, running=True)
     assert (f.percent, f.realtime_factor, f.eta_seconds) == (25.0, 2.0, 300.0)
-    recorded = {"progress": {"done": 25, "total": 100, "audio_seconds": 200.0, "realtime_factor": 3.5,
-                             "eta_seconds": 42}}  # fmt: skip
+    recorded = {
+        "progress": {"done": 25, "total": 100, "audio_seconds": 200.0, "realtime_factor": 3.5, "eta_seconds": 42}
+    }
     f = figures(recorded, started, now, running=True)
     assert (f.realtime_factor, f.eta_seconds) == (3.5, 42.0)
     f = figures({"progress": {"done": 0, "total": 100, "audio_seconds": 0.0}}, started, now, running=True)
@@ -36,10 +37,12 @@ def test_the_progress_page_stays_quick_with_ten_thousand_queued_jobs(env, extern
     meta = {"progress": {"done": 0, "total": 5, "audio_seconds": 0.0}}
     with external_redis.pipeline() as p:
         q.enqueue_many(
-            [Queue.prepare_data(JOB_FUNCTION, ("{}",), job_id=f"j{i}", description=f"narrate doc{i}", meta=meta)
-             for i in range(10_000)],
+            [
+                Queue.prepare_data(JOB_FUNCTION, ("{}",), job_id=f"j{i}", description=f"narrate doc{i}", meta=meta)
+                for i in range(10_000)
+            ],
             pipeline=p,
-        )  # fmt: skip
+        )
         p.execute()
     client = make_app(env["NARRATE_REDIS_URL"]).test_client()
     started = time.monotonic()

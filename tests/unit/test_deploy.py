@@ -10,19 +10,18 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 from narrate.cli.main import main as cli
-from narrate.jobs.settings import Settings
+from narrate.jobs.settings import Settings, default, env_name
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PLISTS = sorted((DEPLOY / "launchd").glob("*.plist"))
 UNITS = sorted((DEPLOY / "systemd").glob("*.service"))
 COMMANDS = {"worker", "dashboard", "scheduler"}
-HANG_TIMEOUT_S = Settings.__dataclass_fields__["hang_timeout"].default  # a batch taking longer counts as hung
-VARIABLES = {f.metadata["env"] for f in fields(Settings)}
+HANG_TIMEOUT_S = default("hang_timeout")  # a batch taking longer counts as hung
+VARIABLES = {env_name(name) for name in Settings.model_fields}
 
 
 def check_command(args: list[str]) -> str:

@@ -57,8 +57,13 @@ def test_chapters_from_markdown_headings_and_chapter_lines():
     )
     paragraphs, chapters = split_document(text)
     assert paragraphs[2:4] == [["Chapter One"], ["It began.", "Then more."]]  # a heading is its own paragraph
-    assert chapters == [(0, "The Book"), (2, "Chapter One"), (4, "CHAPTER IV. The Storm"), (5, "Prologue"),
-                        (8, "Part Two: Home")]  # fmt: skip
+    assert chapters == [
+        (0, "The Book"),
+        (2, "Chapter One"),
+        (4, "CHAPTER IV. The Storm"),
+        (5, "Prologue"),
+        (8, "Part Two: Home"),
+    ]
 
 
 def test_what_cannot_be_spoken_is_removed():

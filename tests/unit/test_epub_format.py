@@ -48,7 +48,9 @@ def test_the_format_is_offered_everywhere_and_its_audio_is_never_placed(tmp_path
     with pytest.raises(BadInput, match=r"use one of .*\.epub"):
         check_format("b.docx")
     assert audio_of(Path("/o/b.epub")) == Path("/o/b.m4a") and audio_of(Path("/o/b.mp3")) == Path("/o/b.mp3")
-    assert output_paths([Path("a.md"), Path("b.txt")], None, "epub", tmp_path) == [tmp_path / "a.epub",
-                                                                                    tmp_path / "b.epub"]  # fmt: skip
+    assert output_paths([Path("a.md"), Path("b.txt")], None, "epub", tmp_path) == [
+        tmp_path / "a.epub",
+        tmp_path / "b.epub",
+    ]
     with pytest.raises(BadInput, match="is a file name; give a directory"):
         output_paths([Path("a.md"), Path("b.txt")], tmp_path / "x.epub", None, tmp_path)

@@ -21,8 +21,18 @@ from narrate.jobs.readalong.epub import Narration, write_epub
 from narrate.jobs.readalong.package import BookInfo
 from narrate.jobs.readalong.timing import Clip
 
-KEPT = {"mimetype", "META-INF/container.xml", "OEBPS/content.opf", "OEBPS/nav.xhtml", "OEBPS/text/ch1.xhtml",
-        "OEBPS/text/ch2.xhtml", "OEBPS/style.css", "OEBPS/pic.png", "OEBPS/art.svg", "OEBPS/app.js"}  # fmt: skip
+KEPT = {
+    "mimetype",
+    "META-INF/container.xml",
+    "OEBPS/content.opf",
+    "OEBPS/nav.xhtml",
+    "OEBPS/text/ch1.xhtml",
+    "OEBPS/text/ch2.xhtml",
+    "OEBPS/style.css",
+    "OEBPS/pic.png",
+    "OEBPS/art.svg",
+    "OEBPS/app.js",
+}
 
 
 def read_along(tmp_path, epub):
@@ -30,8 +40,9 @@ def read_along(tmp_path, epub):
     clips = {i: Clip(i, i * 1.0, i + 0.8) for i in range(len(doc.sentences))}
     audio = tmp_path / "a.mp3"
     audio.write_bytes(b"\xff\xfb\x90\x64" + b"\0" * 400)  # EPUBCheck does not decode audio
-    info = BookInfo("urn:uuid:00000000-0000-4000-8000-000000000001", doc.title, "en", datetime(2026, 1, 2, tzinfo=UTC),
-                    "Ada", "Ann")  # fmt: skip
+    info = BookInfo(
+        "urn:uuid:00000000-0000-4000-8000-000000000001", doc.title, "en", datetime(2026, 1, 2, tzinfo=UTC), "Ada", "Ann"
+    )
     out = tmp_path / "out.epub"
     written = write_epub(out, doc, Narration(doc.sentences, clips, {0: doc.title}), info, audio)
     return doc, written, out
@@ -55,8 +66,23 @@ def test_a_hostile_source_leaves_nothing_that_runs_or_loads_from_elsewhere(tmp_p
     assert all(".." not in n.split("/") for n in names)
     for name, text in texts.items():
         low = text.lower()
-        for bad in ("<script", "javascript:", "evil.example", "<iframe", "<object", "<embed", "<base", "http-equiv",
-                    "expression(", "behavior", "<set", "&keeper;", "&secret;", "passwd", "\uffff"):  # fmt: skip
+        for bad in (
+            "<script",
+            "javascript:",
+            "evil.example",
+            "<iframe",
+            "<object",
+            "<embed",
+            "<base",
+            "http-equiv",
+            "expression(",
+            "behavior",
+            "<set",
+            "&keeper;",
+            "&secret;",
+            "passwd",
+            "\uffff",
+        ):
             assert bad not in low, (name, bad)
         assert not re.search(r"\son[a-z]+\s*=", text), name
         if name.endswith((".xhtml", ".svg", ".opf", ".xml")):

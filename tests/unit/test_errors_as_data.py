@@ -79,9 +79,20 @@ def _raising(error: BaseException) -> dict[str, Any]:
         elif message["type"] == "http.response.body":
             got["body"] += message.get("body", b"")
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": "/boom", "raw_path": b"/boom", "query_string": b"", "root_path": "", "headers": [],
-             "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8000)}  # fmt: skip
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/boom",
+        "raw_path": b"/boom",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+    }
     asyncio.run(app(scope, receive, send))
     return {"status": got["status"], **json.loads(got["body"])["error"]}
 
@@ -130,14 +141,15 @@ def test_cancel_and_resume_outcomes_are_an_enum_with_the_command_lines_words():
         Resumed(JOB, Resume.REQUEUED): "requeued",
         Resumed(JOB, Resume.REQUEUED_GONE): "requeued (its worker is gone)",
         Resumed(JOB, Resume.BOOK_STITCHES, parts=4): "requeued (all 4 parts are done: it stitches now)",
-        Resumed(JOB, Resume.BOOK_WAITS, parts=4, parts_requeued=1, parts_waiting=2):
-            "requeued 1 part; the book waits for 2 of 4 parts",
+        Resumed(
+            JOB, Resume.BOOK_WAITS, parts=4, parts_requeued=1, parts_waiting=2
+        ): "requeued 1 part; the book waits for 2 of 4 parts",
         Resumed(JOB, Resume.KEPT_CANCELED): "canceled (it was canceled and its worker is gone)",
         Resumed(JOB, Resume.LEFT_CANCELED): f"left alone (canceled: `narrate resume {JOB}` runs it again)",
         Resumed(JOB, Resume.LEFT_RACED): "left alone (requeued or started again meanwhile)",
         Resumed(JOB, Resume.LEFT_RUNNING, why="it beat 2 s ago"): "left alone (started: it beat 2 s ago)",
         Resumed(JOB, Resume.LEFT_ENDED, state="finished"): "left alone (finished)",
-    }  # fmt: skip
+    }
     for did, said in words.items():
         assert str(did) == said
         assert did.outcome.left_alone is said.startswith("left alone")
@@ -171,10 +183,20 @@ def _call(app, method: str, path: str) -> tuple[int, dict[str, Any]]:
         elif message["type"] == "http.response.body":
             got["body"] += message.get("body", b"")
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "headers": [(b"host", b"127.0.0.1:8000")], "client": ("127.0.0.1", 1),
-             "server": ("127.0.0.1", 8000)}  # fmt: skip
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8000")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+    }
     asyncio.run(app(scope, receive, send))
     return got["status"], json.loads(got["body"] or b"{}")
 
@@ -196,8 +218,11 @@ def test_the_routes_answer_by_class_and_outcome(served, monkeypatch):
     status, said = _call(served, "POST", f"/v1/narrations/{JOB}/cancel")
     assert (status, said["error"]["code"]) == (409, "job_ended") and "resume" in said["error"]["message"]
 
-    for outcome, facts in ((Resume.LEFT_RUNNING, {"why": "its worker beats"}), (Resume.LEFT_ENDED, {"state": "queued"}),
-                           (Resume.LEFT_RACED, {})):  # fmt: skip
+    for outcome, facts in (
+        (Resume.LEFT_RUNNING, {"why": "its worker beats"}),
+        (Resume.LEFT_ENDED, {"state": "queued"}),
+        (Resume.LEFT_RACED, {}),
+    ):
         monkeypatch.setattr(narrations.submit_api, "resume", lambda *_a, o=outcome, f=facts: [Resumed(JOB, o, **f)])
         status, said = _call(served, "POST", f"/v1/narrations/{JOB}/resume")
         assert (status, said["error"]["code"]) == (409, outcome.value), said

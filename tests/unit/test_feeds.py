@@ -35,8 +35,20 @@ def test_submit_and_a_schedule_put_their_jobs_in_the_feed(lib, home, voice_wav):
     story = home / "watched" / "story.txt"
     story.write_text("A story arrives in the folder.")
     os.utime(story, (time.time() - 60, time.time() - 60))
-    ran = invoke(env, "schedule", "add", "daily", "--cron", "0 2 * * *", "--watch", str(home / "watched"),
-                 "--voice", str(voice_wav), "--feed", "news")  # fmt: skip
+    ran = invoke(
+        env,
+        "schedule",
+        "add",
+        "daily",
+        "--cron",
+        "0 2 * * *",
+        "--watch",
+        str(home / "watched"),
+        "--voice",
+        str(voice_wav),
+        "--feed",
+        "news",
+    )
     assert ran.returncode == 0, ran.stderr
     ran = invoke(env, "schedule", "run", "daily", "--json")
     [sub] = json.loads(ran.stdout)["submitted"]
@@ -56,8 +68,9 @@ def test_a_bad_feed_name_is_refused(name):
 def test_the_rss_is_well_formed_and_escapes_names():
     chapters = [{"title": "One & two", "start_s": 0.0}]
     when = datetime(2026, 12, 2, tzinfo=UTC)
-    episode = rss.Episode("narrate-1", 'A <b>"bold"</b> & odd name', when, "a.m4b", 1234, "audio/x-m4b", 61.4,
-                          chapters, True, "alice")  # fmt: skip
+    episode = rss.Episode(
+        "narrate-1", 'A <b>"bold"</b> & odd name', when, "a.m4b", 1234, "audio/x-m4b", 61.4, chapters, True, "alice"
+    )
     body = rss.render("news", "News", "http://host:8000/", [episode], "tok en")
     root = ET.fromstring(body)
     item = root.find("channel/item")
@@ -79,6 +92,9 @@ def test_an_episode_with_subtitles_carries_its_transcript_and_the_feed_its_mediu
     assert root.findtext(f"channel/{{{rss.PODCAST}}}medium") == "audiobook"
     first, second = root.findall("channel/item")
     [transcript] = first.findall(f"{{{rss.PODCAST}}}transcript")
-    assert transcript.attrib == {"url": "http://host:8000/feeds/news/narrate-2/transcript.vtt?token=tok",
-                                 "type": "text/vtt", "rel": "captions"}  # fmt: skip
+    assert transcript.attrib == {
+        "url": "http://host:8000/feeds/news/narrate-2/transcript.vtt?token=tok",
+        "type": "text/vtt",
+        "rel": "captions",
+    }
     assert second.find(f"{{{rss.PODCAST}}}transcript") is None

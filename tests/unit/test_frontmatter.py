@@ -41,7 +41,12 @@ def test_yaml_front_matter_is_the_metadata_and_is_not_read(tmp_path):
     assert doc.language == "fr"
     meta = book_meta(doc)
     assert (meta.title, meta.author, meta.date, meta.series, meta.series_index) == (
-        "The Lighthouse: A Tale", "Ada Lovelace, Ann Reader", "2024-05-01", "Coastal Tales", "2")  # fmt: skip
+        "The Lighthouse: A Tale",
+        "Ada Lovelace, Ann Reader",
+        "2024-05-01",
+        "Coastal Tales",
+        "2",
+    )
     assert meta.description == "A keeper and a storm."
 
 

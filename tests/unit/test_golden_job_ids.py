@@ -12,25 +12,55 @@ from narrate.jobs.book.spec import JobSpec
 GOLDEN = [
     ({"document": "d" * 64, "voice": "a" * 64, "output": "book.m4b"}, "narrate-63e353f3a3f56f3dcdb24c1c5153ef69"),
     (
-        {"document": "e" * 64, "voice": "preset:ryan", "instruct": "calm", "output": "b/one.mp3", "model": "org/model",
-         "quant": "8bit", "seed": 7, "max_frames": 99, "sentence_pause_ms": 100, "lexicon": [["Nguyen", "win"]],
-         "loudness": None},
+        {
+            "document": "e" * 64,
+            "voice": "preset:ryan",
+            "instruct": "calm",
+            "output": "b/one.mp3",
+            "model": "org/model",
+            "quant": "8bit",
+            "seed": 7,
+            "max_frames": 99,
+            "sentence_pause_ms": 100,
+            "lexicon": [["Nguyen", "win"]],
+            "loudness": None,
+        },
         "narrate-3fb5eae3eee99ca7feb000653a9739bd",
     ),
     (
-        {"document": "f" * 64, "voice": "b" * 64, "output": "c.m4b",
-         "cast": {"alice": {"voice": "c" * 64, "instruct": None, "seed": 3}}, "title": "T", "series": "S #2",
-         "narrator": "N", "author": "A", "year": "2026", "subtitles": "srt,vtt", "split": "chapters+book",
-         "max_part_hours": 2.5},
+        {
+            "document": "f" * 64,
+            "voice": "b" * 64,
+            "output": "c.m4b",
+            "cast": {"alice": {"voice": "c" * 64, "instruct": None, "seed": 3}},
+            "title": "T",
+            "series": "S #2",
+            "narrator": "N",
+            "author": "A",
+            "year": "2026",
+            "subtitles": "srt,vtt",
+            "split": "chapters+book",
+            "max_part_hours": 2.5,
+        },
         "narrate-053555ffa165e3d011f8a813a7a3ad1c",
     ),
     (
-        {"document": "0" * 64, "voice": "design", "output": "d.epub", "proof": "auto", "retakes": 3,
-         "readalong": "epub", "word_timings": "auto", "overrides": {"2": {"seed": 5, "text": "Fixed."}},
-         "accepted": [4], "library": "/lib", "abs_url": "http://abs:13378"},
+        {
+            "document": "0" * 64,
+            "voice": "design",
+            "output": "d.epub",
+            "proof": "auto",
+            "retakes": 3,
+            "readalong": "epub",
+            "word_timings": "auto",
+            "overrides": {"2": {"seed": 5, "text": "Fixed."}},
+            "accepted": [4],
+            "library": "/lib",
+            "abs_url": "http://abs:13378",
+        },
         "narrate-108013f0a91e2d93f6bb8afe799761ea",
     ),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("spec", "job_id"), GOLDEN)

@@ -38,16 +38,18 @@ def test_a_queue_key_of_the_wrong_type_refuses_the_submit_and_stores_nothing(env
 def test_two_outputs_that_differ_only_in_case_are_not_pending_at_once(env, home, voice_wav, external_redis):
     first = invoke(env, "submit", str(_doc(home)), "--voice", str(voice_wav), "-o", "BOOK.mp3")
     assert first.returncode == 0, first.stderr
-    second = invoke(env, "submit", str(_doc(home, "other.txt", "Another text.")), "--voice", str(voice_wav),
-                    "-o", "book.mp3")  # fmt: skip
+    second = invoke(
+        env, "submit", str(_doc(home, "other.txt", "Another text.")), "--voice", str(voice_wav), "-o", "book.mp3"
+    )
     assert second.returncode == 1 and "differs only in case from BOOK.mp3" in second.stderr, second.stderr
     same = invoke(env, "submit", str(_doc(home)), "--voice", str(voice_wav), "-o", "BOOK.mp3")
     assert same.returncode == 0 and "identical job" in same.stderr  # the same job again is fine
     job_id = first.stdout.strip()
     job = queue(external_redis, "narrate").fetch_job(job_id)
     job.cancel()  # no longer pending: the other name may be taken
-    third = invoke(env, "submit", str(_doc(home, "other.txt", "Another text.")), "--voice", str(voice_wav),
-                   "-o", "book.mp3")  # fmt: skip
+    third = invoke(
+        env, "submit", str(_doc(home, "other.txt", "Another text.")), "--voice", str(voice_wav), "-o", "book.mp3"
+    )
     assert third.returncode == 0, third.stderr
 
 

@@ -61,18 +61,28 @@ def _page(body: str) -> str:
 
 def test_an_epub_page_nested_too_deep_is_named(tmp_path):
     """It said "no text to narrate" (the parser stopped at depth 255 and dropped the rest)."""
-    path = write_zip(tmp_path / "deep.epub", {
-        "META-INF/container.xml": CONTAINER, "OEBPS/content.opf": OPF,
-        "OEBPS/nav.xhtml": NAV, "OEBPS/one.xhtml": _page("<h1>One</h1><p>A first chapter.</p>"),
-        "OEBPS/two.xhtml": _page("<div>" * 5000 + "<p>Deep.</p>" + "</div>" * 5000),
-    })  # fmt: skip
+    path = write_zip(
+        tmp_path / "deep.epub",
+        {
+            "META-INF/container.xml": CONTAINER,
+            "OEBPS/content.opf": OPF,
+            "OEBPS/nav.xhtml": NAV,
+            "OEBPS/one.xhtml": _page("<h1>One</h1><p>A first chapter.</p>"),
+            "OEBPS/two.xhtml": _page("<div>" * 5000 + "<p>Deep.</p>" + "</div>" * 5000),
+        },
+    )
     with pytest.raises(BadInput, match=r"deep\.epub: .*two\.xhtml is nested more than 2048"):
         read_any(path)
-    ok = write_zip(tmp_path / "ok.epub", {
-        "META-INF/container.xml": CONTAINER, "OEBPS/content.opf": OPF,
-        "OEBPS/nav.xhtml": NAV, "OEBPS/one.xhtml": _page("<h1>One</h1><p>A first chapter.</p>"),
-        "OEBPS/two.xhtml": _page("<div>" * 600 + "<h1>Two</h1><p>Deep but readable.</p>" + "</div>" * 600),
-    })  # fmt: skip
+    ok = write_zip(
+        tmp_path / "ok.epub",
+        {
+            "META-INF/container.xml": CONTAINER,
+            "OEBPS/content.opf": OPF,
+            "OEBPS/nav.xhtml": NAV,
+            "OEBPS/one.xhtml": _page("<h1>One</h1><p>A first chapter.</p>"),
+            "OEBPS/two.xhtml": _page("<div>" * 600 + "<h1>Two</h1><p>Deep but readable.</p>" + "</div>" * 600),
+        },
+    )
     assert read_any(ok).sentences[-1] == "Deep but readable."
 
 
@@ -130,6 +140,7 @@ def test_pdf_paragraphs_are_joined_in_linear_time():
 
 
 def test_hyphenated_line_ends_still_join():
-    blocks = _paragraphs([["The narra-", "tion goes on. Short."], ["A long line that does not end here and"]],
-                         {}, [{}, {}])  # fmt: skip
+    blocks = _paragraphs(
+        [["The narra-", "tion goes on. Short."], ["A long line that does not end here and"]], {}, [{}, {}]
+    )
     assert blocks[0].text.startswith("The narration goes on.")

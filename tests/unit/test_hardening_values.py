@@ -91,10 +91,21 @@ def test_pauses_and_frame_caps_are_bounded(env):
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("max_frames", 0), ("max_frames", -5), ("max_frames", 10**9), ("loudness", -300.0), ("loudness", float("nan")),
-     ("sentence_pause_ms", 10**9), ("subtitles", "ass"), ("split", "pages"), ("max_part_hours", -1),
-     ("seed", "zero"), ("lexicon", [["a"]]), ("output", "")],
-)  # fmt: skip
+    [
+        ("max_frames", 0),
+        ("max_frames", -5),
+        ("max_frames", 10**9),
+        ("loudness", -300.0),
+        ("loudness", float("nan")),
+        ("sentence_pause_ms", 10**9),
+        ("subtitles", "ass"),
+        ("split", "pages"),
+        ("max_part_hours", -1),
+        ("seed", "zero"),
+        ("lexicon", [["a"]]),
+        ("output", ""),
+    ],
+)
 def test_a_job_spec_from_redis_is_checked_by_the_worker(field, value):
     data = JobSpec("d", "a" * 64, "o.mp3").to_json() | {field: value}
     with pytest.raises(BadSpec, match=field):

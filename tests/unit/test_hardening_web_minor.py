@@ -65,8 +65,9 @@ class Client:
         self.web = web
         self.app = make_app(web, "127.0.0.1", 8000)
 
-    def call(self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None,
-             query: str = "") -> Answer:  # fmt: skip
+    def call(
+        self, method: str, path: str, body: bytes = b"", headers: dict[str, str] | None = None, query: str = ""
+    ) -> Answer:
         got: dict[str, Any] = {"status": None, "headers": {}, "body": b""}
         pending = [body]
 
@@ -84,10 +85,20 @@ class Client:
                 got["body"] += message.get("body", b"")
 
         sent = [(b"host", b"127.0.0.1:8000")] + [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-                 "scheme": "http", "path": path, "raw_path": quote(path).encode(), "query_string": query.encode(),
-                 "root_path": "", "headers": sent, "client": ("127.0.0.1", 40000),
-                 "server": ("127.0.0.1", 8000)}  # fmt: skip
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": quote(path).encode(),
+            "query_string": query.encode(),
+            "root_path": "",
+            "headers": sent,
+            "client": ("127.0.0.1", 40000),
+            "server": ("127.0.0.1", 8000),
+        }
 
         async def run() -> None:
             try:
@@ -338,8 +349,17 @@ def test_the_api_takes_only_offered_models_and_published_ids(client, web, tmp_pa
     monkeypatch.chdir(tmp_path)
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / "tiny").symlink_to(checkpoint)  # a checkpoint in the server's folder
-    refused = ("org/name", "someone/Qwen3-TTS-12Hz-1.7B-Base", "nobody/Nothing-Base", "models/tiny", "models/missing",
-               "../tiny", "/etc", "~/x", f"Qwen/Qwen3-TTS-12Hz-1.7B-Base/../../{tmp_path}")  # fmt: skip
+    refused = (
+        "org/name",
+        "someone/Qwen3-TTS-12Hz-1.7B-Base",
+        "nobody/Nothing-Base",
+        "models/tiny",
+        "models/missing",
+        "../tiny",
+        "/etc",
+        "~/x",
+        f"Qwen/Qwen3-TTS-12Hz-1.7B-Base/../../{tmp_path}",
+    )
     for model in refused:
         with pytest.raises(ApiError, match="unknown model") as e:
             choices.check_model(model, s)
@@ -348,7 +368,8 @@ def test_the_api_takes_only_offered_models_and_published_ids(client, web, tmp_pa
     client.narrate("Which model?", model="models/tiny").error(400, "model")
     speech = {"model": "someone/Qwen3-TTS-12Hz-1.7B-Base", "voice": "alice", "input": "Hi."}
     client.call("POST", "/v1/audio/speech", json.dumps(speech).encode(), {"content-type": "application/json"}).error(
-        400, "model")  # fmt: skip
+        400, "model"
+    )
     client.call("GET", "/v1/audio/voices", query="model=org%2Fname").error(400, "model")
     presets = client.call("GET", "/v1/audio/voices", query="model=mlx-community%2FQwen3-TTS-12Hz-1.7B-CustomVoice")
     assert "ryan" in [v["id"] for v in presets.json()["voices"]]
@@ -366,8 +387,10 @@ def test_bidi_controls_reach_no_page_and_no_download_name(client, web, voice_wav
     assert made.status == 202, made.text
     job_id = made.json()["id"]
     sample = ("erin.wav", voice_wav.read_bytes(), "audio/wav")
-    saved = client.form("/v1/audio/voices", [("name", "erin"), ("consent", "true"), ("audio_sample", sample),
-                                             ("description", f"a low{BIDI} alto")])  # fmt: skip
+    saved = client.form(
+        "/v1/audio/voices",
+        [("name", "erin"), ("consent", "true"), ("audio_sample", sample), ("description", f"a low{BIDI} alto")],
+    )
     assert saved.status == 201, saved.text
     not_audio = ("c\u202eav.wav", b"not audio", "audio/wav")
     said = client.form("/v1/audio/voices", [("name", "carol"), ("consent", "true"), ("audio_sample", not_audio)])
@@ -376,8 +399,10 @@ def test_bidi_controls_reach_no_page_and_no_download_name(client, web, voice_wav
         shown = client.page(path)
         assert not set(shown) & set(BIDI), path
     assert "Harborgpj.exe" in client.page(f"/jobs/{job_id}") and "a low alto" in client.page("/voices")
-    answer = client.form("/voices/add", [("name", "dave"), ("consent", "true"),
-                                         ("audio_sample", ("d\u202eav.wav", b"not audio", "audio/wav"))])  # fmt: skip
+    answer = client.form(
+        "/voices/add",
+        [("name", "dave"), ("consent", "true"), ("audio_sample", ("d\u202eav.wav", b"not audio", "audio/wav"))],
+    )
     assert not set(client.page("/voices", answer)) & set(BIDI)  # what the action said, too
     stem = views.book_facts(web.redis, [job_id])[job_id]["stem"]
     for name in (f"{stem}.mp3", f"{stem}/01 - One\u202e.mp3", "x\u2067.mp3"):
@@ -402,8 +427,10 @@ def test_a_repeated_single_valued_field_is_a_400_naming_it_and_leaves_nothing(cl
             fields = [("text", "One."), ("voice", "alice"), ("voice", "bob")]
         assert field in client.form("/v1/narrations", fields).error(400, field)
     client.call("POST", "/v1/narrations", b"text=a&voice=alice&voice=bob", urlencoded).error(400, "voice")
-    client.form("/v1/audio/voices", [("name", "x"), ("name", "y"), ("consent", "true"),
-                                     ("audio_sample", ("x.wav", b"RIFF", "audio/wav"))]).error(400, "name")  # fmt: skip
+    client.form(
+        "/v1/audio/voices",
+        [("name", "x"), ("name", "y"), ("consent", "true"), ("audio_sample", ("x.wav", b"RIFF", "audio/wav"))],
+    ).error(400, "name")
     page = client.form("/new", [("text", "a"), ("text", "b"), ("text", "c"), ("voice", "alice")])
     assert page.status == 400 and "give one text field" in page.text, page.text[:500]
     page = client.form("/new", [("text", "a"), ("voice", "alice"), ("title", "One"), ("title", "Two")])
@@ -416,8 +443,15 @@ def test_a_repeated_single_valued_field_is_a_400_naming_it_and_leaves_nothing(cl
 
 @pytest.mark.parametrize("bad", ["narrate-*", "narrate-\x00", "narrate-a\x00b", "*", "narrate-a*b"])
 def test_an_odd_narration_id_is_404_on_every_route(client, bad):
-    for method, rest in (("GET", ""), ("GET", "/events"), ("POST", "/cancel"), ("POST", "/resume"),
-                         ("GET", "/files/book.mp3"), ("GET", "/chapters/1/audio"), ("DELETE", "")):  # fmt: skip
+    for method, rest in (
+        ("GET", ""),
+        ("GET", "/events"),
+        ("POST", "/cancel"),
+        ("POST", "/resume"),
+        ("GET", "/files/book.mp3"),
+        ("GET", "/chapters/1/audio"),
+        ("DELETE", ""),
+    ):
         assert client.call(method, f"/v1/narrations/{bad}{rest}").error(404)
     assert client.call("GET", f"/jobs/{bad}").status == 404
     assert client.call("GET", f"/jobs/{bad}/cover").status == 404

@@ -148,8 +148,17 @@ def test_a_dropped_generate_keyword_fails_loudly(monkeypatch):
     from mlx_audio.tts.models.qwen3_tts.qwen3_tts import Model
     from narrate.worker.engine import mlx_compat
 
-    def generate(self, text, voice=None, instruct=None, reference_audio=None, max_tokens=None, stream=False,
-                 streaming_interval=2.0, verbose=False): ...  # fmt: skip
+    def generate(
+        self,
+        text,
+        voice=None,
+        instruct=None,
+        reference_audio=None,
+        max_tokens=None,
+        stream=False,
+        streaming_interval=2.0,
+        verbose=False,
+    ): ...
 
     monkeypatch.setattr(Model, "generate", generate)
     with pytest.raises(mlx_compat.InternalsChanged, match=r"qwen3_tts.Model.generate lacks \['ref_audio'\]"):
@@ -162,10 +171,21 @@ def _small_decoder():
     from mlx_audio.tts.models.qwen3_tts.speech_tokenizer import Qwen3TTSSpeechTokenizerDecoder
 
     config = Qwen3TTSTokenizerDecoderConfig(
-        latent_dim=16, codebook_dim=32, codebook_size=64, decoder_dim=16, hidden_size=32, intermediate_size=64,
-        head_dim=16, num_attention_heads=2, num_hidden_layers=1, num_key_value_heads=2, semantic_codebook_size=64,
-        upsample_rates=[2, 3], upsampling_ratios=[2], vector_quantization_hidden_dimension=32,
-    )  # fmt: skip
+        latent_dim=16,
+        codebook_dim=32,
+        codebook_size=64,
+        decoder_dim=16,
+        hidden_size=32,
+        intermediate_size=64,
+        head_dim=16,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        num_key_value_heads=2,
+        semantic_codebook_size=64,
+        upsample_rates=[2, 3],
+        upsampling_ratios=[2],
+        vector_quantization_hidden_dimension=32,
+    )
     return Qwen3TTSSpeechTokenizerDecoder(config)
 
 

@@ -1,18 +1,20 @@
 """The shape the code keeps: the CLI and jobs/ load no mlx, jobs/ never imports the worker side
-(at import time or inside a function), only worker/ imports mlx, no module is over 400 lines,
-and rq internals narrate relies on are checked."""
+(at import time or inside a function), only worker/ imports mlx, a module over 400 lines is a warning
+(none is split only to pass a count) and one over 600 a failure, and rq internals narrate relies on are checked."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MAX_LINES = 400
+SOFT_MAX_LINES = 400  # past it: a warning (split where the module holds two things, not to pass the count)
+MAX_LINES = 600
 
 
 def modules(folder: str) -> list[Path]:
@@ -57,14 +59,16 @@ def test_arrows_point_one_way(folder):
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
-def test_no_module_over_400_lines():
-    long = {
-        str(p.relative_to(ROOT)): n
+def test_modules_stay_short():
+    lines = {
+        str(p.relative_to(ROOT)): len(p.read_text().splitlines())
         for folder in ("cli", "jobs", "worker")
         for p in modules(folder)
-        if (n := len(p.read_text().splitlines())) > MAX_LINES
     }
-    assert not long
+    long = {name: n for name, n in lines.items() if n > SOFT_MAX_LINES}
+    if long:
+        warnings.warn(f"modules over {SOFT_MAX_LINES} lines: {long}", stacklevel=1)
+    assert not {name: n for name, n in long.items() if n > MAX_LINES}
 
 
 def test_a_missing_rq_internal_fails_loudly(monkeypatch):
@@ -87,7 +91,7 @@ def test_a_missing_rq_internal_fails_loudly(monkeypatch):
 
 
 def test_the_settings_page_table_is_the_code():
-    from narrate.jobs.settings_table import settings_markdown
+    from narrate.jobs.settings import settings_markdown
 
     assert settings_markdown() in (ROOT / "docs" / "settings.md").read_text()
 
@@ -125,8 +129,27 @@ def test_a_module_with_numpy_only_for_type_checking_imports_it_where_it_runs():
 
 # The package order: inside jobs/ each subpackage imports only the foundation (jobs/*.py) and the
 # subpackages before it; worker.engine never imports worker.process or worker.bench.
-JOBS_ORDER = ("", "documents", "cast", "book", "proof", "server", "outputs", "audio", "readalong", "voices", "feeds",
-              "library", "queue", "fanout", "task", "api", "schedules", "dashboard", "web")  # fmt: skip
+JOBS_ORDER = (
+    "",
+    "documents",
+    "cast",
+    "book",
+    "proof",
+    "server",
+    "outputs",
+    "audio",
+    "readalong",
+    "voices",
+    "feeds",
+    "library",
+    "queue",
+    "fanout",
+    "task",
+    "api",
+    "schedules",
+    "dashboard",
+    "web",
+)
 WORKER_ORDER = ("testkit", "engine", "process", "bench")
 MAX_FOUNDATION = 12
 

@@ -28,8 +28,18 @@ def test_a_missing_local_model_is_refused_at_submit(env, home, voice_wav, extern
     doc = home / "doc.txt"
     doc.write_text("One sentence.")
     model = model.format(home=home)
-    proc = invoke(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.mp3"),
-                   "--model", model, cwd=home)  # fmt: skip
+    proc = invoke(
+        env,
+        "submit",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(home / "out" / "d.mp3"),
+        "--model",
+        model,
+        cwd=home,
+    )
     err = proc.stderr.strip()
     assert proc.returncode == 1 and len(err.splitlines()) == 1 and err.startswith("Error: model "), err
     assert why in err and "--model" in err, err
@@ -40,8 +50,18 @@ def test_hub_ids_and_real_checkpoints_pass_at_submit(env, home, voice_wav, check
     doc = home / "doc.txt"
     doc.write_text("One sentence.")
     for i, model in enumerate([DEFAULT_HUB_ID, "Qwen/Qwen3-TTS-12Hz-0.6B-Base", str(checkpoint)]):
-        proc = invoke(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / f"{i}.mp3"),
-                       "--model", model, "--json")  # fmt: skip
+        proc = invoke(
+            env,
+            "submit",
+            str(doc),
+            "--voice",
+            str(voice_wav),
+            "-o",
+            str(home / "out" / f"{i}.mp3"),
+            "--model",
+            model,
+            "--json",
+        )
         assert proc.returncode == 0, (model, proc.stderr)
 
 
@@ -51,8 +71,19 @@ def test_a_relative_checkpoint_path_is_made_absolute_for_the_worker(env, home, v
     (home / "models" / "tiny").symlink_to(checkpoint)
     doc = home / "doc.txt"
     doc.write_text("One sentence.")
-    proc = invoke(env, "submit", str(doc), "--voice", str(voice_wav), "-o", str(home / "out" / "d.mp3"),
-                   "--model", "models/tiny", "--json", cwd=home)  # fmt: skip
+    proc = invoke(
+        env,
+        "submit",
+        str(doc),
+        "--voice",
+        str(voice_wav),
+        "-o",
+        str(home / "out" / "d.mp3"),
+        "--model",
+        "models/tiny",
+        "--json",
+        cwd=home,
+    )
     assert proc.returncode == 0, proc.stderr
     from narrate.jobs.server.records import fetch
 

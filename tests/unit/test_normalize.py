@@ -12,14 +12,18 @@ from narrate.jobs.documents.normalize import normalize
 from narrate.jobs.errors import BadInput
 
 ENGLISH = [
-    ("Dr. Smith paid $3.50 on 12 May 1999 at 10:30.",
-     "Doctor Smith paid three dollars fifty on the twelfth of May nineteen ninety-nine at ten thirty."),
+    (
+        "Dr. Smith paid $3.50 on 12 May 1999 at 10:30.",
+        "Doctor Smith paid three dollars fifty on the twelfth of May nineteen ninety-nine at ten thirty.",
+    ),
     # numbers: plain, negative, decimal, large, with separators
     ("He has 3 cats.", "He has three cats."),
     ("It was -5 outside.", "It was minus five outside."),
     ("Pi is 3.14.", "Pi is three point one four."),
-    ("They counted 1,234,567 stars.",
-     "They counted one million two hundred and thirty-four thousand five hundred and sixty-seven stars."),
+    (
+        "They counted 1,234,567 stars.",
+        "They counted one million two hundred and thirty-four thousand five hundred and sixty-seven stars.",
+    ),
     ("A 1000000 times.", "A one million times."),
     ("Version 3.5.1 shipped.", "Version three point five point one shipped."),
     ("Read pages 10-20.", "Read pages ten to twenty."),
@@ -51,8 +55,7 @@ ENGLISH = [
     # abbreviations
     ("Mr. and Mrs. Jones met Prof. Lee.", "Mister and Missus Jones met Professor Lee."),
     ("We met at St. Paul's on Baker St.", "We met at Saint Paul's on Baker Street."),
-    ("Cats vs. dogs, e.g. pets, i.e. friends, etc.",
-     "Cats versus dogs, for example pets, that is friends, et cetera."),
+    ("Cats vs. dogs, e.g. pets, i.e. friends, etc.", "Cats versus dogs, for example pets, that is friends, et cetera."),
     ("See No. 5.", "See number five."),
     # Roman numerals after a heading word, not the pronoun
     ("Chapter IV", "Chapter Four"),
@@ -71,7 +74,7 @@ ENGLISH = [
     ("So 2 + 2 = 4.", "So two plus two equals four."),
     ("It was 20°C.", "It was twenty degrees Celsius."),
     ("Item #5 is out.", "Item number five is out."),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("text", "spoken"), ENGLISH)

@@ -14,13 +14,34 @@ from narrate.jobs.web.templating import eta, realtime, templates
 
 
 def job(status: str, eta_s: float | None = None, rtf: float | None = None, **more) -> dict:
-    progress = {"sentences_done": 3, "sentences_total": 9, "audio_s": 4.0, "realtime_factor": rtf, "eta_s": eta_s,
-                "chapters": []}  # fmt: skip
-    return {"id": f"narrate-{status}", "object": "narration", "status": status, "title": "Harbor",
-            "document": "harbor.epub", "priority": "normal", "voice": "sample 1a2b3c4d", "voice_shown": "alice",
-            "host": None, "scheduled_for": None, "error": "it broke" if status == "failed" else None,
-            "stopping": False, "outputs": [], "progress": progress, "created_at": None, "ended_at": None,
-            "duration_s": None, **more}  # fmt: skip
+    progress = {
+        "sentences_done": 3,
+        "sentences_total": 9,
+        "audio_s": 4.0,
+        "realtime_factor": rtf,
+        "eta_s": eta_s,
+        "chapters": [],
+    }
+    return {
+        "id": f"narrate-{status}",
+        "object": "narration",
+        "status": status,
+        "title": "Harbor",
+        "document": "harbor.epub",
+        "priority": "normal",
+        "voice": "sample 1a2b3c4d",
+        "voice_shown": "alice",
+        "host": None,
+        "scheduled_for": None,
+        "error": "it broke" if status == "failed" else None,
+        "stopping": False,
+        "outputs": [],
+        "progress": progress,
+        "created_at": None,
+        "ended_at": None,
+        "duration_s": None,
+        **more,
+    }
 
 
 def test_an_eta_is_spelled_one_way_and_only_while_the_job_runs():
@@ -64,13 +85,27 @@ def row(job_id: str, status: str, scheduled_for: str | None = None) -> dict:
 
 
 def test_the_queue_page_lists_what_runs_then_what_waits_then_the_scheduled_then_the_ended():
-    newest_first = [row("done-new", "completed"), row("later", "scheduled", "2026-12-01T03:00:00+00:00"),
-                    row("low", "queued"), row("sooner", "scheduled", "2026-12-01T02:00:00+00:00"),
-                    row("high", "queued"), row("failed-old", "failed"), row("running", "in_progress"),
-                    row("book", "queued")]  # fmt: skip
+    newest_first = [
+        row("done-new", "completed"),
+        row("later", "scheduled", "2026-12-01T03:00:00+00:00"),
+        row("low", "queued"),
+        row("sooner", "scheduled", "2026-12-01T02:00:00+00:00"),
+        row("high", "queued"),
+        row("failed-old", "failed"),
+        row("running", "in_progress"),
+        row("book", "queued"),
+    ]
     waiting = ["high", "low"]  # as a worker takes them: the high queue first, each in its order
     assert [r["id"] for r in views.ordered(newest_first, waiting)] == [
-        "running", "high", "low", "book", "sooner", "later", "done-new", "failed-old"]  # fmt: skip
+        "running",
+        "high",
+        "low",
+        "book",
+        "sooner",
+        "later",
+        "done-new",
+        "failed-old",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -114,8 +149,14 @@ def test_a_narrations_title_is_its_given_title_else_the_documents_else_its_file_
     from rq.serializers import JSONSerializer
 
     def made(spec: dict, description: str, document: str) -> Job:  # never saved: no server is asked
-        return Job.create("narrate.jobs.task.job.run", args=(spec,), connection=redis.Redis(port=1),
-                          serializer=JSONSerializer, description=description, meta={"document": document})  # fmt: skip
+        return Job.create(
+            "narrate.jobs.task.job.run",
+            args=(spec,),
+            connection=redis.Redis(port=1),
+            serializer=JSONSerializer,
+            description=description,
+            meta={"document": document},
+        )
 
     described = "narrate The (Odyssey) (6 sentences) -> narrations/odyssey-0a1b2c3d4e.mp3"
     assert views.title_of(made({"document": "d", "title": "Given"}, described, "odyssey.epub")) == "Given"

@@ -45,8 +45,11 @@ def test_a_forged_key_writes_nothing_and_the_rest_arrives(tmp_path, external_red
         forged[0][1] = bad
     book = "book1"
     external_redis.hset(partaudio.audio_key(book), "c0", _chunk(entries, np.concatenate(good[:2])))
-    external_redis.hset(partaudio.audio_key(book), "c1", _chunk(forged + [_entry(3, keys[2], good[2])],
-                                                                 np.concatenate([good[2], good[2]])))  # fmt: skip
+    external_redis.hset(
+        partaudio.audio_key(book),
+        "c1",
+        _chunk(forged + [_entry(3, keys[2], good[2])], np.concatenate([good[2], good[2]])),
+    )
     store = CheckpointStore(tmp_path / "store")
     escaped = Path("/tmp")  # where the forged keys point (../ x12 from the store, then tmp/)
     for p in escaped.glob("narrate-escaped*"):

@@ -44,8 +44,9 @@ def test_html_headings_are_chapters_and_page_chrome_is_dropped(tmp_path):
 
 def test_htm_in_a_legacy_charset(tmp_path):
     page = tmp_path / "old.htm"
-    page.write_bytes('<html><head><meta charset="windows-1252"></head><body><p>Café crème.</p></body></html>'
-                     .encode("cp1252"))  # fmt: skip
+    page.write_bytes(
+        '<html><head><meta charset="windows-1252"></head><body><p>Café crème.</p></body></html>'.encode("cp1252")
+    )
     assert read_any(page).sentences == ["Café crème."]
 
 
@@ -60,8 +61,11 @@ def test_chapters_command_prints_titles_counts_durations_first_words(env, tmp_pa
     proc = invoke(env, "chapters", str(book), "--json")
     data = json.loads(proc.stdout)
     assert (data["title"], data["author"], data["language"], data["has_cover"]) == (
-        "The Lighthouse Keeper", "Ada Lovelace", "en", True,
-    )  # fmt: skip
+        "The Lighthouse Keeper",
+        "Ada Lovelace",
+        "en",
+        True,
+    )
     chapters = data["chapters"]
     assert [(c["title"], c["sentences"]) for c in chapters] == [("Arrival", 3), ("The Storm", 3), ("Dawn", 2)]
     assert chapters[2]["first_words"] == "Chapter Three Morning came at last."

@@ -22,8 +22,9 @@ def test_voice_design_of_one_candidate_says_one_candidate(external_redis, env, h
     model.mkdir()
     config = {"tts_model_type": "voice_design", "tts_model_size": "1b7", "talker_config": {"spk_id": {}}}
     (model / "config.json").write_text(json.dumps(config))
-    ran = invoke(env, "voice", "design", "old", "Female, 60s, raspy", "--candidates", "1", "--model", str(model),
-                 "--no-wait")  # fmt: skip
+    ran = invoke(
+        env, "voice", "design", "old", "Female, 60s, raspy", "--candidates", "1", "--model", str(model), "--no-wait"
+    )
     assert ran.returncode == 0, ran.stderr
     assert "designing old: 1 candidate in job " in ran.stderr, ran.stderr
 

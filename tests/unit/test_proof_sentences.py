@@ -39,17 +39,40 @@ def test_only_the_sentences_whose_first_take_was_flagged_are_listed_in_reading_o
     assert [s["index"] for s in listed] == [1, 3] and left_out == 0
     fixed, still = listed
     assert fixed == {
-        "index": 1, "chapter": 1, "chapter_title": "One", "start_s": 1.25, "end_s": 3.5,
-        "text": "Sentence 1 as written.", "spoken": SENTENCE, "transcript": SENTENCE, "outcome": "fixed",
-        "reasons": [], "flagged_for": ["dropped"], "problem": "fixed by take 2 of 2; take 1: dropped 'brown'",
+        "index": 1,
+        "chapter": 1,
+        "chapter_title": "One",
+        "start_s": 1.25,
+        "end_s": 3.5,
+        "text": "Sentence 1 as written.",
+        "spoken": SENTENCE,
+        "transcript": SENTENCE,
+        "outcome": "fixed",
+        "reasons": [],
+        "flagged_for": ["dropped"],
+        "problem": "fixed by take 2 of 2; take 1: dropped 'brown'",
         "kept": 1,
         "takes": [
-            {"seed": 1, "ok": False, "reasons": ["dropped"], "said": "dropped 'brown'", "wer": 0.1111,
-             "transcript": "the quick fox jumps over the lazy dog", "kept": False},
-            {"seed": 2, "ok": True, "reasons": [], "said": "ok (wer 0.00)", "wer": 0.0, "transcript": SENTENCE,
-             "kept": True},
+            {
+                "seed": 1,
+                "ok": False,
+                "reasons": ["dropped"],
+                "said": "dropped 'brown'",
+                "wer": 0.1111,
+                "transcript": "the quick fox jumps over the lazy dog",
+                "kept": False,
+            },
+            {
+                "seed": 2,
+                "ok": True,
+                "reasons": [],
+                "said": "ok (wer 0.00)",
+                "wer": 0.0,
+                "transcript": SENTENCE,
+                "kept": True,
+            },
         ],
-    }  # fmt: skip
+    }
     assert still["outcome"] == "still_flagged" and still["transcript"] == "the quick brown fox jumps"
     assert still["reasons"] == ["wer", "dropped", "ending"] and still["problem"].startswith("wer 0.44, dropped")
     assert [t["kept"] for t in still["takes"]] == [False, True]
@@ -68,8 +91,9 @@ def test_the_counts_in_words():
     counts = Counts.of(records().values()).to_json()
     done = counts_of({"model": "org/asr", **counts}, complete=True)
     assert done["fixed"] == 1 and done["still_flagged"] == 1
-    assert summary_line(done) == ("4 checked, 2 flagged, 2 retaken (2 retakes), 1 fixed, 1 still flagged "
-                                  "(dropped 1, ending 1, wer 1) by org/asr")  # fmt: skip
+    assert summary_line(done) == (
+        "4 checked, 2 flagged, 2 retaken (2 retakes), 1 fixed, 1 still flagged (dropped 1, ending 1, wer 1) by org/asr"
+    )
     running = counts_of({"model": "org/asr", "checked": 3, "flagged": 1}, complete=False)
     assert running["fixed"] is None and summary_line(running) == "3 checked, 1 flagged, 0 still flagged by org/asr"
     assert summary_line(counts_of({}, complete=False)) == "not heard yet"
@@ -77,13 +101,24 @@ def test_the_counts_in_words():
 
 def test_a_place_in_the_book_to_the_tenth():
     assert [moment(s) for s in (0, 1.25, 61.04, 3600.04, 3725.96, None)] == [
-        "0:00.0", "0:01.3", "1:01.0", "1:00:00.0", "1:02:06.0", "-"]  # fmt: skip
+        "0:00.0",
+        "0:01.3",
+        "1:01.0",
+        "1:00:00.0",
+        "1:02:06.0",
+        "-",
+    ]
 
 
 def rep_of(listed: list[dict], complete: bool = True) -> dict:
-    return {"id": "narrate-x", "status": "finished" if complete else "started", "complete": complete,
-            **counts_of({"model": "org/asr", **Counts.of(records().values()).to_json()}, complete),
-            "sentences": listed if complete else [], "sentences_left_out": 0}  # fmt: skip
+    return {
+        "id": "narrate-x",
+        "status": "finished" if complete else "started",
+        "complete": complete,
+        **counts_of({"model": "org/asr", **Counts.of(records().values()).to_json()}, complete),
+        "sentences": listed if complete else [],
+        "sentences_left_out": 0,
+    }
 
 
 def test_narrate_proof_as_text_and_csv(capsys):
@@ -94,8 +129,11 @@ def test_narrate_proof_as_text_and_csv(capsys):
     assert lines[2] == "fixed: sentence 2, chapter 1 (One), at 1:01.0-1:02.5"
     assert lines[3] == "  text:   Line\\none\\x1b[31m."  # one printable line, whatever the document holds
     assert lines[4] == f"  spoken: {SENTENCE}"  # said otherwise than written
-    assert lines[6:9] == ["  wrong:  fixed by take 2 of 2; take 1: dropped 'brown'",
-                          "  take 1: seed 1, dropped 'brown'", "  take 2: seed 2, ok (wer 0.00)  (kept)"]  # fmt: skip
+    assert lines[6:9] == [
+        "  wrong:  fixed by take 2 of 2; take 1: dropped 'brown'",
+        "  take 1: seed 1, dropped 'brown'",
+        "  take 2: seed 2, ok (wer 0.00)  (kept)",
+    ]
     assert lines[10] == "still flagged: sentence 4"  # counted from 1, as narrate redo takes it
     assert text_lines(rep_of([], complete=False))[1] == "the flagged sentences are listed once the job has finished"
     assert text_lines(rep_of([]))[1] == "no sentence was flagged"

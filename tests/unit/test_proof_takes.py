@@ -17,8 +17,14 @@ def take(heard: str, seed: int = 7) -> Take:
 
 
 def test_the_best_take_is_kept_and_the_record_reads_back():
-    r = Record("org/asr", [take("the quick brown fox jumps over the", 1), take(SENTENCE + " la la la", 2),
-                           take("the quick fox jumps over the lazy dog near the river bank", 3)])  # fmt: skip
+    r = Record(
+        "org/asr",
+        [
+            take("the quick brown fox jumps over the", 1),
+            take(SENTENCE + " la la la", 2),
+            take("the quick fox jumps over the lazy dog near the river bank", 3),
+        ],
+    )
     assert r.best() == 2  # one reason (dropped) against two and two
     r.kept, r.final = r.best(), True
     back = final_record(r.to_json(), "org/asr")
@@ -35,8 +41,9 @@ def test_retake_seeds_differ_and_stay_31_bit():
 
 
 def test_counts_and_the_voices_norm():
-    flagged_then_ok = Record("m", [take("the quick fox jumps over the lazy dog near the river bank"), take(SENTENCE)],
-                             kept=1, final=True)  # fmt: skip
+    flagged_then_ok = Record(
+        "m", [take("the quick fox jumps over the lazy dog near the river bank"), take(SENTENCE)], kept=1, final=True
+    )
     still = Record("m", [take("the quick brown fox"), take("the quick brown fox jumps")], kept=1, final=True)
     ok = Record("m", [take(SENTENCE)], final=True)
     c = Counts.of([flagged_then_ok, still, ok])

@@ -119,8 +119,12 @@ def test_thresholds_come_from_the_settings(monkeypatch):
     monkeypatch.setenv("NARRATE_PROOF_TAIL_WORDS", "5")
     t = Thresholds.from_settings(Settings.from_env())
     assert (t.max_wer, t.tail_words, t.ending_words) == (0.5, 5, 2)
-    v = judge(SENTENCE, "the quick brown fox jumps over the lazy dog near the river bank thank you for watching",
-              NATURAL, thresholds=t)  # fmt: skip
+    v = judge(
+        SENTENCE,
+        "the quick brown fox jumps over the lazy dog near the river bank thank you for watching",
+        NATURAL,
+        thresholds=t,
+    )
     assert v.ok
 
 

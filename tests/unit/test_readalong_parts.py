@@ -86,8 +86,9 @@ def test_a_sentence_not_found_is_left_out_and_the_next_ones_are_found():
 
 
 def test_words_get_spans_inside_their_sentence():
-    page, html = marked("<p>Hello, <b>big</b> world. Bye.</p>", ["Hello, big world.", "Bye."],
-                        {0: ["Hello", "big", "nowhere", "world"]})  # fmt: skip
+    page, html = marked(
+        "<p>Hello, <b>big</b> world. Bye.</p>", ["Hello, big world.", "Bye."], {0: ["Hello", "big", "nowhere", "world"]}
+    )
     assert page.words[0] == ["nr-s0-w1", "nr-s0-w2", None, "nr-s0-w4"]
     assert [span_text(page, w) for w in ("nr-s0-w1", "nr-s0-w2", "nr-s0-w4")] == ["Hello", "big", "world"]
     assert '<b><span id="nr-s0-w2">big</span></b>' in html
@@ -116,8 +117,14 @@ def test_word_level_overlays_from_built_timings_pass_epubcheck(tmp_path):
     words = {2: [("The", 0.05, 0.2), ("sea", 0.25, 0.6), ("was", 0.7, 0.85), ("loud", 0.9, 1.4)]}
     audio = tmp_path / "a.mp3"
     audio.write_bytes(b"\xff\xfb\x90\x64" + b"\0" * 400)  # EPUBCheck does not decode audio
-    info = BookInfo("urn:uuid:00000000-0000-4000-8000-000000000001", "Night", "en", datetime(2026, 1, 2, tzinfo=UTC),
-                    "Ada Lovelace", "Ann Reader")  # fmt: skip
+    info = BookInfo(
+        "urn:uuid:00000000-0000-4000-8000-000000000001",
+        "Night",
+        "en",
+        datetime(2026, 1, 2, tzinfo=UTC),
+        "Ada Lovelace",
+        "Ann Reader",
+    )
     out = tmp_path / "night.epub"
     written = write_epub(out, doc, Narration(doc.sentences, clips, {0: "Night"}, words), info, audio)
     assert (written.sentences, written.marked) == (3, 3)
@@ -156,10 +163,18 @@ def test_word_level_vtt_from_built_timings():
 
 
 def test_the_audiobook_manifest_is_valid_and_points_into_the_audio():
-    made = manifest.audiobook("my book.audiobook.json", "my book.m4b", 3725.5, [(0.0, "Opening"), (61.25, "Two")],
-                              identifier="urn:uuid:00000000-0000-4000-8000-000000000002", title="My Book",
-                              language="en", modified=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
-                              author="Ada Lovelace", narrator="Ann Reader, Alice Sample")  # fmt: skip
+    made = manifest.audiobook(
+        "my book.audiobook.json",
+        "my book.m4b",
+        3725.5,
+        [(0.0, "Opening"), (61.25, "Two")],
+        identifier="urn:uuid:00000000-0000-4000-8000-000000000002",
+        title="My Book",
+        language="en",
+        modified=datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        author="Ada Lovelace",
+        narrator="Ann Reader, Alice Sample",
+    )
     assert [e.message for e in readium_validator().iter_errors(made)] == []
     assert made["metadata"]["conformsTo"] == manifest.PROFILE
     assert made["metadata"]["narrator"] == ["Ann Reader", "Alice Sample"]
@@ -175,16 +190,30 @@ def test_the_audiobook_manifest_is_valid_and_points_into_the_audio():
 
 def test_the_w3c_audiobooks_manifest_is_valid_with_iso_durations_and_an_html_toc():
     ident = "urn:uuid:00000000-0000-4000-8000-000000000003"
-    made = manifest.w3c("my book.toc.html", "my book.mp3", 3725.5, identifier=ident, title="My Book", language="en",
-                        modified=datetime(2026, 1, 2, tzinfo=UTC), narrator="Ann Reader, Alice Sample")  # fmt: skip
+    made = manifest.w3c(
+        "my book.toc.html",
+        "my book.mp3",
+        3725.5,
+        identifier=ident,
+        title="My Book",
+        language="en",
+        modified=datetime(2026, 1, 2, tzinfo=UTC),
+        narrator="Ann Reader, Alice Sample",
+    )
     assert [e.message for e in w3c_validator().iter_errors(made)] == []
     assert made["conformsTo"] == "https://www.w3.org/TR/audiobooks/" and made["type"] == "Audiobook"
     assert made["duration"] == made["readingOrder"][0]["duration"] == "PT1H2M5.5S"
     assert made["readBy"] == ["Ann Reader", "Alice Sample"] and "author" not in made
-    assert made["resources"] == [{"type": "LinkedResource", "rel": "contents", "url": "my%20book.toc.html",
-                                  "encodingFormat": "text/html"}]  # fmt: skip
-    assert [manifest.iso_duration(s) for s in (0, 0.25, 60, 3600, 5400.125)] == ["PT0S", "PT0.25S", "PT1M", "PT1H",
-                                                                                   "PT1H30M0.125S"]  # fmt: skip
+    assert made["resources"] == [
+        {"type": "LinkedResource", "rel": "contents", "url": "my%20book.toc.html", "encodingFormat": "text/html"}
+    ]
+    assert [manifest.iso_duration(s) for s in (0, 0.25, 60, 3600, 5400.125)] == [
+        "PT0S",
+        "PT0.25S",
+        "PT1M",
+        "PT1H",
+        "PT1H30M0.125S",
+    ]
     import lxml.html
 
     marks = [(0.0, "One"), (61.25, "Two & more")]
@@ -192,8 +221,10 @@ def test_the_w3c_audiobooks_manifest_is_valid_with_iso_durations_and_an_html_toc
     toc = lxml.html.document_fromstring(page)
     [nav] = toc.iter("nav")
     assert nav.get("role") == "doc-toc"
-    assert [(a.get("href"), a.text) for a in nav.iter("a")] == [("my%20book.mp3#t=0", "One"),
-                                                                ("my%20book.mp3#t=61.25", "Two & more")]  # fmt: skip
+    assert [(a.get("href"), a.text) for a in nav.iter("a")] == [
+        ("my%20book.mp3#t=0", "One"),
+        ("my%20book.mp3#t=61.25", "Two & more"),
+    ]
     assert toc.find("head/link").attrib == {"rel": "publication", "href": "my%20book.publication.json"}
 
 

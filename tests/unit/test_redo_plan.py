@@ -17,8 +17,12 @@ from narrate.jobs.documents.documents import Document
 from narrate.jobs.settings import SAMPLE_RATE
 
 SPEC = JobSpec(document="d", voice="a" * 64, output="b.m4b")
-DOC = Document("t", [["Chapter One"], ["Dr. Smith paid $3.", "Nguyen left.", "It rained."], ["The end."]],
-               [(0, "Chapter One")], "en")  # fmt: skip
+DOC = Document(
+    "t",
+    [["Chapter One"], ["Dr. Smith paid $3.", "Nguyen left.", "It rained."], ["The end."]],
+    [(0, "Chapter One")],
+    "en",
+)
 
 
 def test_an_empty_redo_leaves_the_spec_json_as_it_was():
@@ -28,15 +32,31 @@ def test_an_empty_redo_leaves_the_spec_json_as_it_was():
     assert JobSpec.from_json(redo.to_json()) == redo
 
 
-@pytest.mark.parametrize("overrides, accepted", [
-    ({"x": {"seed": 1}}, None), ({"-1": {"seed": 1}}, None), ({"01": {"seed": 1}}, None),
-    ({"2": {}}, None), ({"2": {"voice": "x"}}, None), ({"2": {"seed": "7"}}, None), ({"2": {"seed": -1}}, None),
-    ({"2": {"text": ""}}, None), ({"2": {"text": "x" * 5000}}, None), ({"2": {"text": "a\x00b"}}, None),
-    ({"2": {"text": "\ufffftitle"}}, None), ({"2": {"text": "\u202eevil"}}, None),
-    ({"2": {"text": " \t "}}, None), ({"2": {"lexicon": [["a"]]}}, None),
-    ({"2": {"lexicon": [["a", 1]]}}, None), ([["2", {}]], None), (None, [True]), (None, ["3"]), (None, [-1]),
-    (None, {"3": 1}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, accepted",
+    [
+        ({"x": {"seed": 1}}, None),
+        ({"-1": {"seed": 1}}, None),
+        ({"01": {"seed": 1}}, None),
+        ({"2": {}}, None),
+        ({"2": {"voice": "x"}}, None),
+        ({"2": {"seed": "7"}}, None),
+        ({"2": {"seed": -1}}, None),
+        ({"2": {"text": ""}}, None),
+        ({"2": {"text": "x" * 5000}}, None),
+        ({"2": {"text": "a\x00b"}}, None),
+        ({"2": {"text": "\ufffftitle"}}, None),
+        ({"2": {"text": "\u202eevil"}}, None),
+        ({"2": {"text": " \t "}}, None),
+        ({"2": {"lexicon": [["a"]]}}, None),
+        ({"2": {"lexicon": [["a", 1]]}}, None),
+        ([["2", {}]], None),
+        (None, [True]),
+        (None, ["3"]),
+        (None, [-1]),
+        (None, {"3": 1}),
+    ],
+)
 def test_a_forged_redo_is_refused(overrides, accepted):
     with pytest.raises(BadSpec):
         JobSpec.from_json({**SPEC.to_json(), "overrides": overrides, "accepted": accepted})
@@ -65,8 +85,13 @@ def test_overrides_change_only_their_sentences():
 
 def _plan(n: int) -> Plan:
     sentences = [Sentence(i, f"s{i}", i, 100) for i in range(n)]
-    return Plan(sentences, frozenset(i for i in range(n) if i % 5 == 4), {0: "One", 30: "Two"},
-                [f"k{i}" for i in range(n)], [s.text for s in sentences])  # fmt: skip
+    return Plan(
+        sentences,
+        frozenset(i for i in range(n) if i % 5 == 4),
+        {0: "One", 30: "Two"},
+        [f"k{i}" for i in range(n)],
+        [s.text for s in sentences],
+    )
 
 
 def _walk(plan: Plan, lengths: list[int], follow: Cuts | None = None) -> Segmenter:
@@ -102,10 +127,17 @@ def test_a_redo_cuts_where_the_book_it_redoes_was_cut(delta):
     assert all(cues[s.first].start == s.start + s.lead for s in again.segments)
 
 
-@pytest.mark.parametrize("raw, spoken", [
-    ("  Win \t left.  ", "Win left."), ("Win\x00 left.", "Win left."), ("\u202eWin left.\uffff", "Win left."),
-    (" \x00\t ", ""), ("\ufffe\uffff", ""), ("\u200f \u2066", ""),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "raw, spoken",
+    [
+        ("  Win \t left.  ", "Win left."),
+        ("Win\x00 left.", "Win left."),
+        ("\u202eWin left.\uffff", "Win left."),
+        (" \x00\t ", ""),
+        ("\ufffe\uffff", ""),
+        ("\u200f \u2066", ""),
+    ],
+)
 def test_a_corrected_text_is_cleaned_before_it_is_judged_empty(raw, spoken):
     """NUL, U+FFFF, U+202E and whitespace never reach the captions, manifests and EPUB, and what is left decides
     whether the correction says anything (the redo refuses an empty one)."""

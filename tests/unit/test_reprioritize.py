@@ -51,9 +51,12 @@ def enqueue(r: redis.Redis, ids: list[str], priority: str = "normal") -> list[st
 def schedule(r: redis.Redis, job_id: str, due: datetime, priority: str = "normal") -> None:
     """A job scheduled as `narrate submit --at` makes it: rq's enqueue_at on a narrate queue."""
     queue(r, queue_for(BASE, priority)).enqueue_at(
-        due, JOB_FUNCTION, {"document": "0" * 64, "voice": "0" * 64, "output": f"out/{job_id}.mp3"}, job_id=job_id,
+        due,
+        JOB_FUNCTION,
+        {"document": "0" * 64, "voice": "0" * 64, "output": f"out/{job_id}.mp3"},
+        job_id=job_id,
         meta={"document": f"{job_id}.txt", "output": f"out/{job_id}.mp3"},
-    )  # fmt: skip
+    )
 
 
 def listed(r: redis.Redis, priority: str) -> list[str]:

@@ -55,10 +55,16 @@ def test_options_survive_json_with_the_cover(tmp_path):
     lexicon = tmp_path / "lex.txt"
     lexicon.write_text("Nginx = engine x\n")
     opts = Options.make(
-        quant="8bit", overwrite=True, input_format="md", include_front_matter=True, language="German",
-        lexicon=lexicon, book={"subtitles": "srt,vtt", "split": "chapters", "cover": cover, "narrator": "N"},
-        fan_out="30", priority="high",
-    )  # fmt: skip
+        quant="8bit",
+        overwrite=True,
+        input_format="md",
+        include_front_matter=True,
+        language="German",
+        lexicon=lexicon,
+        book={"subtitles": "srt,vtt", "split": "chapters", "cover": cover, "narrator": "N"},
+        fan_out="30",
+        priority="high",
+    )
     assert opts.language == "de" and opts.lexicon == [["Nginx", "engine x"]]
     back = Options.from_json(json.loads(json.dumps(opts.to_json())))
     assert back == opts and back.book.cover == cover.read_bytes()
@@ -67,10 +73,21 @@ def test_options_survive_json_with_the_cover(tmp_path):
 
 def test_a_schedule_stored_before_the_options_type_still_reads():
     old = {
-        "name": "old", "cron": "0 2 * * *", "tz": "UTC", "watch": "/srv/in", "output_dir": "", "format": ".mp3",
-        "voice": "ab" * 32, "queue": "narrate", "model": "/ckpt", "quant": "8bit", "language": "fr",
-        "lexicon": [["a", "b"]], "job_settings": {"seed": 3}, "created": 1.0,
-    }  # fmt: skip
+        "name": "old",
+        "cron": "0 2 * * *",
+        "tz": "UTC",
+        "watch": "/srv/in",
+        "output_dir": "",
+        "format": ".mp3",
+        "voice": "ab" * 32,
+        "queue": "narrate",
+        "model": "/ckpt",
+        "quant": "8bit",
+        "language": "fr",
+        "lexicon": [["a", "b"]],
+        "job_settings": {"seed": 3},
+        "created": 1.0,
+    }
     opts = Schedule.from_json(json.dumps(old)).opts
     assert (opts.model, opts.quant, opts.language, opts.lexicon) == ("/ckpt", "8bit", "fr", [["a", "b"]])
     assert opts.seed == 3  # its job settings, kept beside the options then, are the request's numbers now
@@ -91,12 +108,45 @@ def test_schedule_add_stores_an_absolute_model_and_every_submit_option(env, home
     cwd = os.getcwd()
     os.chdir(home)
     try:
-        result = CliRunner().invoke(main, [
-            "schedule", "add", "nightly", "--cron", "0 2 * * *", "--watch", str(watch), "--voice", str(voice_wav),
-            "--model", "./ckpt", "--max-frames", "7", "--priority", "high", "--subtitles", "srt", "--split",
-            "chapters", "--narrator", "Ann", "--author", "Bo", "--year", "2026", "--seed", "5",
-            "--sentence-pause", "100", "--fan-out", "none", "--input-format", "md",
-        ], env=_cli_env(env))  # fmt: skip
+        result = CliRunner().invoke(
+            main,
+            [
+                "schedule",
+                "add",
+                "nightly",
+                "--cron",
+                "0 2 * * *",
+                "--watch",
+                str(watch),
+                "--voice",
+                str(voice_wav),
+                "--model",
+                "./ckpt",
+                "--max-frames",
+                "7",
+                "--priority",
+                "high",
+                "--subtitles",
+                "srt",
+                "--split",
+                "chapters",
+                "--narrator",
+                "Ann",
+                "--author",
+                "Bo",
+                "--year",
+                "2026",
+                "--seed",
+                "5",
+                "--sentence-pause",
+                "100",
+                "--fan-out",
+                "none",
+                "--input-format",
+                "md",
+            ],
+            env=_cli_env(env),
+        )
     finally:
         os.chdir(cwd)
     assert result.exit_code == 0, result.output
@@ -105,8 +155,12 @@ def test_schedule_add_stores_an_absolute_model_and_every_submit_option(env, home
     assert opts.model == str(ckpt)
     assert opts.priority == "high" and opts.fan_out == "none" and opts.reading.input_format == "md"
     assert (opts.book.subtitles, opts.book.split, opts.book.narrator, opts.book.author, opts.book.year) == (
-        "srt", "chapters", "Ann", "Bo", "2026",
-    )  # fmt: skip
+        "srt",
+        "chapters",
+        "Ann",
+        "Bo",
+        "2026",
+    )
     assert (opts.max_frames, opts.seed, opts.sentence_pause_ms) == (7, 5, 100)  # the request's, in its options
     assert (opts.paragraph_pause_ms, opts.chapter_pause_ms) == (750, 2000)  # this host's, kept as it was
     assert "job_settings" not in json.loads(sched.to_json())  # the request and nothing else
@@ -126,10 +180,29 @@ def test_a_tick_submits_with_the_schedules_options(env, home, voice_wav, externa
     os.utime(watch / "a.txt", (1, 1))  # long settled
     e = _cli_env(env) | {"NARRATE_SCHEDULE_SETTLE_S": "0"}
     r = CliRunner()
-    added = r.invoke(main, [
-        "schedule", "add", "news", "--cron", "0 2 * * *", "--watch", str(watch), "--voice", str(voice_wav),
-        "--priority", "low", "--subtitles", "vtt", "--narrator", "Ann", "--max-frames", "9",
-    ], env=e)  # fmt: skip
+    added = r.invoke(
+        main,
+        [
+            "schedule",
+            "add",
+            "news",
+            "--cron",
+            "0 2 * * *",
+            "--watch",
+            str(watch),
+            "--voice",
+            str(voice_wav),
+            "--priority",
+            "low",
+            "--subtitles",
+            "vtt",
+            "--narrator",
+            "Ann",
+            "--max-frames",
+            "9",
+        ],
+        env=e,
+    )
     assert added.exit_code == 0, added.output
     ran = r.invoke(main, ["schedule", "run", "news", "--json"], env=e)
     assert ran.exit_code == 0, ran.output

@@ -27,8 +27,9 @@ def _params(command: str) -> dict[str, click.Option]:
     return {p.name: p for p in cmd.params if isinstance(p, click.Option) and p.name}
 
 
-@pytest.mark.parametrize(("command", "queued", "without"),
-                         [("submit", True, ()), ("run", False, ()), ("schedule add", True, ("chapters",))])  # fmt: skip
+@pytest.mark.parametrize(
+    ("command", "queued", "without"), [("submit", True, ()), ("run", False, ()), ("schedule add", True, ("chapters",))]
+)
 def test_each_command_offers_the_model_fields_with_the_models_bounds(command, queued, without):
     """Every field a command offers, with the model's help and bounds (`schedule add` reads a folder of documents:
     no --chapters, which picks chapters of one)."""
@@ -134,8 +135,9 @@ def test_the_http_output_name_is_what_it_was_before_the_model(tmp_path):
     class Choice:
         ref = Ref()
 
-    opts = Options.make(quant="8bit", book={"subtitles": "srt", "title": "T"}, fan_out="none", seed=5,
-                        sentence_pause_ms=100)  # fmt: skip
+    opts = Options.make(
+        quant="8bit", book={"subtitles": "srt", "title": "T"}, fan_out="none", seed=5, sentence_pause_ms=100
+    )
     assert submitting.output_name(upload, Choice(), opts, ".mp3") == "narrations/book-1c855ed636.mp3"
     plain = Options.make()
     assert submitting.output_name(upload, Choice(), plain, ".m4b") == "narrations/book-be8dcf426a.m4b"
@@ -146,8 +148,15 @@ def test_a_forged_job_spec_is_checked_strictly_with_the_same_bounds():
     from narrate.jobs.settings import MAX_PAUSE_MS
 
     base = JobSpec("d", "a" * 64, "o.mp3").to_json()
-    for name, value in [("sentence_pause_ms", MAX_PAUSE_MS + 1), ("seed", "5"), ("seed", True), ("max_frames", 1.5),
-                        ("library", "relative/dir"), ("abs_url", "ftp://x"), ("library_layout", "tree")]:  # fmt: skip
+    for name, value in [
+        ("sentence_pause_ms", MAX_PAUSE_MS + 1),
+        ("seed", "5"),
+        ("seed", True),
+        ("max_frames", 1.5),
+        ("library", "relative/dir"),
+        ("abs_url", "ftp://x"),
+        ("library_layout", "tree"),
+    ]:
         with pytest.raises(BadSpec, match=name):
             JobSpec.from_json(base | {name: value})
     JobSpec.from_json(base | {"sentence_pause_ms": MAX_PAUSE_MS, "loudness": -16, "library": "/srv/books"})

@@ -25,9 +25,22 @@ def test_outputs_default_to_the_output_root_as_mp3(env, home, voice_wav, externa
 
 @pytest.mark.parametrize(
     "case",
-    ["bad cron", "never", "no folder", "folder is a file", "unreadable folder", "no voice", "voice not audio",
-     "bad name", "bad format", "bad quant", "output outside root", "output is a file", "bad zone"],
-)  # fmt: skip
+    [
+        "bad cron",
+        "never",
+        "no folder",
+        "folder is a file",
+        "unreadable folder",
+        "no voice",
+        "voice not audio",
+        "bad name",
+        "bad format",
+        "bad quant",
+        "output outside root",
+        "output is a file",
+        "bad zone",
+    ],
+)
 def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, external_redis):
     e = sched_env(env, home)
     watch = home / "w"
@@ -70,13 +83,20 @@ def test_bad_schedules_are_refused_with_one_line(case, env, home, voice_wav, ext
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: "), proc.stderr
     expected = {
-        "bad cron": "is not valid", "never": "never names a time", "no folder": "does not exist",
-        "folder is a file": "is not a folder", "unreadable folder": "cannot be read", "no voice": "does not exist",
-        "voice not audio": "is not audio", "bad name": "is not valid", "bad format": "unknown format",
-        "bad quant": "--quant '3bit': use", "output outside root": "outside the output root",
+        "bad cron": "is not valid",
+        "never": "never names a time",
+        "no folder": "does not exist",
+        "folder is a file": "is not a folder",
+        "unreadable folder": "cannot be read",
+        "no voice": "does not exist",
+        "voice not audio": "is not audio",
+        "bad name": "is not valid",
+        "bad format": "unknown format",
+        "bad quant": "--quant '3bit': use",
+        "output outside root": "outside the output root",
         "output is a file": "is not a writable directory",
         "bad zone": "unknown time zone",
-    }[case]  # fmt: skip
+    }[case]
     assert expected in lines[0]
     assert stored(external_redis) == []
 
@@ -90,8 +110,9 @@ def test_unknown_schedule_names_and_a_second_add(env, home, voice_wav, external_
             proc.returncode == 1 and proc.stderr.strip() == "Error: no schedule named 'nope'; see narrate schedule list"
         )
     add(e, "twice", home / "w", voice_wav, run=invoke)
-    proc = invoke(e, "schedule", "add", "twice", "--cron", "@daily", "--watch", str(home / "w"), "--voice",
-                   str(voice_wav))  # fmt: skip
+    proc = invoke(
+        e, "schedule", "add", "twice", "--cron", "@daily", "--watch", str(home / "w"), "--voice", str(voice_wav)
+    )
     assert proc.returncode == 1 and "schedule 'twice' exists" in proc.stderr
     assert listing(e, run=invoke)["schedules"][0]["cron"] == "0 2 * * *"  # the first one, untouched
 
@@ -133,9 +154,33 @@ def test_list_shows_every_option_a_schedule_holds(env, home, voice_wav, external
     it crash with a KeyError before."""
     e = sched_env(env, home)
     (home / "w").mkdir()
-    add(e, "full", home / "w", voice_wav, "--feed", "news", "--library", str(home / "out" / "lib"), "--layout", "flat",
-        "--abs-url", "http://127.0.0.1:13378", "--proof", "--retakes", "2", "--readalong", "epub",
-        "--word-timings", "--seed", "7", "--max-frames", "9", "--sentence-pause", "400", run=invoke)  # fmt: skip
+    add(
+        e,
+        "full",
+        home / "w",
+        voice_wav,
+        "--feed",
+        "news",
+        "--library",
+        str(home / "out" / "lib"),
+        "--layout",
+        "flat",
+        "--abs-url",
+        "http://127.0.0.1:13378",
+        "--proof",
+        "--retakes",
+        "2",
+        "--readalong",
+        "epub",
+        "--word-timings",
+        "--seed",
+        "7",
+        "--max-frames",
+        "9",
+        "--sentence-pause",
+        "400",
+        run=invoke,
+    )
     [shown] = listing(e, run=invoke)["schedules"]
     opts = shown["options"]
     assert opts["feed"] == "news" and opts["proof"] and opts["retakes"] == 2 and opts["word_timings"]

@@ -42,8 +42,10 @@ SOURCES: dict[str, dict[str, str]] = {
 METHODS = ("GET", "HEAD", "OPTIONS", "POST", "DELETE")
 PATHS = {"page": "/queue", "data": "/v1/narrations"}  # a path both servers treat alike (neither public)
 CREDENTIALS = ("none configured", "none sent", "wrong", "right")
-BINDS = {"127.0.0.1": ("127.0.0.1:8000", "[::1]:8000", "localhost:8000", "evil.example:8000"),
-         "0.0.0.0": ("0.0.0.0:8000", "127.0.0.1:8000", "127.0.0.1.evil.example:8000", "")}  # fmt: skip
+BINDS = {
+    "127.0.0.1": ("127.0.0.1:8000", "[::1]:8000", "localhost:8000", "evil.example:8000"),
+    "0.0.0.0": ("0.0.0.0:8000", "127.0.0.1:8000", "127.0.0.1.evil.example:8000", ""),
+}
 
 
 def web_guard(bind: str, key: str | None) -> Guard:
@@ -53,8 +55,7 @@ def web_guard(bind: str, key: str | None) -> Guard:
     return Guard(app, served_hosts(bind, PORT), key, BodyRules(), 1 << 20)
 
 
-def web_status(bind: str, credentials: str, method: str, path: str, host: str, source: dict[str, str],
-               n: int) -> int:  # fmt: skip
+def web_status(bind: str, credentials: str, method: str, path: str, host: str, source: dict[str, str], n: int) -> int:
     g = web_guard(bind, None if credentials == "none configured" else KEY)
     sent = {"wrong": {"authorization": "Bearer nope"}, "right": {"authorization": f"Bearer {KEY}"}}
     headers = {"host": host, **source, **sent.get(credentials, {})}
@@ -75,14 +76,16 @@ def dashboards() -> dict[tuple[str, bool], Any]:
         every = ["GET", "HEAD", "OPTIONS", "POST", "DELETE"]
         app.add_url_rule("/", "root", lambda: "ok", methods=every)
         app.add_url_rule("/<path:path>", "any", lambda path: "ok", methods=every)
-        guard.install(app, dashboard_hosts(bind, PORT), USER if with_password else None,
-                      PASSWORD if with_password else None)  # fmt: skip
+        guard.install(
+            app, dashboard_hosts(bind, PORT), USER if with_password else None, PASSWORD if with_password else None
+        )
         made[bind, with_password] = app.test_client()
     return made
 
 
-def dashboard_status(dashboards, bind: str, credentials: str, method: str, path: str, host: str,
-                     source: dict[str, str]) -> int:  # fmt: skip
+def dashboard_status(
+    dashboards, bind: str, credentials: str, method: str, path: str, host: str, source: dict[str, str]
+) -> int:
     client = dashboards[bind, credentials != "none configured"]
     basic = {"wrong": f"{USER}:nope", "right": f"{USER}:{PASSWORD}"}
     headers = {"Host": host, **source}
@@ -146,9 +149,19 @@ def test_the_policy_alone():
 
 @pytest.mark.parametrize(
     ("bind", "loopback"),
-    [("127.0.0.1", True), ("127.0.0.2", True), ("::1", True), ("[::1]", True), ("localhost", True),
-     ("LOCALHOST", True), ("0.0.0.0", False), ("::", False), ("192.168.1.5", False), ("127.evil.example", False)],
-)  # fmt: skip
+    [
+        ("127.0.0.1", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("localhost", True),
+        ("LOCALHOST", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.5", False),
+        ("127.evil.example", False),
+    ],
+)
 def test_both_servers_count_the_same_addresses_as_loopback(bind, loopback):
     from narrate.jobs.dashboard.app import check_exposure as dashboard_exposure
     from narrate.jobs.errors import BadInput
@@ -196,8 +209,12 @@ def test_the_openapi_document_declares_the_key_and_the_session_cookie(env, monke
     doc = _app(env, monkeypatch, None).app.openapi()
     schemes = doc["components"]["securitySchemes"]
     assert schemes["HTTPBearer"]["type"] == "http" and schemes["HTTPBearer"]["scheme"] == "bearer"
-    assert schemes["APIKeyCookie"] == {**schemes["APIKeyCookie"], "type": "apiKey", "in": "cookie",
-                                       "name": "narrate_session"}  # fmt: skip
+    assert schemes["APIKeyCookie"] == {
+        **schemes["APIKeyCookie"],
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "narrate_session",
+    }
     operations = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
     assert len(operations) >= 12 and all(path.startswith("/v1/") for path, _, _ in operations)
     for path, method, op in operations:
@@ -214,10 +231,21 @@ def _call(app, path: str, headers: dict[str, str]) -> int:
         if message["type"] == "http.response.start":
             got["status"] = message["status"]
 
-    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
-             "headers": [(k.encode(), v.encode()) for k, v in {"host": "127.0.0.1:8000", **headers}.items()],
-             "client": ("127.0.0.1", 40000), "server": ("127.0.0.1", PORT), "state": {}}  # fmt: skip
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.encode(), v.encode()) for k, v in {"host": "127.0.0.1:8000", **headers}.items()],
+        "client": ("127.0.0.1", 40000),
+        "server": ("127.0.0.1", PORT),
+        "state": {},
+    }
     asyncio.run(app(scope, receive, send))
     return got["status"]
 

@@ -18,14 +18,21 @@ SPEC = JobSpec(document="d", voice="a" * 64, output="b.m4b")
 
 def _plan(n: int = 6) -> Plan:
     sentences = [Sentence(i, f"s{i}", i, 100) for i in range(n)]
-    return Plan(sentences, frozenset({2, 5}), {0: "One", 3: "Two"}, [f"k{i}" for i in range(n)],
-                [s.text for s in sentences])  # fmt: skip
+    return Plan(
+        sentences, frozenset({2, 5}), {0: "One", 3: "Two"}, [f"k{i}" for i in range(n)], [s.text for s in sentences]
+    )
 
 
 def _record(plan: Plan, keys: list[str], spec: JobSpec = SPEC) -> Record:
     n = len(plan.sentences)
-    return Record(fingerprint(plan, spec), ["ab" * 32] * n, Cuts(frozenset({3}), {3: 3000, 5: 2500}), [1.5, 1.25],
-                  [1.5] * 3 + [1.25] * 3, keys)  # fmt: skip
+    return Record(
+        fingerprint(plan, spec),
+        ["ab" * 32] * n,
+        Cuts(frozenset({3}), {3: 3000, 5: 2500}),
+        [1.5, 1.25],
+        [1.5] * 3 + [1.25] * 3,
+        keys,
+    )
 
 
 def test_a_record_round_trips_and_only_a_whole_one_of_the_same_book_is_followed(tmp_path):

@@ -13,8 +13,13 @@ from narrate.jobs.settings import SAMPLE_RATE
 
 def _plan(n: int, chapters: dict[int, str]) -> Plan:
     sentences = [Sentence(i, f"s{i}", i, 100) for i in range(n)]
-    return Plan(sentences, frozenset(i for i in range(n) if i % 5 == 4), chapters, [f"k{i}" for i in range(n)],
-                [s.text for s in sentences])  # fmt: skip
+    return Plan(
+        sentences,
+        frozenset(i for i in range(n) if i % 5 == 4),
+        chapters,
+        [f"k{i}" for i in range(n)],
+        [s.text for s in sentences],
+    )
 
 
 def _walk(plan: Plan, spec: JobSpec, lengths: list[int], **kw) -> Segmenter:
@@ -49,8 +54,9 @@ def test_cuts_lie_in_pauses_on_frame_boundaries_with_silence_after():
 def test_a_pause_too_short_for_a_cut_is_never_cut():
     n = 30
     plan = _plan(n, {0: "One", 15: "Two"})
-    short = JobSpec(document="d", voice="a" * 64, output="b.m4b", sentence_pause_ms=50, paragraph_pause_ms=50,
-                    chapter_pause_ms=50)  # fmt: skip
+    short = JobSpec(
+        document="d", voice="a" * 64, output="b.m4b", sentence_pause_ms=50, paragraph_pause_ms=50, chapter_pause_ms=50
+    )
     assert not cuts_at_chapters(plan, short) and cuts_at_chapters(
         plan, JobSpec(document="d", voice="a" * 64, output="b")
     )

@@ -108,8 +108,13 @@ def _status(g: Guard, method: str, path: str, client: str) -> int:
         async def send(message: dict) -> None:
             sent.append(message)
 
-        scope = {"type": "http", "method": method, "path": path, "headers": [(b"host", b"127.0.0.1:8000")],
-                 "client": (client, 5000)}  # fmt: skip
+        scope = {
+            "type": "http",
+            "method": method,
+            "path": path,
+            "headers": [(b"host", b"127.0.0.1:8000")],
+            "client": (client, 5000),
+        }
         await g(scope, receive, send)
 
     asyncio.run(run())

@@ -38,9 +38,34 @@ def _clean_with_the_whole_database(text: str) -> str:
 
 def test_cleaning_without_the_database_pass_is_the_same():
     rng = np.random.default_rng(3)
-    pieces = ["a", "Z", " ", ".", "é", "\u0301", "\u0300", "\u20dd", "\u0489", "\u200b", "\u200d", "\u00ad", "\ufeff",
-              "\U000e0041", "\U0001f600", "\U0001d165", "\r\n", "\u2028", "\x1b[31m", "\x0b", "\x07", "\u05b8", "ą",
-              "e" + "\u0301" * 12, "\U0001f600" * 12, "\u0627\u064e" * 6]  # fmt: skip
+    pieces = [
+        "a",
+        "Z",
+        " ",
+        ".",
+        "é",
+        "\u0301",
+        "\u0300",
+        "\u20dd",
+        "\u0489",
+        "\u200b",
+        "\u200d",
+        "\u00ad",
+        "\ufeff",
+        "\U000e0041",
+        "\U0001f600",
+        "\U0001d165",
+        "\r\n",
+        "\u2028",
+        "\x1b[31m",
+        "\x0b",
+        "\x07",
+        "\u05b8",
+        "ą",
+        "e" + "\u0301" * 12,
+        "\U0001f600" * 12,
+        "\u0627\u064e" * 6,
+    ]
     texts = ["", "Plain words.", "Zalgo: Z" + "\u0301" * 40 + "a", "\U0001f600" * 20]
     texts += ["".join(rng.choice(pieces, size=rng.integers(1, 120))) for _ in range(300)]
     for text in texts:

@@ -22,8 +22,7 @@ def _in_state(r, state: str):
 
     job_id = f"narrate-{state}-one"
     if state == "scheduled":
-        return queue(r, "narrate").enqueue_at(datetime.now(UTC) + timedelta(hours=3), "narrate.x", "{}",
-                                              job_id=job_id)  # fmt: skip
+        return queue(r, "narrate").enqueue_at(datetime.now(UTC) + timedelta(hours=3), "narrate.x", "{}", job_id=job_id)
     job = _job(r, job_id)
     if state == "failed":
         fail_for_good(r, job, "ValueError: the voice sample is silent")

@@ -202,8 +202,9 @@ def test_a_schedule_pins_the_name_it_was_added_with(lib, home, voice_wav):
     env, r = lib
     assert voice(env, "add", "alice", str(voice_wav)).returncode == 0
     (home / "watched").mkdir()
-    ran = invoke(env, "schedule", "add", "nightly", "--cron", "0 2 * * *", "--watch", str(home / "watched"),
-                 "--voice", "alice")  # fmt: skip
+    ran = invoke(
+        env, "schedule", "add", "nightly", "--cron", "0 2 * * *", "--watch", str(home / "watched"), "--voice", "alice"
+    )
     assert ran.returncode == 0, ran.stderr
     assert "schedule nightly" in one_error_line(voice(env, "remove", "alice"))
     assert invoke(env, "schedule", "remove", "nightly").returncode == 0
@@ -220,8 +221,20 @@ def test_a_schedule_keeps_its_cast_and_each_tick_reads_documents_with_it(lib, ho
     story = home / "watched" / "story.txt"
     story.write_text('The night was long. [alice] "We should leave."\n\nThe end.\n')
     os.utime(story, (time.time() - 60, time.time() - 60))  # written a minute ago: not still being written
-    ran = invoke(env, "schedule", "add", "tales", "--cron", "0 2 * * *", "--watch", str(home / "watched"),
-                 "--voice", str(voice_wav), "--voice", "alice=alice")  # fmt: skip
+    ran = invoke(
+        env,
+        "schedule",
+        "add",
+        "tales",
+        "--cron",
+        "0 2 * * *",
+        "--watch",
+        str(home / "watched"),
+        "--voice",
+        str(voice_wav),
+        "--voice",
+        "alice=alice",
+    )
     assert ran.returncode == 0, ran.stderr
     assert voice(env, "remove", "alice").returncode == 1  # the schedule was added with its name
     assert voice(env, "remove", "alice", "--force").returncode == 0  # the schedule keeps its own copy

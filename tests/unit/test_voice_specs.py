@@ -64,9 +64,19 @@ def test_checkpoint_keys_name_the_voice_by_identity():
 
 @pytest.mark.parametrize(
     "field, value",
-    [("seeds", []), ("seeds", list(range(9))), ("seeds", [-1]), ("seeds", [True]), ("text", ""), ("text", "x" * 401),
-     ("max_frames", 0), ("keep_s", 1), ("voice", "preset:../x"), ("voice", "design")],
-)  # fmt: skip
+    [
+        ("seeds", []),
+        ("seeds", list(range(9))),
+        ("seeds", [-1]),
+        ("seeds", [True]),
+        ("text", ""),
+        ("text", "x" * 401),
+        ("max_frames", 0),
+        ("keep_s", 1),
+        ("voice", "preset:../x"),
+        ("voice", "design"),
+    ],
+)
 def test_a_forged_clip_spec_is_refused(field, value):
     good = ClipSpec("Hello.", "preset:ryan", [1, 2]).to_json()
     assert ClipSpec.from_json(good).ref == VoiceRef.preset("ryan")

@@ -48,10 +48,26 @@ def speech(tmp_path_factory) -> Path:
         ("voice.m4a", ["-c:a", "aac"]),  # what ffmpeg writes by default: the index (moov) after the audio
         ("voice.mp4", ["-c:a", "alac"]),
         ("voice.mov", ["-c:a", "pcm_s16le"]),
-        ("video.mp4", ["-f", "lavfi", "-i", "color=c=red:s=64x64:d=20", "-map", "0:a", "-map", "1:v",
-                       "-c:a", "aac", "-c:v", "mpeg4", "-shortest"]),  # a phone video of someone speaking
+        (
+            "video.mp4",
+            [
+                "-f",
+                "lavfi",
+                "-i",
+                "color=c=red:s=64x64:d=20",
+                "-map",
+                "0:a",
+                "-map",
+                "1:v",
+                "-c:a",
+                "aac",
+                "-c:v",
+                "mpeg4",
+                "-shortest",
+            ],
+        ),  # a phone video of someone speaking
     ],
-)  # fmt: skip
+)
 def test_mp4_with_its_index_at_the_end_is_read(tmp_path, speech, name, args):
     path = tmp_path / name
     if name.startswith("video"):  # the second input must come before the output options
@@ -66,11 +82,21 @@ def test_mp4_with_its_index_at_the_end_is_read(tmp_path, speech, name, args):
 
 @pytest.mark.parametrize(
     "name, args",
-    [("v.flac", []), ("v.mp3", []), ("v.ogg", ["-c:a", "libvorbis"]), ("v.opus", ["-c:a", "libopus"]),
-     ("v.mka", ["-c:a", "aac"]), ("v.aiff", []), ("v.caf", []), ("v.wma", []),
-     ("v8ch.wav", ["-ac", "8"]), ("v8k.wav", ["-ar", "8000"]), ("v96k.flac", ["-ar", "96000"]),
-     ("faststart.m4a", ["-c:a", "aac", "-movflags", "+faststart"])],
-)  # fmt: skip
+    [
+        ("v.flac", []),
+        ("v.mp3", []),
+        ("v.ogg", ["-c:a", "libvorbis"]),
+        ("v.opus", ["-c:a", "libopus"]),
+        ("v.mka", ["-c:a", "aac"]),
+        ("v.aiff", []),
+        ("v.caf", []),
+        ("v.wma", []),
+        ("v8ch.wav", ["-ac", "8"]),
+        ("v8k.wav", ["-ar", "8000"]),
+        ("v96k.flac", ["-ar", "96000"]),
+        ("faststart.m4a", ["-c:a", "aac", "-movflags", "+faststart"]),
+    ],
+)
 def test_other_formats_channel_counts_and_rates(tmp_path, speech, name, args):
     voice = read_voice(encode(speech, tmp_path / name, *args), FFMPEG)
     assert abs(voice.seconds - 20) < 0.2
@@ -81,10 +107,19 @@ def wav_with_header(path: Path, rate: int, channels: int, seconds: float = 3.0) 
     n = int(8000 * seconds)
     tone = (0.3 * np.sin(2 * np.pi * 150 * np.arange(n) / 8000) * 32767).astype("<i2")
     data = np.repeat(tone[:, None], max(channels, 1), axis=1).tobytes()
-    fmt = struct.pack("<HHIIHH", 1, channels, rate & 0xFFFFFFFF, (rate * max(channels, 1) * 2) & 0xFFFFFFFF,
-                      max(channels, 1) * 2, 16)  # fmt: skip
-    path.write_bytes(b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt " + struct.pack("<I", 16) + fmt
-                     + b"data" + struct.pack("<I", len(data)) + data)  # fmt: skip
+    fmt = struct.pack(
+        "<HHIIHH", 1, channels, rate & 0xFFFFFFFF, (rate * max(channels, 1) * 2) & 0xFFFFFFFF, max(channels, 1) * 2, 16
+    )
+    path.write_bytes(
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVEfmt "
+        + struct.pack("<I", 16)
+        + fmt
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
     return path
 
 
@@ -108,11 +143,14 @@ def test_absurd_sample_rates_and_channel_counts_are_one_clear_line(tmp_path, rat
 
 def test_a_video_or_an_image_without_sound(tmp_path):
     silent_video = tmp_path / "silent.mp4"
-    subprocess.run([FFMPEG, "-v", "error", "-f", "lavfi", "-i", "color=c=red:s=64x64:d=3", "-c:v", "mpeg4",
-                    str(silent_video)], check=True)  # fmt: skip
+    subprocess.run(
+        [FFMPEG, "-v", "error", "-f", "lavfi", "-i", "color=c=red:s=64x64:d=3", "-c:v", "mpeg4", str(silent_video)],
+        check=True,
+    )
     image = tmp_path / "photo.png"
-    subprocess.run([FFMPEG, "-v", "error", "-f", "lavfi", "-i", "color=c=red:s=64x64", "-frames:v", "1",
-                    str(image)], check=True)  # fmt: skip
+    subprocess.run(
+        [FFMPEG, "-v", "error", "-f", "lavfi", "-i", "color=c=red:s=64x64", "-frames:v", "1", str(image)], check=True
+    )
     for path in (silent_video, image):
         with pytest.raises(BadInput, match="has no audio stream"):
             read_voice(path, FFMPEG)

@@ -70,8 +70,12 @@ def test_off_loopback_a_long_key_is_required():
     check_exposure("127.0.0.1", None)
     check_exposure("::1", None)
     check_exposure("0.0.0.0", KEY)
-    for bind, key, says in (("0.0.0.0", None, "without an API key"), ("192.168.1.5", None, "NARRATE_API_KEY"),
-                            ("127.0.0.1", "   ", "blank"), ("0.0.0.0", "short", "shorter than 16")):  # fmt: skip
+    for bind, key, says in (
+        ("0.0.0.0", None, "without an API key"),
+        ("192.168.1.5", None, "NARRATE_API_KEY"),
+        ("127.0.0.1", "   ", "blank"),
+        ("0.0.0.0", "short", "shorter than 16"),
+    ):
         with pytest.raises(BadInput, match=says):
             check_exposure(bind, key)
     with pytest.raises(BadInput, match="NARRATE_SERVE_HOSTS"):
@@ -82,10 +86,13 @@ def test_callbacks_go_only_to_listed_hosts():
     hosts = ("hooks.example.com", "127.0.0.1:9000")
     assert callbacks.check("https://hooks.example.com/narrate?x=1", hosts)
     assert callbacks.check("http://127.0.0.1:9000/done", hosts)
-    for url, says in (("http://127.0.0.1:9001/", "not one the server may call"),
-                      ("http://169.254.169.254/latest", "NARRATE_CALLBACK_HOSTS"),
-                      ("ftp://hooks.example.com/", "http:// or https://"), ("hooks.example.com", "http:// or https://"),
-                      ("http://hooks.example.com/a b", "not a URL")):  # fmt: skip
+    for url, says in (
+        ("http://127.0.0.1:9001/", "not one the server may call"),
+        ("http://169.254.169.254/latest", "NARRATE_CALLBACK_HOSTS"),
+        ("ftp://hooks.example.com/", "http:// or https://"),
+        ("hooks.example.com", "http:// or https://"),
+        ("http://hooks.example.com/a b", "not a URL"),
+    ):
         with pytest.raises(ApiError, match=says) as e:
             callbacks.check(url, hosts)
         assert e.value.status == 400 and e.value.param == "callback_url"
@@ -119,7 +126,8 @@ def test_a_speech_input_is_spoken_in_lines():
 def test_model_names_and_data_url_samples(tmp_path):
     s = Settings(model="/srv/models/tiny")
     assert [choices.check_model(m, s) for m in ("tts-1", "tts-1-hd", "gpt-4o-mini-tts", "/srv/models/tiny")] == [
-        None] * 4  # fmt: skip
+        None
+    ] * 4
     assert choices.check_model("mlx-community/Qwen3-TTS-12Hz-0.6B-Base", s) == "mlx-community/Qwen3-TTS-12Hz-0.6B-Base"
     for other in ("/etc", "../models", "~/x"):
         with pytest.raises(ApiError, match="unknown model"):
@@ -138,11 +146,16 @@ def test_model_names_and_data_url_samples(tmp_path):
 
 
 def test_status_words_and_ids():
-    assert [views.api_state(s) for s in ("queued", "deferred", "scheduled", "started", "finished", "failed",
-                                         "stopped", "canceled")] == [
-        "queued", "queued", "scheduled", "in_progress", "completed", "failed", "failed", "cancelled"]  # fmt: skip
+    assert [
+        views.api_state(s)
+        for s in ("queued", "deferred", "scheduled", "started", "finished", "failed", "stopped", "canceled")
+    ] == ["queued", "queued", "scheduled", "in_progress", "completed", "failed", "failed", "cancelled"]
     assert [views.narrate_state(s) for s in ("in_progress", "completed", "cancelled", "queued")] == [
-        "started", "finished", "canceled", "queued"]  # fmt: skip
+        "started",
+        "finished",
+        "canceled",
+        "queued",
+    ]
     assert views.check_id("narrate-0123") == "narrate-0123"
     for bad in ("narrate-clip-0123", "rq:job:x", "x" * 300):
         with pytest.raises(JobNotFound):

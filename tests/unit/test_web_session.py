@@ -24,8 +24,14 @@ def guard(key: str | None = KEY) -> Guard:
     async def app(scope, receive, send) -> None:  # never reached: only `check` is called
         raise AssertionError
 
-    return Guard(app, served_hosts("127.0.0.1", 8000), key, BodyRules(), 1 << 20,
-                 session_valid=lambda token: key is not None and token == session_token(key))  # fmt: skip
+    return Guard(
+        app,
+        served_hosts("127.0.0.1", 8000),
+        key,
+        BodyRules(),
+        1 << 20,
+        session_valid=lambda token: key is not None and token == session_token(key),
+    )
 
 
 def session_token(key: str) -> str:
@@ -71,13 +77,16 @@ def test_the_key_or_the_session_cookie_lets_a_request_in(path):
 @pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
 def test_an_api_request_without_the_key_or_cookie_is_401(method):
     g = guard()
-    for headers, says in (({}, "no API key"), ({"authorization": "Bearer wrong"}, "a wrong API key"),
-                          ({"cookie": f"{SESSION_COOKIE}=wrong"}, "no API key"),
-                          ({"cookie": f"{SESSION_COOKIE}="}, "no API key"),
-                          ({"cookie": f"other={session_token(KEY)}"}, "no API key"),  # the token, wrong name
-                          ({"cookie": f"{SESSION_COOKIE}={session_token(KEY)[:-1]}"}, "no API key"),
-                          ({"cookie": f"{SESSION_COOKIE}={session_token(KEY)}0"}, "no API key"),
-                          ({"cookie": f"{SESSION_COOKIE}={KEY}"}, "no API key")):  # fmt: skip
+    for headers, says in (
+        ({}, "no API key"),
+        ({"authorization": "Bearer wrong"}, "a wrong API key"),
+        ({"cookie": f"{SESSION_COOKIE}=wrong"}, "no API key"),
+        ({"cookie": f"{SESSION_COOKIE}="}, "no API key"),
+        ({"cookie": f"other={session_token(KEY)}"}, "no API key"),  # the token, wrong name
+        ({"cookie": f"{SESSION_COOKIE}={session_token(KEY)[:-1]}"}, "no API key"),
+        ({"cookie": f"{SESSION_COOKIE}={session_token(KEY)}0"}, "no API key"),
+        ({"cookie": f"{SESSION_COOKIE}={KEY}"}, "no API key"),
+    ):
         said = g.check(method, {"host": HOST, **headers}, "/v1/narrations")
         assert said is not None, headers
         status, message, extra = said
@@ -89,7 +98,10 @@ def test_a_browser_opening_a_page_is_sent_to_login():
     g = guard()
     for method in ("GET", "HEAD"):
         assert check(g, method, "/queue", **PAGE_LOAD) == (
-            303, "sign in first: /login", {"location": "/login?next=/queue"})  # fmt: skip
+            303,
+            "sign in first: /login",
+            {"location": "/login?next=/queue"},
+        )
     assert check(g, "GET", "/voices", accept="text/html")[2] == {"location": "/login?next=/voices"}  # no Sec-Fetch
     assert check(g, "GET", "/queue", sec_fetch_mode="navigate")[0] == 303  # no Accept
     said = check(g, "GET", "/jobs/narrate-1 x&y=1", **PAGE_LOAD)
@@ -100,8 +112,12 @@ def test_a_browser_opening_a_page_is_sent_to_login():
 
 def test_scripts_htmx_and_api_paths_get_401_not_a_redirect():
     g = guard()
-    for headers in ({"hx-request": "true", **PAGE_LOAD}, {"hx-request": "true", "accept": "text/html"},
-                    {"accept": "application/json"}, {}):  # fmt: skip
+    for headers in (
+        {"hx-request": "true", **PAGE_LOAD},
+        {"hx-request": "true", "accept": "text/html"},
+        {"accept": "application/json"},
+        {},
+    ):
         said = check(g, "GET", "/queue/rows", **headers)
         assert said[0] == 401 and said[2] == {"www-authenticate": 'Bearer realm="narrate"'}, headers
     for path in ("/v1/narrations", "/openapi.json", "/docs"):
@@ -156,7 +172,7 @@ def test_without_a_key_no_cookie_is_needed():
         f"{SESSION_COOKIE}=\\",
         "=" * 5000,
         ";" * 5000,
-    ],  # fmt: skip
+    ],
 )
 def test_a_malformed_cookie_header_is_refused_without_raising(header):
     g = guard()
@@ -167,10 +183,14 @@ def test_a_malformed_cookie_header_is_refused_without_raising(header):
 def test_a_valid_cookie_does_not_let_another_site_post():
     g = guard()
     for method in ("POST", "DELETE"):
-        for headers in ({"origin": "http://evil.example"}, {"origin": "null"},
-                        {"referer": "http://evil.example/page"}, {"sec-fetch-site": "cross-site"},
-                        {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1:8000"},
-                        {"origin": "http://127.0.0.1:9000"}):  # fmt: skip
+        for headers in (
+            {"origin": "http://evil.example"},
+            {"origin": "null"},
+            {"referer": "http://evil.example/page"},
+            {"sec-fetch-site": "cross-site"},
+            {"sec-fetch-site": "same-site", "origin": "http://127.0.0.1:8000"},
+            {"origin": "http://127.0.0.1:9000"},
+        ):
             said = g.check(method, {"host": HOST, "cookie": cookie(), **headers}, "/jobs/narrate-1/cancel")
             assert said is not None and said[0] == 403, (method, headers)
     said = check(g, "POST", "/jobs/narrate-1/priority", cookie=cookie(), origin="http://evil.example")
@@ -199,7 +219,7 @@ def test_a_valid_cookie_does_not_let_another_site_post():
         ("", "/queue"),
         ("   ", "/queue"),
         (None, "/queue"),
-    ],  # fmt: skip
+    ],
 )
 def test_after_signing_in_only_a_path_here_is_followed(raw, goes):
     assert local_path(raw) == goes

@@ -18,8 +18,11 @@ from narrate.jobs.xmltext import xml_text
 
 # Every class: C0 controls (not tab/LF/CR), DEL and C1, lone surrogates, the two non-characters XML
 # refuses, the bidi embeddings, overrides and isolates.
-BAD = ("".join(chr(c) for c in range(0x20) if c not in (9, 10, 13)) + "\x7f\x85\x9f\ud800\udfff\ufffe\uffff"
-       + "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")  # fmt: skip
+BAD = (
+    "".join(chr(c) for c in range(0x20) if c not in (9, 10, 13))
+    + "\x7f\x85\x9f\ud800\udfff\ufffe\uffff"
+    + "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def strict(body: bytes) -> etree._Element:
@@ -37,8 +40,18 @@ def test_xml_text_removes_what_xml_refuses_and_keeps_the_rest():
 def test_a_feed_of_names_with_any_character_parses_strictly_and_shows_the_episode():
     name = f"Ha{BAD}rbor \u202eevil.exe"
     chapters = [{"title": f"One{BAD}", "start_s": 0.0}, {"title": "Two\uffff", "start_s": 5.0}]
-    episode = rss.Episode("narrate-1", name, datetime(2026, 12, 2, tzinfo=UTC), f"a{BAD}.m4b", 1234, "audio/x-m4b",
-                          61.4, chapters, True, f"ali{BAD}ce")  # fmt: skip
+    episode = rss.Episode(
+        "narrate-1",
+        name,
+        datetime(2026, 12, 2, tzinfo=UTC),
+        f"a{BAD}.m4b",
+        1234,
+        "audio/x-m4b",
+        61.4,
+        chapters,
+        True,
+        f"ali{BAD}ce",
+    )
     body = rss.render("news", f"News{BAD}", "http://host:8000/", [episode], "tok")
     root = strict(body)  # no recover: one bad character and this raises
     assert root.findtext("channel/title") == "News"
@@ -51,8 +64,15 @@ def test_a_feed_of_names_with_any_character_parses_strictly_and_shows_the_episod
 
 
 def test_a_librarys_opf_parses_strictly_whatever_the_book_says():
-    info = BookInfo(title=f"The{BAD} Book", authors=[f"A{BAD}n Author"], narrators=["narrate"], job_id="narrate-1",
-                    series=f"Saga{BAD}", series_index="2", description=f"About{BAD} it.")  # fmt: skip
+    info = BookInfo(
+        title=f"The{BAD} Book",
+        authors=[f"A{BAD}n Author"],
+        narrators=["narrate"],
+        job_id="narrate-1",
+        series=f"Saga{BAD}",
+        series_index="2",
+        description=f"About{BAD} it.",
+    )
     root = strict(opf(info))
     dc = "{http://purl.org/dc/elements/1.1/}"
     assert root.findtext(f".//{dc}title") == "The Book" and root.findtext(f".//{dc}creator") == "An Author"
@@ -65,9 +85,17 @@ def test_ffmetadata_holds_no_control_character():
     assert "title=Book\n" in text and "title=One\n" in text
 
 
-@pytest.mark.parametrize(("name", "title"), [("art2.txt", "art2"), ("harbor-11d97576cb.m4b", "harbor"),
-                                             ("out/my_book-0123456789.mp3", "my book"), ("A Tale.epub", "A Tale"),
-                                             (f"odd{BAD}.txt", "odd"), (".m4b", "")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "title"),
+    [
+        ("art2.txt", "art2"),
+        ("harbor-11d97576cb.m4b", "harbor"),
+        ("out/my_book-0123456789.mp3", "my book"),
+        ("A Tale.epub", "A Tale"),
+        (f"odd{BAD}.txt", "odd"),
+        (".m4b", ""),
+    ],
+)
 def test_a_title_from_a_file_name(name, title):
     assert titles.from_file_name(name) == title
 

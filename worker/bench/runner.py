@@ -117,9 +117,13 @@ class Bench:
         for i, it in enumerate(items or self.items):
             mx.random.seed(i)
             for r in self.model.generate(
-                text=it.text, ref_audio=str(self.voice_path), max_tokens=it.budget, stream=True,
-                streaming_interval=STREAM_INTERVAL_S, verbose=False,
-            ):  # fmt: skip
+                text=it.text,
+                ref_audio=str(self.voice_path),
+                max_tokens=it.budget,
+                stream=True,
+                streaming_interval=STREAM_INTERVAL_S,
+                verbose=False,
+            ):
                 yield int(r.token_count)
 
     def mlx_batch(self, size: int, items: list[Item] | None = None) -> Iterator[int]:
@@ -134,9 +138,14 @@ class Bench:
             made = [0] * len(group)
             mx.random.seed(start)
             for r in self.model.batch_generate(
-                [it.text for it in group], ref_audio=str(self.voice_path), ref_text=REFERENCE_TRANSCRIPT,
-                max_tokens=max(budgets), stream=True, streaming_interval=STREAM_INTERVAL_S, verbose=False,
-            ):  # fmt: skip
+                [it.text for it in group],
+                ref_audio=str(self.voice_path),
+                ref_text=REFERENCE_TRANSCRIPT,
+                max_tokens=max(budgets),
+                stream=True,
+                streaming_interval=STREAM_INTERVAL_S,
+                verbose=False,
+            ):
                 i = r.sequence_idx
                 useful = max(0, min(int(r.token_count), budgets[i] - made[i]))
                 made[i] += int(r.token_count)

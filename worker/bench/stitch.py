@@ -146,8 +146,16 @@ def _heard(store: CheckpointStore, key: str) -> Heard:
     return Heard(h["samples"], h["frames"], h["runaway"], h["takes"])
 
 
-def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path, rate: float | None,
-              unit_s: float = SEGMENT_S, block_s: float = BLOCK_S) -> dict:  # fmt: skip
+def segmented(
+    plan: Plan,
+    store: CheckpointStore,
+    spec: JobSpec,
+    out: Path,
+    work: Path,
+    rate: float | None,
+    unit_s: float = SEGMENT_S,
+    block_s: float = BLOCK_S,
+) -> dict:
     """The job's path (jobs/task/stitcher.py without the queue): returns what happened."""
     from narrate.jobs.audio.book_writer import BookWriter
     from narrate.jobs.task.stitcher import EncodePath
@@ -178,8 +186,16 @@ def segmented(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work
             _finish(book, spec, seg.cues, out)
         finally:
             encoders.close()
-    return {"tail_s": time.monotonic() - t_last, "segments": seg.segments, "units": seg.units, "early": encoder.early,
-            "samples": seg.samples, "cues": seg.cues, "chapters": seg.chapters, "events": encoder.events}  # fmt: skip
+    return {
+        "tail_s": time.monotonic() - t_last,
+        "segments": seg.segments,
+        "units": seg.units,
+        "early": encoder.early,
+        "samples": seg.samples,
+        "cues": seg.cues,
+        "chapters": seg.chapters,
+        "events": encoder.events,
+    }
 
 
 def old(plan: Plan, store: CheckpointStore, spec: JobSpec, out: Path, work: Path) -> dict:
@@ -232,8 +248,9 @@ def main() -> None:
         plan, store = make_book(root, args.hours)
         made_s = time.monotonic() - t0
         spec = JobSpec(document="bench", voice="bench", output=f"book.{args.format}", subtitles="srt,json")
-        new = measured(lambda: segmented(plan, store, spec, root / "out" / f"new.{args.format}", root / "s1",
-                                         args.rate))  # fmt: skip
+        new = measured(
+            lambda: segmented(plan, store, spec, root / "out" / f"new.{args.format}", root / "s1", args.rate)
+        )
         was = measured(lambda: old(plan, store, spec, root / "out" / f"old.{args.format}", root / "s2"))
         keep = ("tail_s", "cpu_python_s", "cpu_ffmpeg_s", "rss_python_mb", "rss_ffmpeg_mb")
         report = {
@@ -250,9 +267,11 @@ def main() -> None:
             "cpu_ratio_segmented_over_old": round(_total_cpu(new) / max(_total_cpu(was), 1e-9), 2),
             "output_mb": round((root / "out" / f"new.{args.format}").stat().st_size / 1e6, 1),
         }
-        print(f"tail (last sentence -> output in place): old {was['tail_s']:.1f} s, segmented {new['tail_s']:.1f} s "
-              f"({report['tail_ratio_old_over_segmented']}x shorter); total CPU segmented/old "
-              f"{report['cpu_ratio_segmented_over_old']}")  # fmt: skip
+        print(
+            f"tail (last sentence -> output in place): old {was['tail_s']:.1f} s, segmented {new['tail_s']:.1f} s "
+            f"({report['tail_ratio_old_over_segmented']}x shorter); total CPU segmented/old "
+            f"{report['cpu_ratio_segmented_over_old']}"
+        )
         print("JSON: " + json.dumps(report))
         sys.stdout.flush()
 

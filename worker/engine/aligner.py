@@ -28,8 +28,13 @@ from narrate.worker.engine.models import quiet
 from narrate.worker.engine.recognizer import MIN_SECONDS, RecognizerThread, RecognizerUnavailable, Role, load_stt
 
 log = logging.getLogger("narrate.worker")
-ROLE = Role("aligner", "a forced aligner", "the word timings' aligner",
-            "--word-timings DIR, or NARRATE_ALIGN_MODEL on the worker", "--word-timings")  # fmt: skip
+ROLE = Role(
+    "aligner",
+    "a forced aligner",
+    "the word timings' aligner",
+    "--word-timings DIR, or NARRATE_ALIGN_MODEL on the worker",
+    "--word-timings",
+)
 RATE = 16_000  # the aligner's sample rate (ForcedAlignerModel.sample_rate)
 GENERATE = {"audio", "text", "language"}  # the parameters of ForcedAlignerModel.generate narrate passes
 
@@ -40,8 +45,10 @@ def check_aligner_model(model: Any) -> None:
 
     inner = getattr(model, "_model", model)  # Qwen3-ASR's wrapper holds either model
     if not isinstance(inner, ForcedAlignerModel):
-        raise RecognizerUnavailable(f"{type(inner).__module__}.{type(inner).__name__} is not a forced aligner "
-                                    "(a Qwen3-ForcedAligner checkpoint is: NARRATE_ALIGN_MODEL)")  # fmt: skip
+        raise RecognizerUnavailable(
+            f"{type(inner).__module__}.{type(inner).__name__} is not a forced aligner "
+            "(a Qwen3-ForcedAligner checkpoint is: NARRATE_ALIGN_MODEL)"
+        )
     missing = GENERATE - set(inspect.signature(inner.generate).parameters)
     if missing:
         raise RuntimeError(f"mlx-audio's forced aligner's generate lacks {sorted(missing)}: word timings need them")

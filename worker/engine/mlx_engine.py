@@ -180,9 +180,14 @@ class MlxEngine:
         return self.batched(sentences, each, size, on_batch, riders, on_dropped)
 
     def batched(
-        self, sentences: Sequence[Sentence], voice: Voices, size: int, on_batch: OnBatch | None = None,
-        riders: RiderSource | None = None, on_dropped: OnDropped | None = None,
-    ) -> Iterator[Chunk]:  # fmt: skip
+        self,
+        sentences: Sequence[Sentence],
+        voice: Voices,
+        size: int,
+        on_batch: OnBatch | None = None,
+        riders: RiderSource | None = None,
+        on_dropped: OnDropped | None = None,
+    ) -> Iterator[Chunk]:
         """Groups of similar length through one decode loop, at most `size` rows at a time
         (continuous: a finished row's slot goes to the next sentence at once; static: each group
         runs to its last row), each row in its sentence's voice; a runaway row (budget used, no

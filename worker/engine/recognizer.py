@@ -97,8 +97,13 @@ class Role(NamedTuple):
     option: str  # the option that names it: "--proof"
 
 
-ROLE = Role("recognizer", "a speech recognizer", "the proof pass's recognizer",
-            "--proof DIR, or NARRATE_PROOF_MODEL on the worker", "--proof")  # fmt: skip
+ROLE = Role(
+    "recognizer",
+    "a speech recognizer",
+    "the proof pass's recognizer",
+    "--proof DIR, or NARRATE_PROOF_MODEL on the worker",
+    "--proof",
+)
 
 
 class MlxRecognizer:
@@ -149,8 +154,9 @@ class MlxRecognizer:
         from mlx_audio.utils import resample_audio
 
         rate = self.sample_rate
-        audio = [np.asarray(resample_audio(np.asarray(t, np.float32), SAMPLE_RATE, rate, axis=0), np.float32)
-                 for t in takes]  # fmt: skip
+        audio = [
+            np.asarray(resample_audio(np.asarray(t, np.float32), SAMPLE_RATE, rate, axis=0), np.float32) for t in takes
+        ]
         heard = [i for i, a in enumerate(audio) if a.size >= rate * MIN_SECONDS]  # shorter: nothing to hear
         limits = [self.limit(texts[i], audio[i].size / rate) for i in heard]
         out = [""] * len(audio)
@@ -268,8 +274,9 @@ class RecognizerThread:
         with cls._lock:
             if cls._queue is None:
                 cls._queue = queue.SimpleQueue()
-                threading.Thread(target=cls._serve, args=(cls._queue, mx.default_device()), name="narrate-proof",
-                                 daemon=True).start()  # fmt: skip
+                threading.Thread(
+                    target=cls._serve, args=(cls._queue, mx.default_device()), name="narrate-proof", daemon=True
+                ).start()
             work: queue.SimpleQueue = cls._queue
         done: Future[T] = Future()
         work.put((fn, args, done))
@@ -365,9 +372,11 @@ def _hub_errors(source: str, local: bool, role: Role) -> Iterator[None]:
                 if constants.HF_HUB_OFFLINE
                 else f"{cache}; the hub cannot be reached"
             )
-            do = (f"name a local {role.name} ({role.local}; to try it offline, a random-weight one: "
-                  f"{random_helper(source, role.name)}, then {role.option} DIR), or run it again once the network is "
-                  "back")  # fmt: skip
+            do = (
+                f"name a local {role.name} ({role.local}; to try it offline, a random-weight one: "
+                f"{random_helper(source, role.name)}, then {role.option} DIR), or run it again once the network is "
+                "back"
+            )
         else:
             why, do = "no such model, or it is private or gated", f"check the name given to {role.option}"
         raise RecognizerUnavailable(f"{what}: {why}; {do}") from e

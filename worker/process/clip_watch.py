@@ -147,8 +147,12 @@ class ClipWatch:
         ready = [w for w in left if now - self._seen.get(w, now) >= WAITED_S]  # a yield costs more: wait
         if ready and now - self.started >= self.after_s:
             self.yielded = [w.decode() for w in ready]
-            log.info("job %s yields to %d clip job(s) after its batch in flight: %s", self.job.id,
-                     len(ready), ", ".join(self.yielded))  # fmt: skip
+            log.info(
+                "job %s yields to %d clip job(s) after its batch in flight: %s",
+                self.job.id,
+                len(ready),
+                ", ".join(self.yielded),
+            )
             self.ctx.stop.set()
             return None
         first = min(self._seen.get(w, now) for w in left) + WAITED_S

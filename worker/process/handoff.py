@@ -129,8 +129,15 @@ def _supervisor(holder: Holder) -> int | None:
     return None
 
 
-def hand_off(settings: Settings, r: redis.Redis, req: api.Request, target: Target, on_progress: ProgressListener | None,
-             say: Say, take_over: TakeOver) -> dict:  # fmt: skip
+def hand_off(
+    settings: Settings,
+    r: redis.Redis,
+    req: api.Request,
+    target: Target,
+    on_progress: ProgressListener | None,
+    say: Say,
+    take_over: TakeOver,
+) -> dict:
     """Submit the request to `target`'s queue at high priority, follow it to its end and put its
     output at the request's path. Returns the job's final status (its ``output``: the path here)."""
     req = replace(req, options=replace(req.options, fan_out="none", priority="high"))
@@ -163,8 +170,15 @@ def _interrupted(r: redis.Redis, job_id: str) -> Interrupted:
     return Interrupted(f"interrupted; job {job_id}, handed to the worker, is {said}; {again}")
 
 
-def _follow(settings: Settings, r: redis.Redis, job_id: str, target: Target, on_progress: ProgressListener | None,
-            say: Say, take_over: TakeOver) -> tuple[dict, bool]:  # fmt: skip
+def _follow(
+    settings: Settings,
+    r: redis.Redis,
+    job_id: str,
+    target: Target,
+    on_progress: ProgressListener | None,
+    say: Say,
+    take_over: TakeOver,
+) -> tuple[dict, bool]:
     """Poll the job until it ends: (its final status, whether it ended here after a take-over)."""
     followed, gone_since, looked, told, place = target, None, 0.0, "", None
     while True:
@@ -192,14 +206,22 @@ def _follow(settings: Settings, r: redis.Redis, job_id: str, target: Target, on_
                 gone_since = now if gone_since is None else gone_since
                 restarting = followed.supervisor is not None and alive(followed.supervisor)
                 if restarting and now - gone_since < RESTART_PATIENCE_S:
-                    told = _once(say, told, f"the {followed.who} stopped; waiting up to {RESTART_PATIENCE_S:.0f} s "
-                                 f"for its supervisor (pid {followed.supervisor}) to start it again")  # fmt: skip
+                    told = _once(
+                        say,
+                        told,
+                        f"the {followed.who} stopped; waiting up to {RESTART_PATIENCE_S:.0f} s "
+                        f"for its supervisor (pid {followed.supervisor}) to start it again",
+                    )
                 else:
                     done = take_over(job_id, followed.name)
                     if done is not None:
                         return done, True
-                    told = _once(say, told, f"the {followed.who} is gone; this job waits in its queue for the next "
-                                 "worker, or to continue here once this host's lock is free")  # fmt: skip
+                    told = _once(
+                        say,
+                        told,
+                        f"the {followed.who} is gone; this job waits in its queue for the next "
+                        "worker, or to continue here once this host's lock is free",
+                    )
         time.sleep(POLL_S)
 
 
@@ -248,8 +270,10 @@ def _requeue_if_abandoned(r: redis.Redis, job_id: str, live: Target, say: Say) -
         return
     gone, _ = abandoned(r, job)
     if gone and take_back(r, job, "crash"):
-        say(f"the worker that ran this job ({job.worker_name}) stopped beating; it is back at the front of "
-            f"queue {job.origin}")  # fmt: skip
+        say(
+            f"the worker that ran this job ({job.worker_name}) stopped beating; it is back at the front of "
+            f"queue {job.origin}"
+        )
 
 
 def move_here(r: redis.Redis, job_id: str, into: str, gone_worker: str | None) -> bool:
@@ -282,8 +306,9 @@ def move_here(r: redis.Redis, job_id: str, into: str, gone_worker: str | None) -
     return True
 
 
-def _place(settings: Settings, r: redis.Redis, req: api.Request, st: dict, out: Path, before: str | None,
-           say: Say) -> dict:  # fmt: skip
+def _place(
+    settings: Settings, r: redis.Redis, req: api.Request, st: dict, out: Path, before: str | None, say: Say
+) -> dict:
     """Put the finished job's output at `out` (and the files it wrote beside it, where this machine
     sees them): nothing to do where the worker wrote it there; else copied (fanout.fetch), never over
     a file that changed since the submit accepted `out` (unless --overwrite)."""
@@ -308,8 +333,9 @@ def _place(settings: Settings, r: redis.Redis, req: api.Request, st: dict, out: 
     return done
 
 
-def _copy_beside(r: redis.Redis, req: api.Request, result: dict, job_id: str, out: Path, other_host: str | None,
-                 say: Say) -> None:  # fmt: skip
+def _copy_beside(
+    r: redis.Redis, req: api.Request, result: dict, job_id: str, out: Path, other_host: str | None, say: Say
+) -> None:
     """The subtitles, chapter files and parts the job wrote beside its book, copied beside `out` where
     this machine sees them (checked against their sha256); those of another host are named."""
     root, rel = whereabouts.written_root(result), str(result.get("output_relative") or "")
@@ -329,8 +355,10 @@ def _copy_beside(r: redis.Redis, req: api.Request, result: dict, job_id: str, ou
             kept.append(f"{dest} ({e})")
     b = req.book
     if other_host is not None and not files and (b.subtitles or b.split or b.max_part_hours):
-        say(f"only the book comes through Redis: the files the job wrote beside it stay on {other_host} "
-            f"under {root or 'its output root'}")  # fmt: skip
+        say(
+            f"only the book comes through Redis: the files the job wrote beside it stay on {other_host} "
+            f"under {root or 'its output root'}"
+        )
     if kept:
         say(f"not copied beside {out.name}: {'; '.join(kept)}; the worker's copies are under {root}")
 

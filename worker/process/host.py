@@ -45,8 +45,9 @@ def machine_id() -> str:
     """The OS's id of this machine, or "" when it has none we can read."""
     if sys.platform == "darwin":
         with contextlib.suppress(OSError, subprocess.SubprocessError):
-            out = subprocess.run(["ioreg", "-rd1", "-c", "IOPlatformExpertDevice"], capture_output=True,
-                                 text=True, timeout=5).stdout  # fmt: skip
+            out = subprocess.run(
+                ["ioreg", "-rd1", "-c", "IOPlatformExpertDevice"], capture_output=True, text=True, timeout=5
+            ).stdout
             for line in out.splitlines():
                 if "IOPlatformUUID" in line:
                     return line.split("=")[-1].strip().strip('"')

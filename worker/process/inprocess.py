@@ -85,14 +85,16 @@ def run_in_process(
                 return handoff.hand_off(settings, r, req, target, on_progress, tell, take_over)
             if not told and waiting is not None and time.monotonic() - since >= SAY_AFTER_S:
                 owner = lock_owner(path) or "another process"
-                waiting(f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per lock). "
-                        f"{BUSY_HINT}")  # fmt: skip
+                waiting(
+                    f"waiting for the host lock {path}, held by {owner} (one synthesizing worker per lock). {BUSY_HINT}"
+                )
                 told = True
             time.sleep(WAIT_POLL_S)
 
 
-def _here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request,
-          waiting: Callable[[str], None] | None) -> dict:  # fmt: skip
+def _here(
+    settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request, waiting: Callable[[str], None] | None
+) -> dict:
     """`--here`: at once if the lock is free, else once its holder lets go of it (the caller told whom)."""
     with host_lock_if_free(lock_path(settings), ROLE, home=settings.home) as free:
         if free:
@@ -102,8 +104,14 @@ def _here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request,
     return _run_here(settings, rt, r, req, waiting=said or None)
 
 
-def _run_here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request, locked: bool = False,
-              waiting: Callable[[str], None] | None = None) -> dict:  # fmt: skip
+def _run_here(
+    settings: Settings,
+    rt: WorkerRuntime,
+    r: Redis,
+    req: api.Request,
+    locked: bool = False,
+    waiting: Callable[[str], None] | None = None,
+) -> dict:
     """Submit to a private queue and run it here (`locked`: this process holds the host lock already)."""
     q = new_run_queue(r, rt.host_id)
     job_id = None
@@ -121,8 +129,9 @@ def _run_here(settings: Settings, rt: WorkerRuntime, r: Redis, req: api.Request,
         remove_run_queue(r, q, [job_id] if job_id else [])
 
 
-def _take_over(settings: Settings, rt: WorkerRuntime, r: Redis, job_id: str, gone: str | None,
-               say: Callable[[str], None]) -> dict | None:  # fmt: skip
+def _take_over(
+    settings: Settings, rt: WorkerRuntime, r: Redis, job_id: str, gone: str | None, say: Callable[[str], None]
+) -> dict | None:
     """A handed-off job whose worker is gone, continued here: only if this process gets the host lock
     now (no worker of it is alive) and the job is still in that worker's queue, or was started by the
     gone worker `gone` (handoff.move_here). None when it is not (the caller keeps following)."""

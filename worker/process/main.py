@@ -79,8 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--previous-exit", default="", help="how the previous worker process ended")
     args = ap.parse_args(argv)
     try:
-        run_worker(Settings.from_env(), burst=args.burst, queue_name=args.queue, log_level=args.log_level,
-                   progress_file=args.progress_file, previous_exit=args.previous_exit)  # fmt: skip
+        run_worker(
+            Settings.from_env(),
+            burst=args.burst,
+            queue_name=args.queue,
+            log_level=args.log_level,
+            progress_file=args.progress_file,
+            previous_exit=args.previous_exit,
+        )
     except NarrateError as e:
         print(f"Error: {e}", file=sys.stderr)
         return 2  # a configuration error: the supervisor does not restart

@@ -77,17 +77,22 @@ def probe(settings: Settings) -> str | None:
     return None
 
 
-def wait_for_writes(settings: Settings, answer: str, stopped: Callable[[], bool],
-                    sleep: Callable[[float], None] = time.sleep) -> bool:  # fmt: skip
+def wait_for_writes(
+    settings: Settings, answer: str, stopped: Callable[[], bool], sleep: Callable[[float], None] = time.sleep
+) -> bool:
     """Wait until the server accepts a write (True), or a stop comes (False). One log line says what
     the server answered (again only if the answer changes) and what to do; one more when it accepts."""
     said = ""
     delay = WAIT_FIRST_S
     while True:
         if answer != said:
-            log.error("the Redis server refuses writes (%s): %s; the worker waits, looking again every %.0f s "
-                      "at most, and starts by itself once writes are accepted", answer, what_to_do(answer),
-                      WAIT_MAX_S)  # fmt: skip
+            log.error(
+                "the Redis server refuses writes (%s): %s; the worker waits, looking again every %.0f s "
+                "at most, and starts by itself once writes are accepted",
+                answer,
+                what_to_do(answer),
+                WAIT_MAX_S,
+            )
             said = answer
         until = time.monotonic() + delay
         while time.monotonic() < until:

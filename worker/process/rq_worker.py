@@ -93,8 +93,14 @@ class NarrateWorker(ClaimingWorker):
 
     job_class = NarrateJob
 
-    def __init__(self, *args: Any, settings: Settings, make_context: ContextFactory,
-                 beat: Callable[[str], None] = lambda _state: None, **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        *args: Any,
+        settings: Settings,
+        make_context: ContextFactory,
+        beat: Callable[[str], None] = lambda _state: None,
+        **kwargs: Any,
+    ):
         super().__init__(*args, **kwargs)  # host_id: ClaimingWorker's; in the worker's hash, fan-out counts hosts
         self.settings = settings
         self.make_context = make_context
@@ -189,8 +195,9 @@ class NarrateWorker(ClaimingWorker):
             return
         if isinstance(exc_info[1], NarrateError):  # already says what is wrong and what to do: one line
             retry = f" (retries left: {job.retries_left})" if job.retries_left else ""
-            log.log(logging.ERROR if self.log_failures else logging.DEBUG, "job %s failed%s: %s", job.id, retry,
-                    exc_info[1])  # fmt: skip
+            log.log(
+                logging.ERROR if self.log_failures else logging.DEBUG, "job %s failed%s: %s", job.id, retry, exc_info[1]
+            )
             return
         super().handle_exception(job, *exc_info)
 
@@ -207,8 +214,11 @@ class NarrateWorker(ClaimingWorker):
             with self.connection.pipeline() as pipeline:
                 self.cleanup_execution(job, pipeline=pipeline)
                 pipeline.execute()
-            log.warning("job %s was judged abandoned while this worker was away (asleep, or cut off from "
-                        "Redis) and is another worker's now: stopped after its batch in flight", job.id)  # fmt: skip
+            log.warning(
+                "job %s was judged abandoned while this worker was away (asleep, or cut off from "
+                "Redis) and is another worker's now: stopped after its batch in flight",
+                job.id,
+            )
             return None
         if reason is not None:  # canceled or deleted: it ended for good, checkpoints kept
             with self.connection.pipeline() as pipeline:

@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # mlx: imported when the first model is loaded
 
 
 class WorkerRuntime:
-    def __init__(self, settings: Settings, progress_file: Path | None = None,
-                 on_progress: ProgressListener | None = None):  # fmt: skip
+    def __init__(
+        self, settings: Settings, progress_file: Path | None = None, on_progress: ProgressListener | None = None
+    ):
         self.settings = settings
         self.host_id = host_id(settings.home)
         self.progress_file = progress_file  # touched on progress; the supervisor watches it
@@ -42,7 +43,7 @@ class WorkerRuntime:
         from narrate.worker.engine.models import ModelCache
 
         if self._models is None:
-            self._models = ModelCache(capacity=s.model_cache_size, hashes=s.home / "weights-hashes.json")
+            self._models = ModelCache(capacity=s.model_cache, hashes=s.home / "weights-hashes.json")
         loaded = self._models.get(model or s.model, quant or s.quant)
         engine = MlxEngine(loaded, batch_size=s.batch_size, runaway_retries=s.runaway_retries)
         if is_gpu():  # minutes a new shape there: every row count at once, when the model is first loaded

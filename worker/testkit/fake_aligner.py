@@ -40,8 +40,9 @@ class FakeAligner:
         self.source = source
         self.calls = 0
 
-    def align(self, takes: Sequence[np.ndarray], *, texts: Sequence[str],
-              languages: Sequence[str]) -> list[list[tuple[str, float, float]]]:  # fmt: skip
+    def align(
+        self, takes: Sequence[np.ndarray], *, texts: Sequence[str], languages: Sequence[str]
+    ) -> list[list[tuple[str, float, float]]]:
         self.calls += 1
         return [self._one(np.asarray(t), text) for t, text in zip(takes, texts, strict=True)]
 

@@ -14,16 +14,43 @@ from num2words import num2words
 MONTHS = ("January February March April May June July August September October November December").split()
 _MONTH = "(" + "|".join(MONTHS) + ")"
 _DIGITS = "zero one two three four five six seven eight nine".split()
-_CURRENCY = {"$": ("dollar", "dollars", "cent", "cents"), "€": ("euro", "euros", "cent", "cents"),
-             "£": ("pound", "pounds", "penny", "pence"), "¥": ("yen", "yen", "", "")}  # fmt: skip
-_SCALE = {"k": "thousand", "m": "million", "bn": "billion", "thousand": "thousand", "million": "million",
-          "billion": "billion", "trillion": "trillion"}  # fmt: skip
+_CURRENCY = {
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "€": ("euro", "euros", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "¥": ("yen", "yen", "", ""),
+}
+_SCALE = {
+    "k": "thousand",
+    "m": "million",
+    "bn": "billion",
+    "thousand": "thousand",
+    "million": "million",
+    "billion": "billion",
+    "trillion": "trillion",
+}
 _ABBREVIATIONS = {
-    "Mr.": "Mister", "Mrs.": "Missus", "Ms.": "Miz", "Prof.": "Professor", "Jr.": "Junior", "Sr.": "Senior",
-    "Mt.": "Mount", "Capt.": "Captain", "Gen.": "General", "Sgt.": "Sergeant", "Lt.": "Lieutenant",
-    "Rev.": "Reverend", "Fig.": "Figure", "approx.": "approximately", "e.g.": "for example",
-    "i.e.": "that is", "etc.": "et cetera", "vs.": "versus", "vs": "versus", "a.k.a.": "also known as",
-}  # fmt: skip
+    "Mr.": "Mister",
+    "Mrs.": "Missus",
+    "Ms.": "Miz",
+    "Prof.": "Professor",
+    "Jr.": "Junior",
+    "Sr.": "Senior",
+    "Mt.": "Mount",
+    "Capt.": "Captain",
+    "Gen.": "General",
+    "Sgt.": "Sergeant",
+    "Lt.": "Lieutenant",
+    "Rev.": "Reverend",
+    "Fig.": "Figure",
+    "approx.": "approximately",
+    "e.g.": "for example",
+    "i.e.": "that is",
+    "etc.": "et cetera",
+    "vs.": "versus",
+    "vs": "versus",
+    "a.k.a.": "also known as",
+}
 _ROMAN = re.compile(r"M{0,3}(CM|CD|D?C{0,3})(XC|XL|L?X{0,3})(IX|IV|V?I{0,3})")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 _ROMAN_AFTER = r"(Chapter|Part|Book|Volume|Vol\.|Act|Scene|Section|Appendix|Canto|Article|World War)"
@@ -179,20 +206,32 @@ def _plain_number(m: re.Match[str]) -> str:
 def normalize_english(text: str, heading: bool = False) -> str:
     sub = re.sub
     text = sub(r"(?<![\w.])([\w.+-]+)@([\w-]+(?:\.[\w-]+)+)", _email, text)
-    text = sub(r"(?i)\b(?:https?://|www\.)\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|edu|gov|io|dev|"
-               r"ai|app|info|co\.uk|uk|de|fr|eu)\b(?:/\S*)?", _url, text)  # fmt: skip
-    text = sub(r"([$€£¥])\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?(k|m|bn|thousand|million|billion|trillion)\b)?",
-               _currency, text)  # fmt: skip
+    text = sub(
+        r"(?i)\b(?:https?://|www\.)\S+|\b[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|org|net|edu|gov|io|dev|"
+        r"ai|app|info|co\.uk|uk|de|fr|eu)\b(?:/\S*)?",
+        _url,
+        text,
+    )
+    text = sub(
+        r"([$€£¥])\s?(\d{1,3}(?:,\d{3})+|\d+)(?:\.(\d+))?(?:\s?(k|m|bn|thousand|million|billion|trillion)\b)?",
+        _currency,
+        text,
+    )
     text = sub(r"(?<![\w.])(-?)(\d+(?:\.\d+)?)\s?%", lambda m: _plain_number(m) + " percent", text)
     text = sub(r"\b(\d{4})-(\d{2})-(\d{2})\b", _iso_date, text)
-    text = sub(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+(\d{{4}}))?\b",
-               lambda m: _day_month(m.group(1), m.group(2), m.group(3)), text)  # fmt: skip
+    text = sub(
+        rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+(\d{{4}}))?\b",
+        lambda m: _day_month(m.group(1), m.group(2), m.group(3)),
+        text,
+    )
     text = sub(rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,\s*(\d{{4}}))?\b", _month_day, text)
-    text = sub(r"\b(1[1-9]\d\d|20\d\d)\s?[-–]\s?(1[1-9]\d\d|20\d\d)\b",
-               lambda m: f"{year(int(m.group(1)))} to {year(int(m.group(2)))}", text)  # fmt: skip
+    text = sub(
+        r"\b(1[1-9]\d\d|20\d\d)\s?[-–]\s?(1[1-9]\d\d|20\d\d)\b",
+        lambda m: f"{year(int(m.group(1)))} to {year(int(m.group(2)))}",
+        text,
+    )
     text = sub(r"\b(1[1-9]\d0|20\d0)s\b", _decade, text)
-    text = sub(r"\b(\d{1,2}):(\d{2})(?:\s?(?:([ap])\.m\.|([ap])m\b))?",
-               lambda m: _time(_Half(m)), text)  # fmt: skip
+    text = sub(r"\b(\d{1,2}):(\d{2})(?:\s?(?:([ap])\.m\.|([ap])m\b))?", lambda m: _time(_Half(m)), text)
     text = sub(r"(?i)\b(\d{1,2})\s?(?:([ap])\.m\.|([ap])m\b)", lambda m: _time(_Half(m, bare=True)), text)
     text = sub(r"(?<![\w.])(?:\+\d{1,3}[ -]?)?(?:\(\d{2,4}\)\s?)?\d{2,4}(?:[ -]\d{2,4}){1,3}(?![\w.]\w)", _phone, text)
     text = sub(r"(?<![\w.,-])(\d{1,4})\s?[-–]\s?(\d{1,4})(?![\w.,-]\w|-)", r"\1 to \2", text)
@@ -216,8 +255,9 @@ def normalize_english(text: str, heading: bool = False) -> str:
     text = sub(r"\s@\s", " at ", text)
     text = sub(r"\b\d+(?:\.\d+){2,}\b", lambda m: " point ".join(words(int(p)) for p in m.group().split(".")), text)
     text = sub(r"(?<![\w.,])(1[1-9]\d\d|20\d\d)(?![\w%]|[.,]\d)", lambda m: year(int(m.group(1))), text)
-    text = sub(r"(?<![\w.,])([-−]?)(\d{1,3}(?:,\d{3})+|\d+)(?:(\.\d+)(?![.,]\d))?(?![\w]|[.,]\d)",
-               lambda m: _signed(m), text)  # fmt: skip
+    text = sub(
+        r"(?<![\w.,])([-−]?)(\d{1,3}(?:,\d{3})+|\d+)(?:(\.\d+)(?![.,]\d))?(?![\w]|[.,]\d)", lambda m: _signed(m), text
+    )
     return text
 
 

@@ -102,15 +102,27 @@ def _year_de(n: int) -> str:
 
 # Russian: the written ending -> (gender, case, plural).
 _RU_ENDINGS = {
-    "й": ("m", "n", False), "ый": ("m", "n", False), "ой": ("m", "n", False), "ий": ("m", "n", False),
-    "я": ("f", "n", False), "ая": ("f", "n", False), "ья": ("f", "n", False),
-    "е": ("n", "n", False), "ое": ("n", "n", False), "ье": ("n", "n", False),
-    "го": ("m", "g", False), "ого": ("m", "g", False),
-    "му": ("m", "d", False), "ому": ("m", "d", False),
-    "м": ("m", "p", False), "ом": ("m", "p", False),
-    "ю": ("f", "a", False), "ую": ("f", "a", False),
-    "х": ("m", "g", True), "ых": ("m", "g", True),
-}  # fmt: skip
+    "й": ("m", "n", False),
+    "ый": ("m", "n", False),
+    "ой": ("m", "n", False),
+    "ий": ("m", "n", False),
+    "я": ("f", "n", False),
+    "ая": ("f", "n", False),
+    "ья": ("f", "n", False),
+    "е": ("n", "n", False),
+    "ое": ("n", "n", False),
+    "ье": ("n", "n", False),
+    "го": ("m", "g", False),
+    "ого": ("m", "g", False),
+    "му": ("m", "d", False),
+    "ому": ("m", "d", False),
+    "м": ("m", "p", False),
+    "ом": ("m", "p", False),
+    "ю": ("f", "a", False),
+    "ую": ("f", "a", False),
+    "х": ("m", "g", True),
+    "ых": ("m", "g", True),
+}
 
 
 def _russian(text: str) -> str:

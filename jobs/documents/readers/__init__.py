@@ -16,9 +16,16 @@ from narrate.jobs.settings import MAX_DOCUMENT_BYTES
 
 INPUT_FORMATS = ("txt", "md", "epub", "html", "pdf")
 _BY_SUFFIX = {
-    ".txt": "txt", ".text": "txt", ".md": "md", ".markdown": "md", ".epub": "epub",
-    ".html": "html", ".htm": "html", ".xhtml": "html", ".pdf": "pdf",
-}  # fmt: skip
+    ".txt": "txt",
+    ".text": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".epub": "epub",
+    ".html": "html",
+    ".htm": "html",
+    ".xhtml": "html",
+    ".pdf": "pdf",
+}
 SUFFIXES = tuple(_BY_SUFFIX)
 
 
@@ -83,8 +90,7 @@ def _parse(raw: bytes, fmt: str, title: str, origin: str, options: ReadOptions) 
         from narrate.jobs.documents.readers.epub import parse_epub
 
         front = options.include_front_matter
-        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, front, options.language, voicing,
-                          options.keep_source)  # fmt: skip
+        return parse_epub(raw, origin, title, MAX_DOCUMENT_BYTES, front, options.language, voicing, options.keep_source)
     if fmt == "html":
         from narrate.jobs.documents.readers.html import parse_html_document
 

@@ -113,9 +113,19 @@ def _meta(book: epub.EpubBook) -> BookMeta:
         data, mime = cover.get_content(), cover.media_type
     series, index = _series(book)
     description = one_line(re.sub(r"<[^>]+>", " ", html.unescape(_first_raw(book, "description"))))[:4000]
-    return BookMeta(first("title"), ", ".join(authors)[:200], first("language"), data, mime, series=series,
-                    series_index=index, isbn=_isbn(book), publisher=first("publisher"), date=first("date")[:10],
-                    description=description)  # fmt: skip
+    return BookMeta(
+        first("title"),
+        ", ".join(authors)[:200],
+        first("language"),
+        data,
+        mime,
+        series=series,
+        series_index=index,
+        isbn=_isbn(book),
+        publisher=first("publisher"),
+        date=first("date")[:10],
+        description=description,
+    )
 
 
 def _first_raw(book: epub.EpubBook, name: str) -> str:

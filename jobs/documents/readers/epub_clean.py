@@ -243,8 +243,9 @@ def _as_xhtml(raw: bytes, path: str) -> etree._ElementTree:
     return etree.ElementTree(root)
 
 
-def clean_page(raw: bytes, path: str, kept: set[str], dropped: list[str], svg: bool = False,
-               found: set[str] | None = None) -> bytes:  # fmt: skip
+def clean_page(
+    raw: bytes, path: str, kept: set[str], dropped: list[str], svg: bool = False, found: set[str] | None = None
+) -> bytes:
     """An XHTML page (or SVG image) of the book with nothing that runs or loads from elsewhere;
     `found` gets "svg" and "mathml" where the page holds them."""
     try:

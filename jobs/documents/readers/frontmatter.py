@@ -63,9 +63,17 @@ def _meta(data: dict) -> BookMeta:
         value = next((lowered[k] for k in keys if k in lowered and lowered[k] not in (None, "")), None)
         fields[name] = " ".join(_text(value).split())[: _LIMITS.get(name, 200)]
     f = fields
-    return BookMeta(title=f["title"], author=f["author"], language=f["language"], description=f["description"],
-                    date=f["date"], publisher=f["publisher"], series=f["series"], series_index=f["series_index"],
-                    isbn=f["isbn"])  # fmt: skip
+    return BookMeta(
+        title=f["title"],
+        author=f["author"],
+        language=f["language"],
+        description=f["description"],
+        date=f["date"],
+        publisher=f["publisher"],
+        series=f["series"],
+        series_index=f["series_index"],
+        isbn=f["isbn"],
+    )
 
 
 def _text(value: object) -> str:

@@ -21,18 +21,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--size", choices=SIZES, default="tiny")
     ap.add_argument(
-        "--kind", choices=[*KINDS, "asr", "parakeet", "aligner"], default="base", help="Base (clones samples), "
+        "--kind",
+        choices=[*KINDS, "asr", "parakeet", "aligner"],
+        default="base",
+        help="Base (clones samples), "
         "CustomVoice (preset speakers), VoiceDesign (voices from a description), asr: a tiny Qwen3-ASR recognizer "
         "(the proof pass), parakeet: a tiny Parakeet TDT recognizer (the proof pass's per-take path), or aligner: a "
         "tiny Qwen3-ForcedAligner (word timings)",
-    )  # fmt: skip
+    )
     ap.add_argument("--dtype", choices=["bfloat16", "float16", "float32"], default="bfloat16")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
-        "--codec-attention-scale", type=float, default=1.0, metavar="F",
+        "--codec-attention-scale",
+        type=float,
+        default=1.0,
+        metavar="F",
         help="multiply the codec decoder transformer's query and key weights by F (sharp attention, as trained "
         "weights have: the parity tests' checkpoint whose decoder window matters)",
-    )  # fmt: skip
+    )
     args = ap.parse_args(argv)
     t0 = time.time()
     if args.kind == "asr":

@@ -57,8 +57,15 @@ def aligner_config(special_base: int) -> dict:
 def _add_timestamp_token(out: Path, token_id: int) -> None:
     """``<timestamp>`` as a special token at `token_id` in tokenizer.json and tokenizer_config.json."""
     spec = json.loads((out / "tokenizer.json").read_text(encoding="utf-8"))
-    entry = {"id": token_id, "content": TIMESTAMP, "single_word": False, "lstrip": False, "rstrip": False,
-             "normalized": False, "special": True}  # fmt: skip
+    entry = {
+        "id": token_id,
+        "content": TIMESTAMP,
+        "single_word": False,
+        "lstrip": False,
+        "rstrip": False,
+        "normalized": False,
+        "special": True,
+    }
     spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] != TIMESTAMP] + [entry]
     (out / "tokenizer.json").write_text(json.dumps(spec, ensure_ascii=False), encoding="utf-8")
     cfg = json.loads((out / "tokenizer_config.json").read_text(encoding="utf-8"))
@@ -66,8 +73,9 @@ def _add_timestamp_token(out: Path, token_id: int) -> None:
     (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
 
 
-def write_aligner_checkpoint(out: Path, seed: int = 0, dtype: str = "bfloat16",
-                             tokenizer_from: Path | None = None) -> Path:  # fmt: skip
+def write_aligner_checkpoint(
+    out: Path, seed: int = 0, dtype: str = "bfloat16", tokenizer_from: Path | None = None
+) -> Path:
     """Write the tiny random-weight Qwen3-ForcedAligner checkpoint into `out` (made if missing); returns `out`.
     The tensors are round-tripped through mlx-audio's ``sanitize`` first (a change of its layout fails here). The
     tokenizer is trained here, or copied from the tiny TTS checkpoint `tokenizer_from`."""

@@ -29,24 +29,59 @@ from narrate.worker.testkit.random_checkpoint.tokenizer import write_tokenizer
 from narrate.worker.testkit.random_checkpoint.weights import parameter_shapes, random_param
 
 MEL_BINS = 128  # Qwen3-ASR's feature extractor (Whisper's, 128 mel bins)
-SUPPORT_LANGUAGES = ["Chinese", "English", "Cantonese", "Arabic", "German", "French", "Spanish", "Portuguese",
-                     "Indonesian", "Italian", "Korean", "Russian", "Thai", "Vietnamese", "Japanese"]  # fmt: skip
+SUPPORT_LANGUAGES = [
+    "Chinese",
+    "English",
+    "Cantonese",
+    "Arabic",
+    "German",
+    "French",
+    "Spanish",
+    "Portuguese",
+    "Indonesian",
+    "Italian",
+    "Korean",
+    "Russian",
+    "Thai",
+    "Vietnamese",
+    "Japanese",
+]
 
 
 def asr_config(special_base: int) -> dict:
     """config.json of the tiny recognizer: the published structure (thinker_config) with every size shrunk."""
     ids = {t: special_base + i for i, t in enumerate(QWEN_SPECIAL_TOKENS)}
     audio = {
-        "num_mel_bins": MEL_BINS, "encoder_layers": 2, "encoder_attention_heads": 4, "encoder_ffn_dim": 128,
-        "d_model": 64, "max_source_positions": 1500, "n_window": 50, "n_window_infer": 800, "conv_chunksize": 500,
-        "downsample_hidden_size": 16, "output_dim": 64, "activation_function": "gelu", "scale_embedding": False,
-    }  # fmt: skip
+        "num_mel_bins": MEL_BINS,
+        "encoder_layers": 2,
+        "encoder_attention_heads": 4,
+        "encoder_ffn_dim": 128,
+        "d_model": 64,
+        "max_source_positions": 1500,
+        "n_window": 50,
+        "n_window_infer": 800,
+        "conv_chunksize": 500,
+        "downsample_hidden_size": 16,
+        "output_dim": 64,
+        "activation_function": "gelu",
+        "scale_embedding": False,
+    }
     text = {
-        "model_type": "qwen3", "vocab_size": TINY_TEXT_VOCAB, "hidden_size": 64, "intermediate_size": 128,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-        "hidden_act": "silu", "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "tie_word_embeddings": True,
-        "rope_theta": 1000000.0, "attention_bias": False,
-    }  # fmt: skip
+        "model_type": "qwen3",
+        "vocab_size": TINY_TEXT_VOCAB,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "head_dim": 16,
+        "hidden_act": "silu",
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "rope_theta": 1000000.0,
+        "attention_bias": False,
+    }
     return {
         "architectures": ["Qwen3ASRForConditionalGeneration"],
         "model_type": "qwen3_asr",
@@ -64,10 +99,19 @@ def asr_config(special_base: int) -> dict:
 
 
 FEATURE_EXTRACTOR = {
-    "feature_extractor_type": "WhisperFeatureExtractor", "feature_size": MEL_BINS, "sampling_rate": 16000,
-    "hop_length": 160, "chunk_length": 30, "n_fft": 400, "n_samples": 480000, "nb_max_frames": 3000,
-    "padding_side": "right", "padding_value": 0.0, "return_attention_mask": True, "dither": 0.0,
-}  # fmt: skip
+    "feature_extractor_type": "WhisperFeatureExtractor",
+    "feature_size": MEL_BINS,
+    "sampling_rate": 16000,
+    "hop_length": 160,
+    "chunk_length": 30,
+    "n_fft": 400,
+    "n_samples": 480000,
+    "nb_max_frames": 3000,
+    "padding_side": "right",
+    "padding_value": 0.0,
+    "return_attention_mask": True,
+    "dither": 0.0,
+}
 
 
 def _to_torch(name: str, v: mx.array) -> mx.array:

@@ -40,15 +40,40 @@ KINDS = {"base": "base", "custom-voice": "custom_voice", "voice-design": "voice_
 # 151643, the size of the BPE base vocabulary, and the last (<|audio_pad|>) 151675; the text
 # embedding has 151936 rows (padding), i.e. 293 rows above the first special token.
 QWEN_SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
-    "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>",
-    "<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
-    "<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
-    "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-    "<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
-    "<think>", "</think>", "<|audio_start|>", "<|audio_end|>", "<tts_pad>",
-    "<tts_text_bos>", "<tts_text_eod>", "<tts_text_bos_single>", "<|audio_pad|>",
-]  # fmt: skip
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|object_ref_start|>",
+    "<|object_ref_end|>",
+    "<|box_start|>",
+    "<|box_end|>",
+    "<|quad_start|>",
+    "<|quad_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|vision_pad|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|fim_prefix|>",
+    "<|fim_middle|>",
+    "<|fim_suffix|>",
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
+    "<tool_response>",
+    "</tool_response>",
+    "<think>",
+    "</think>",
+    "<|audio_start|>",
+    "<|audio_end|>",
+    "<tts_pad>",
+    "<tts_text_bos>",
+    "<tts_text_eod>",
+    "<tts_text_bos_single>",
+    "<|audio_pad|>",
+]
 REAL_SPECIAL_BASE = 151643  # id of <|endoftext|>
 REAL_TEXT_VOCAB = 151936  # talker_config.text_vocab_size
 SPECIAL_HEADROOM = REAL_TEXT_VOCAB - REAL_SPECIAL_BASE  # 293 rows from the first special token up
@@ -64,13 +89,20 @@ CODEC_IDS: dict[str, Any] = {
     "codec_think_bos_id": 2156,
     "codec_think_eos_id": 2157,
     "codec_language_id": {
-        "chinese": 2055, "english": 2050, "german": 2053, "italian": 2070,
-        "portuguese": 2071, "spanish": 2054, "japanese": 2058, "korean": 2064,
-        "french": 2061, "russian": 2069,
+        "chinese": 2055,
+        "english": 2050,
+        "german": 2053,
+        "italian": 2070,
+        "portuguese": 2071,
+        "spanish": 2054,
+        "japanese": 2058,
+        "korean": 2064,
+        "french": 2061,
+        "russian": 2069,
     },
     "spk_id": {},
     "spk_is_dialect": {},
-}  # fmt: skip
+}
 
 # CustomVoice only (see the module docstring for the source): preset speakers and their codec ids,
 # which of them speak a dialect (the dialect's language id replaces "chinese" or "auto" for them),
@@ -269,14 +301,31 @@ TINY_SPEAKER_ENCODER = {
 # ~20 ms of CPU a frame, through the same mlx-audio code (streaming_step, chunked_decode).
 # codebook_dim / 2 stays above 64 for the quantizer's 1x1 projections (the layout heuristic).
 TINY_DECODER = decoder_config(
-    latent_dim=16, codebook_dim=192, decoder_dim=16, hidden_size=64, intermediate_size=128, head_dim=32,
-    num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1, upsample_rates=[],
-    upsampling_ratios=[8, 8, 6, 5], vector_quantization_hidden_dimension=192,
-)  # fmt: skip
+    latent_dim=16,
+    codebook_dim=192,
+    decoder_dim=16,
+    hidden_size=64,
+    intermediate_size=128,
+    head_dim=32,
+    num_attention_heads=2,
+    num_key_value_heads=2,
+    num_hidden_layers=1,
+    upsample_rates=[],
+    upsampling_ratios=[8, 8, 6, 5],
+    vector_quantization_hidden_dimension=192,
+)
 TINY_ENCODER = encoder_config(
-    codebook_dim=64, head_dim=32, hidden_size=64, intermediate_size=128, num_attention_heads=2, num_filters=8,
-    num_hidden_layers=1, num_key_value_heads=2, num_quantizers=16, vector_quantization_hidden_dimension=64,
-)  # fmt: skip
+    codebook_dim=64,
+    head_dim=32,
+    hidden_size=64,
+    intermediate_size=128,
+    num_attention_heads=2,
+    num_filters=8,
+    num_hidden_layers=1,
+    num_key_value_heads=2,
+    num_quantizers=16,
+    vector_quantization_hidden_dimension=64,
+)
 
 
 def model_type(kind: str) -> str:

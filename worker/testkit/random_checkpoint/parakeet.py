@@ -29,8 +29,9 @@ from mlx_audio.stt.models.parakeet.parakeet import Model
 from narrate.worker.testkit.random_checkpoint.weights import parameter_shapes, random_param
 
 DURATIONS = [0, 1, 2, 3, 4]  # TDT's frame advances, as published
-WORDS = ("the a and of to in it was that he she said not with his her for on at as but they all one".split()
-         + list("abcdefghijklmnopqrstuvwxyz"))  # fmt: skip
+WORDS = "the a and of to in it was that he she said not with his her for on at as but they all one".split() + list(
+    "abcdefghijklmnopqrstuvwxyz"
+)
 VOCABULARY = ["<unk>", *(f"\u2581{w}" for w in WORDS), *("s", "ed", "ing", "er", "ly", ".", ",", "?")]
 WIDTH = 32
 
@@ -42,23 +43,51 @@ def parakeet_config() -> dict:
         "model_type": "parakeet_tdt",
         "target": "nemo.collections.asr.models.rnnt_bpe_models.EncDecRNNTBPEModel",
         "sample_rate": 16000,
-        "model_defaults": {"enc_hidden": WIDTH, "pred_hidden": WIDTH, "joint_hidden": WIDTH,
-                           "tdt_durations": DURATIONS, "num_tdt_durations": len(DURATIONS)},
-        "preprocessor": {"sample_rate": 16000, "normalize": "per_feature", "window_size": 0.025,
-                         "window_stride": 0.01, "window": "hann", "features": 16, "n_fft": 512, "dither": 0.0,
-                         "pad_to": 0, "pad_value": 0.0},
-        "encoder": {"feat_in": 16, "n_layers": 1, "d_model": WIDTH, "n_heads": 2, "ff_expansion_factor": 2,
-                    "subsampling_factor": 8, "self_attention_model": "rel_pos", "subsampling": "dw_striding",
-                    "conv_kernel_size": 9, "subsampling_conv_channels": 16, "pos_emb_max_len": 5000,
-                    "causal_downsampling": False, "use_bias": False, "xscaling": False},
-        "decoder": {"blank_as_pad": True, "vocab_size": vocab,
-                    "prednet": {"pred_hidden": WIDTH, "pred_rnn_layers": 1}},
-        "joint": {"num_classes": vocab, "vocabulary": VOCABULARY, "num_extra_outputs": len(DURATIONS),
-                  "jointnet": {"joint_hidden": WIDTH, "activation": "relu", "encoder_hidden": WIDTH,
-                               "pred_hidden": WIDTH}},
+        "model_defaults": {
+            "enc_hidden": WIDTH,
+            "pred_hidden": WIDTH,
+            "joint_hidden": WIDTH,
+            "tdt_durations": DURATIONS,
+            "num_tdt_durations": len(DURATIONS),
+        },
+        "preprocessor": {
+            "sample_rate": 16000,
+            "normalize": "per_feature",
+            "window_size": 0.025,
+            "window_stride": 0.01,
+            "window": "hann",
+            "features": 16,
+            "n_fft": 512,
+            "dither": 0.0,
+            "pad_to": 0,
+            "pad_value": 0.0,
+        },
+        "encoder": {
+            "feat_in": 16,
+            "n_layers": 1,
+            "d_model": WIDTH,
+            "n_heads": 2,
+            "ff_expansion_factor": 2,
+            "subsampling_factor": 8,
+            "self_attention_model": "rel_pos",
+            "subsampling": "dw_striding",
+            "conv_kernel_size": 9,
+            "subsampling_conv_channels": 16,
+            "pos_emb_max_len": 5000,
+            "causal_downsampling": False,
+            "use_bias": False,
+            "xscaling": False,
+        },
+        "decoder": {"blank_as_pad": True, "vocab_size": vocab, "prednet": {"pred_hidden": WIDTH, "pred_rnn_layers": 1}},
+        "joint": {
+            "num_classes": vocab,
+            "vocabulary": VOCABULARY,
+            "num_extra_outputs": len(DURATIONS),
+            "jointnet": {"joint_hidden": WIDTH, "activation": "relu", "encoder_hidden": WIDTH, "pred_hidden": WIDTH},
+        },
         "decoding": {"model_type": "tdt", "durations": DURATIONS, "greedy": {"max_symbols": 10}},
         "random_weights_checkpoint": {"note": "random weights: what it transcribes is garbage (narrate's tests)"},
-    }  # fmt: skip
+    }
 
 
 def write_parakeet_checkpoint(out: Path, seed: int = 0, dtype: str = "bfloat16") -> Path:
