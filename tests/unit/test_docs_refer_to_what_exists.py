@@ -1,6 +1,7 @@
 """The README and docs/ name files and commands that exist: every path under jobs/, worker/, cli/, tests/, docs/ or
 .ci/ they mention is in the checkout, and every `narrate COMMAND [SUBCOMMAND]` they show (a line of a code block,
-or a code span, that starts with it) is a command of the CLI. A rename that leaves a doc behind fails here."""
+or a code span, that starts with it) is a command of the CLI. A rename that leaves a doc behind fails here. The README
+stays under 20 KB."""
 
 from __future__ import annotations
 
@@ -40,3 +41,9 @@ def test_every_command_the_docs_show_exists():
             elif m.group(2) and isinstance(command, click.Group) and m.group(2) not in command.commands:
                 unknown.add((doc.name, f"{m.group(1)} {m.group(2)}"))
     assert not unknown, sorted(unknown)
+
+
+def test_the_readme_is_short():
+    """The README leads to docs/ rather than holding them: under 20 KB."""
+    size = len((ROOT / "README.md").read_bytes())
+    assert size < 20_000, f"README.md is {size} bytes"
