@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import redis
-from narrate.jobs.queue.books import book_state
+from narrate.jobs.queue.books import PART_FIELDS, PartState, fold_book
 from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of, queue_names
 from narrate.jobs.queue.runs import run_queues
@@ -174,32 +174,20 @@ def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -
 
 
 def _fold_parts(r: redis.Redis, rows: list[dict]) -> None:
-    """A fanned-out book's row: its parts' sentences done and its status (jobs.queue.books.book_state);
+    """A fanned-out book's row: its status, error, sentences done and ETA from its parts (jobs.queue.books.fold_book);
     one more round trip for the parts of every book listed."""
     books = [row for row in rows if row["_parts"]]
     with r.pipeline(transaction=False) as p:
         for row in books:
             for part in row["_parts"]:
-                p.hmget(Job.key_for(part), ["status", "meta"])
+                p.hmget(Job.key_for(part), PART_FIELDS)
         found = iter(p.execute())
     for row in books:
-        parts = []
-        for number, _ in enumerate(row["_parts"]):
-            state, meta = next(found)
-            meta = JSONSerializer.loads(meta) if meta else {}
-            parts.append(
-                (
-                    state.decode() if state else "unknown",
-                    meta.get("error"),
-                    number,
-                    int((meta.get("progress") or {}).get("done", 0)),
-                )
-            )
-        own = row["status"]
-        row["status"], error = book_state(own, [q[:3] for q in parts])
-        row["error"] = error or row["error"]
-        if own == "deferred":
-            row["done"] = sum(q[3] for q in parts)
+        parts = [s for s in (PartState.read(i, next(found)) for i in row["_parts"]) if s]
+        view = fold_book(row["status"], row["total"], parts)
+        row["status"], row["error"] = view.status, view.error or row["error"]
+        if view.done is not None:
+            row["done"], row["eta_seconds"] = view.done, view.eta_seconds
             row["percent"] = round(100 * row["done"] / row["total"], 1) if row["total"] else 0.0
     for row in rows:
         del row["_parts"]

@@ -5,17 +5,15 @@ a part that failed."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TypedDict
 
 import redis
 from narrate.jobs.outputs import ownership
 from narrate.jobs.queue import lifecycle
-from narrate.jobs.queue.books import book_state
+from narrate.jobs.queue.books import PART_FIELDS, PartState, fold_book
 from narrate.jobs.queue.queues import priority_of
 from narrate.jobs.server.records import fetch
 from rq.job import Job, JobStatus
 from rq.registry import ScheduledJobRegistry
-from rq.serializers import JSONSerializer
 
 
 def due_time(r: redis.Redis, job: Job) -> datetime | None:
@@ -76,57 +74,26 @@ def _base(job: Job, state: JobStatus | None, meta: dict) -> dict:
     }
 
 
-class _PartRow(TypedDict):
-    """One part of a book, as `_fold_parts` reads it."""
-
-    id: str
-    part: int | None  # None only if its record lost it
-    status: str
-    done: int
-    total: int
-    host: str | None
-    error: str | None
-    started_at: datetime | None
-
-
 def _fold_parts(r: redis.Redis, book: Job, out: dict) -> None:
-    """A book waiting for its parts: its status, progress, hosts and ETA are its parts'."""
-    parts = [p for p in Job.fetch_many(book.meta["parts"], connection=r, serializer=JSONSerializer) if p]
-    rows: list[_PartRow] = []
-    for p in parts:
-        st = p.get_status(refresh=False)
-        pm = p.meta or {}
-        prog = pm.get("progress") or {}
-        rows.append(
-            {
-                "id": p.id,
-                "part": pm.get("part"),
-                "status": st.value if st else "unknown",
-                "done": int(prog.get("done", 0)),
-                "total": int(prog.get("total", 0)),
-                "host": pm.get("host"),
-                "error": pm.get("error"),
-                "started_at": p.started_at,
-            }
-        )
-    out["parts"] = [{k: v for k, v in row.items() if k != "started_at"} for row in rows]
-    out["hosts"] = sorted({row["host"] for row in rows if row["status"] == "started" and row["host"]})
+    """A book waiting for its parts: its status, progress, hosts and ETA are its parts' (jobs.queue.books.fold_book)."""
+    with r.pipeline(transaction=False) as p:
+        for part_id in book.meta["parts"]:
+            p.hmget(Job.key_for(part_id), PART_FIELDS)
+        found = p.execute()
+    parts = [s for s in (PartState.read(i, v) for i, v in zip(book.meta["parts"], found, strict=True)) if s]
+    shown = ("id", "part", "status", "done", "total", "host", "error")
+    out["parts"] = [{k: getattr(q, k) for k in shown} for q in parts]
+    total = int((book.meta.get("progress") or {}).get("total", 0))
+    view = fold_book(out["status"], total, parts)
+    out["hosts"] = view.hosts
     if out["status"] == "started" and book.meta.get("host"):
         out["hosts"] = sorted({*out["hosts"], book.meta["host"]})
-    if out["status"] != "deferred":
+    if view.done is None:
         return  # the book's own job runs (it stitches) or ended: its own figures
-    out["status"], error = book_state("deferred", [(row["status"], row["error"], row["part"]) for row in rows])
-    if error:
-        out["error"] = error
-    done = sum(row["done"] for row in rows)
-    total = int((book.meta.get("progress") or {}).get("total", 0))
-    starts = [row["started_at"] for row in rows if row["started_at"] is not None]
-    eta = None
-    if starts and done:
-        first = min(s if s.tzinfo else s.replace(tzinfo=UTC) for s in starts)
-        elapsed = (datetime.now(UTC) - first).total_seconds()
-        eta = round((total - done) * elapsed / done, 1) if elapsed > 0 else None
-    out["progress"] = {**out["progress"], "done": done, "total": total, "eta_seconds": eta}
+    out["status"] = view.status
+    if view.error:
+        out["error"] = view.error
+    out["progress"] = {**out["progress"], "done": view.done, "total": total, "eta_seconds": view.eta_seconds}
 
 
 def _last_line(job: Job) -> str:

@@ -5,6 +5,7 @@ status from its parts', a failed part failing its book, and resuming a book."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.errors import BadInput
@@ -20,6 +21,8 @@ from narrate.jobs.queue.lifecycle import (
 from narrate.jobs.queue.rq_compat import defer_on
 from narrate.jobs.server.records import fetch
 from rq.job import Job, JobStatus
+from rq.serializers import JSONSerializer
+from rq.utils import utcparse
 
 
 def part_of(job: Job) -> str | None:
@@ -52,6 +55,69 @@ def book_state(own: str, parts: list[tuple[str, str | None, int | None]]) -> tup
     if any(state in ("started", "finished") for state, _, _ in parts):
         return "started", None
     return "queued", None
+
+
+PART_FIELDS = ("status", "meta", "started_at")  # what a book's view reads of each part's record (one HMGET)
+
+
+@dataclass(frozen=True)
+class PartState:
+    """One part of a fanned-out book as its record holds it."""
+
+    id: str
+    part: int | None  # its number (0, 1, ...); None only if its record lost it
+    status: str
+    done: int
+    total: int
+    host: str | None
+    error: str | None
+    started_at: datetime | None
+
+    @classmethod
+    def read(cls, job_id: str, values: list) -> PartState | None:
+        """A part from its record's PART_FIELDS (None: the record expired or was deleted)."""
+        state, raw_meta, started = values
+        if state is None:
+            return None
+        meta = JSONSerializer.loads(raw_meta) if raw_meta else {}
+        progress = meta.get("progress") or {}
+        return cls(
+            id=job_id,
+            part=meta.get("part"),
+            status=state.decode(),
+            done=int(progress.get("done", 0)),
+            total=int(progress.get("total", 0)),
+            host=meta.get("host"),
+            error=meta.get("error"),
+            started_at=utcparse(started.decode()) if started else None,
+        )
+
+
+@dataclass(frozen=True)
+class BookView:
+    """A fanned-out book's figures from its parts: status and error (``book_state``), sentences done, an ETA while
+    it waits for its parts, and the hosts working on them."""
+
+    status: str
+    error: str | None
+    done: int | None  # None: the book's own job runs (it stitches) or ended: its own figures stand
+    eta_seconds: float | None
+    hosts: list[str]
+
+
+def fold_book(own: str, total: int, parts: list[PartState], now: datetime | None = None) -> BookView:
+    """The one reading of a book from its parts, for `narrate status`, `narrate list`, the API and the pages."""
+    hosts = sorted({p.host for p in parts if p.status == "started" and p.host})
+    if own != "deferred":
+        return BookView(own, None, None, None, hosts)
+    state, error = book_state(own, [(p.status, p.error, p.part) for p in parts])
+    done = sum(p.done for p in parts)
+    starts = [p.started_at for p in parts if p.started_at is not None]
+    eta = None
+    if starts and done:
+        elapsed = ((now or datetime.now(UTC)) - min(starts)).total_seconds()
+        eta = round((total - done) * elapsed / done, 1) if elapsed > 0 else None
+    return BookView(state, error, done, eta, hosts)
 
 
 @dataclass(frozen=True)

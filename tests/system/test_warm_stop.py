@@ -27,16 +27,16 @@ def test_sigterm_finishes_the_batch_requeues_and_exits_0(env, home, voice_wav):
     job_id = submit_book(e, home, voice_wav, text)
     supervisor = start_worker(e)
     wait_synthesized(home, 6)
-    t0 = time.monotonic()
+    at_signal = len(synthesized(home))
     log = stop_worker(supervisor, signal.SIGTERM)
     assert supervisor.returncode == 0, log
-    assert time.monotonic() - t0 < 0.1 * 4 + 3  # at most one batch, then out
     # A normal stop is one INFO line, not an ERROR with a traceback.
     assert "Traceback" not in log and " ERROR " not in log, log[-3000:]
     assert "stopped after its batch in flight" in log, log[-3000:]
     st = wait_for_job_state(job_id, "queued")
     done = st["progress"]["done"]
     assert 0 < done < N and done % 4 == 0  # whole batches only
+    assert done <= at_signal + 4  # the batch in flight (4 rows), then out: counted, not timed (a busy machine)
     assert len(synthesized(home)) == done  # nothing synthesized was thrown away
     proc = narrate(e, "worker", "--burst", "--quiet")
     assert proc.returncode == 0
