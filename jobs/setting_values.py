@@ -93,9 +93,14 @@ def _url(raw: Any) -> str:
 
 
 def _quant(raw: Any) -> str | None:
-    if raw is not None and raw not in QUANTS:
+    if not is_quant(raw):
         raise Refused(f"={raw!r}: choose one of {', '.join(QUANTS)}")
     return None if raw is None else str(raw)
+
+
+def is_quant(value: Any) -> bool:
+    """None (the model's own) or a quantization's name: the one test of ``Quant`` and ``check_quant``."""
+    return value is None or value in QUANTS
 
 
 def whole(minimum: int, maximum: int | None = None) -> BeforeValidator:
@@ -122,6 +127,6 @@ Quant = Annotated[str | None, BeforeValidator(_quant)]
 
 def check_quant(quant: str | None) -> str | None:
     """A quantization's name (NARRATE_QUANT, --quant), or None."""
-    if quant is not None and quant not in QUANTS:
+    if not is_quant(quant):
         raise BadInput(f"unknown quantization {quant!r}: choose one of {', '.join(QUANTS)}")
     return quant

@@ -6,6 +6,7 @@ environment, which overrides the defaults. Fixed facts of the audio format and i
 
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from pathlib import Path
@@ -489,9 +490,15 @@ def env_value(name: str) -> Any:
     if raw in (None, ""):
         return default(name)
     try:
-        return TypeAdapter(Settings.model_fields[name].rebuild_annotation()).validate_python(raw)
+        return _adapter(name).validate_python(raw)
     except ValidationError as e:
         raise BadInput(_worded(e, {}, name)) from None
+
+
+@functools.cache
+def _adapter(name: str) -> TypeAdapter[Any]:
+    """A validator of one setting's type (built once per setting)."""
+    return TypeAdapter(Settings.model_fields[name].rebuild_annotation())
 
 
 def default(name: str) -> Any:
@@ -505,7 +512,7 @@ def settings_table() -> list[dict[str, str]]:
     rows = []
     for name, f in Settings.model_fields.items():
         extra = f.json_schema_extra if isinstance(f.json_schema_extra, dict) else {}
-        shown = extra.get("shown") or f"`{f.get_default(call_default_factory=True)}`"
+        shown = extra.get("shown") or f"`{default(name)}`"
         rows.append(
             {"env": env_name(name), "default": str(shown), "reads": str(extra["reads"]), "doc": f.description or ""}
         )

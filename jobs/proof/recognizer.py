@@ -1,20 +1,18 @@
-"""What the proof pass asks of a speech recognizer, without importing one: the ``Recognizer`` protocol that the MLX
-recognizer (narrate.worker.engine.recognizer) and the tests' stand-in (narrate.worker.testkit.fake_recognizer)
-implement, and the model a job's proof pass uses."""
+"""The speech recognizer a job's proof pass uses, and what a model reference may name, without importing one (the
+``Recognizer`` protocol is in narrate.jobs.task.model_protocols)."""
 
 from __future__ import annotations
 
 import math
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from narrate.jobs.errors import BadInput
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 HUB_ID = re.compile(r"[\w.-]+/[\w.-]+")
 AUTO = ("auto", "default")  # `--proof` given without a model: the worker's NARRATE_PROOF_MODEL, else by language
@@ -27,19 +25,6 @@ ENGLISH = "mlx-community/parakeet-tdt-0.6b-v2"
 EUROPEAN = "mlx-community/parakeet-tdt-0.6b-v3"
 ANY = "mlx-community/whisper-large-v3-turbo"
 _EUROPEAN = {"german", "french", "spanish", "italian", "portuguese", "russian"}
-
-
-class Recognizer(Protocol):
-    """A loaded speech recognizer."""
-
-    source: str  # what was loaded: a hub id or a local path
-
-    def transcribe(self, takes: Sequence[np.ndarray], *, languages: Sequence[str], texts: Sequence[str]) -> list[str]:
-        """What is heard in each take (float samples at 24 kHz), in its language (what Qwen3-TTS calls it:
-        "english", ..., or "auto"); `texts` are what the takes should say, as spoken: a transcript stops at the
-        limit they give (``limit_of``, a recognizer that runs on stops there). Takes are transcribed together where
-        the model can batch them."""
-        ...
 
 
 def proof_model(asked: str, languages: set[str], configured: str | None = None) -> str:

@@ -1,42 +1,30 @@
 """Word timings (`--word-timings`, docs/readalong.md): what a job asks of a forced aligner, without importing one.
 
-The ``Aligner`` protocol is what the MLX aligner (narrate.worker.engine.aligner: mlx-audio's Qwen3-ForcedAligner)
-and the tests' stand-in (narrate.worker.testkit.fake_aligner) implement: given a sentence's take and the text that
-was spoken, each word's start and end in the take. ``check_words`` decides whether what it gave can be used (an
-aligner may give nothing, or, on audio it cannot follow, times outside the take or all at one instant): a sentence
-whose words cannot be used is read along sentence by sentence. The record kept in the sentence's checkpoint header
-(``record``, ``from_record``) carries the aligner's name, so a resumed job, or another job reading the same
-sentence, does not align it again."""
+The ``Aligner`` protocol (narrate.jobs.task.model_protocols) is what the MLX aligner (narrate.worker.engine.aligner:
+mlx-audio's Qwen3-ForcedAligner) and the tests' stand-in (narrate.worker.testkit.fake_aligner) implement: given a
+sentence's take and the text that was spoken, each word's start and end in the take. ``check_words`` decides whether
+what it gave can be used (an aligner may give nothing, or, on audio it cannot follow, times outside the take or all
+at one instant): a sentence whose words cannot be used is read along sentence by sentence. The record kept in the
+sentence's checkpoint header (``record``, ``from_record``) carries the aligner's name, so a resumed job, or another
+job reading the same sentence, does not align it again."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from narrate.jobs.proof.recognizer import check_model_ref
 from narrate.jobs.readalong.timing import Word
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 AUTO = ("auto", "default")  # `--word-timings` alone: the worker's NARRATE_ALIGN_MODEL
 SLACK_S = 0.25  # an aligner's time may run this far past the end of the take (its classes are 80 ms wide)
 # The language names Qwen3-ForcedAligner splits words by (ForceAlignProcessor.encode_timestamp): its own tokenizers
 # for Chinese, Japanese and Korean, spaces for the rest.
 _OWN_SPLIT = {"chinese": "Chinese", "japanese": "Japanese", "korean": "Korean"}
-
-
-class Aligner(Protocol):
-    """A loaded forced aligner."""
-
-    source: str  # what was loaded: a hub id or a local path
-
-    def align(self, takes: Sequence[np.ndarray], *, texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
-        """Each take's words (float samples at 24 kHz; `texts` what was spoken, in its language as Qwen3-TTS calls
-        it: "english", ..., or "auto") as (word, start, end), seconds from the start of the take, in the order
-        spoken; an empty list where it found none (a take it could not align)."""
-        ...
 
 
 def align_model(asked: str, configured: str) -> str:

@@ -17,13 +17,14 @@ from narrate.jobs.book import cache
 from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.spec import JobSpec
-from narrate.jobs.book.synthesis import Engine, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.server import store
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.batch_log import BatchLog
 from narrate.jobs.task.context import JobContext, StopRequested
+from narrate.jobs.task.model_protocols import Engine
 from narrate.jobs.task.progress import Progress, save_meta
 from rq.job import Job
 

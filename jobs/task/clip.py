@@ -14,7 +14,7 @@ import time
 import numpy as np
 import redis
 from narrate.jobs.audio.samples import wav_bytes
-from narrate.jobs.book.synthesis import Chunk, Engine, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, Sentence, VoiceEmbedding
 from narrate.jobs.documents.budgets import frame_budget
 from narrate.jobs.documents.languages import tts_name
 from narrate.jobs.documents.normalize import Normalizer
@@ -22,6 +22,7 @@ from narrate.jobs.queue import riding
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.attempt import begin_attempt, record_failure
 from narrate.jobs.task.context import JobContext, StopRequested
+from narrate.jobs.task.model_protocols import Engine
 from narrate.jobs.task.progress import Progress, save_meta
 from narrate.jobs.voices.clips import ClipSpec, put_clip, put_piece
 from rq.job import Job

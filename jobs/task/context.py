@@ -14,11 +14,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from narrate.jobs.book.synthesis import Engine
-from narrate.jobs.proof.recognizer import Recognizer
 from narrate.jobs.queue.lifecycle import cancel_reason
-from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
+from narrate.jobs.task.model_protocols import Aligner, Engine, Recognizer
 from narrate.jobs.task.rider_desk import RiderDesk
 from rq.job import Job
 

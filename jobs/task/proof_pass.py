@@ -32,12 +32,13 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
 from narrate.jobs.errors import BadInput
 from narrate.jobs.proof import report
-from narrate.jobs.proof.recognizer import Recognizer, proof_model
+from narrate.jobs.proof.recognizer import proof_model
 from narrate.jobs.proof.report import Place
 from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
 from narrate.jobs.proof.verdict import Thresholds, judge
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from narrate.jobs.task.model_protocols import Recognizer
 from narrate.jobs.task.take_stage import TakeStage
 
 log = logging.getLogger("narrate.jobs")

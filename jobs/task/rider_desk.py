@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from narrate.jobs.book.synthesis import Engine, Rider
+from narrate.jobs.task.model_protocols import Engine, Rider
 
 log = logging.getLogger("narrate.jobs")
 

@@ -24,10 +24,11 @@ from narrate.jobs.book.checkpoints import CheckpointStore
 from narrate.jobs.book.plan import Plan
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.errors import BadInput, NarrateError
-from narrate.jobs.readalong.aligning import Aligner, align_model, check_words, from_record, record
+from narrate.jobs.readalong.aligning import align_model, check_words, from_record, record
 from narrate.jobs.readalong.timing import Word
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.context import JobContext
+from narrate.jobs.task.model_protocols import Aligner
 from narrate.jobs.task.take_stage import TakeStage
 
 log = logging.getLogger("narrate.jobs")

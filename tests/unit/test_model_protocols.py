@@ -8,8 +8,7 @@ import inspect
 
 import numpy as np
 import pytest
-from narrate.jobs.proof.recognizer import Recognizer
-from narrate.jobs.readalong.aligning import Aligner
+from narrate.jobs.task.model_protocols import Aligner, Recognizer
 from narrate.worker.engine.aligner import MlxAligner
 from narrate.worker.engine.recognizer import MlxRecognizer
 from narrate.worker.testkit.fake_aligner import FakeAligner

@@ -31,7 +31,8 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Rider, Sentence
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence
+from narrate.jobs.task.model_protocols import Rider
 from narrate.worker.engine.decode_loop import FIRST_CHUNK, RIDER_SEATS, DecodeLoop, Row
 from narrate.worker.engine.voices import RowVoice
 

@@ -1,6 +1,6 @@
 """Word timings (`--word-timings`): mlx-audio's Qwen3-ForcedAligner (``mlx_audio.stt.models.qwen3_forced_aligner``),
 loaded by mlx-audio's own STT loader from a hub id or a local directory, finding when each word of a sentence is
-spoken in its take. It implements narrate.jobs.readalong.aligning.Aligner.
+spoken in its take. It implements narrate.jobs.task.model_protocols.Aligner.
 
 The aligner is a Qwen3-ASR model whose head classifies, at each ``<timestamp>`` token put between the words of the
 known text, the time (80 ms classes) the word starts or ends: one forward pass a take, no decoding. Its
@@ -25,7 +25,7 @@ from narrate.jobs.readalong.aligning import language_name
 from narrate.jobs.readalong.timing import Word
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.worker.engine.models import quiet
-from narrate.worker.engine.recognizer import MIN_SECONDS, RecognizerThread, RecognizerUnavailable, Role, load_stt
+from narrate.worker.engine.recognizer import MIN_SECONDS, RecognizerUnavailable, Role, SttModel
 
 log = logging.getLogger("narrate.worker")
 ROLE = Role(
@@ -54,28 +54,18 @@ def check_aligner_model(model: Any) -> None:
         raise RuntimeError(f"mlx-audio's forced aligner's generate lacks {sorted(missing)}: word timings need them")
 
 
-class MlxAligner:
+class MlxAligner(SttModel):
     """A loaded mlx-audio forced aligner (``load``), aligning on the recognizer's thread and MLX stream."""
+
+    ROLE = ROLE
 
     def __init__(self, source: str, model: Any):
         check_aligner_model(model)
-        self.source = source
-        self.model = getattr(model, "_model", model)
-
-    @classmethod
-    def load(cls, source: str) -> MlxAligner:
-        """The aligner at `source` (a hub id or a local directory) through mlx-audio's STT loader."""
-        loaded: MlxAligner = RecognizerThread.run(cls._load, source)
-        return loaded
-
-    @classmethod
-    def _load(cls, source: str) -> MlxAligner:
-        resolved, model = load_stt(source, ROLE)
-        return cls(resolved, model)
+        super().__init__(source, getattr(model, "_model", model))
 
     def align(self, takes: Sequence[np.ndarray], *, texts: Sequence[str], languages: Sequence[str]) -> list[list[Word]]:
         """Each take's words with their times in seconds from its start, on the recognizer's thread."""
-        return RecognizerThread.run(self._align, list(takes), list(texts), list(languages))
+        return self.on_thread(self._align, list(takes), list(texts), list(languages))
 
     def _align(self, takes: list[np.ndarray], texts: list[str], languages: list[str]) -> list[list[Word]]:
         from mlx_audio.utils import resample_audio

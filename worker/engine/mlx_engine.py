@@ -1,5 +1,5 @@
 """The MLX synthesis engine: sentences in, streamed audio chunks out. It implements
-narrate.jobs.book.synthesis.Engine for the three kinds of Qwen3-TTS model (voices.py): a Base
+narrate.jobs.task.model_protocols.Engine for the three kinds of Qwen3-TTS model (voices.py): a Base
 model clones a sample from its cached x-vector (the speaker encoder never runs here), a
 CustomVoice model speaks a preset speaker, a VoiceDesign model a described voice.
 
@@ -19,8 +19,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import mlx.core as mx
-from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Rider, RiderSource, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
+from narrate.jobs.task.model_protocols import Rider, RiderSource
 from narrate.worker.engine import admission, voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop
@@ -104,7 +105,7 @@ def voice_of_each(sentences: Sequence[Sentence], voice: Voices) -> dict[int, Row
 
 
 class MlxEngine:
-    """A loaded Qwen3-TTS model (Base, CustomVoice or VoiceDesign) as a narrate.jobs.book.synthesis.Engine."""
+    """A loaded Qwen3-TTS model (Base, CustomVoice or VoiceDesign) as a narrate.jobs.task.model_protocols.Engine."""
 
     def __init__(
         self,

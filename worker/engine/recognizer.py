@@ -1,6 +1,6 @@
 """The proof pass's speech recognizer: an mlx-audio STT model (``mlx_audio.stt``: Whisper, Parakeet, Qwen3-ASR,
 Moonshine, ...) loaded by mlx-audio's own loader from a hub id or a local directory, transcribing batches of takes.
-It implements narrate.jobs.proof.recognizer.Recognizer.
+It implements narrate.jobs.task.model_protocols.Recognizer.
 
 Takes come at 24 kHz and are resampled to the model's rate (16 kHz for every family above) by mlx-audio's own
 resampler. A Qwen3-ASR model transcribes a batch of takes in one greedy decode (``decode_qwen3_asr``: the takes of
@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, Self, TypeVar
 
 import mlx.core as mx
 import numpy as np
@@ -106,12 +106,42 @@ ROLE = Role(
 )
 
 
-class MlxRecognizer:
-    """A loaded mlx-audio STT model (``load``), transcribing on its own thread and MLX stream."""
+class SttModel:
+    """What the recognizer and the aligner share: a model loaded by mlx-audio's STT loader, from a hub id or a
+    local directory, on the recognizer's thread (``RecognizerThread``), its errors worded for its ``ROLE``; what it
+    computes runs on that thread too (``on_thread``)."""
+
+    ROLE: ClassVar[Role]
 
     def __init__(self, source: str, model: Any):
         self.source = source
         self.model = model
+
+    @classmethod
+    def load(cls, source: str) -> Self:
+        """The model at `source` through mlx-audio's STT loader, on the recognizer's thread."""
+        loaded: Self = RecognizerThread.run(cls._load, source)
+        return loaded
+
+    @classmethod
+    def _load(cls, source: str) -> Self:
+        """``load`` on the calling thread (the recognizer's)."""
+        resolved, model = load_stt(source, cls.ROLE)
+        return cls(resolved, model)
+
+    @staticmethod
+    def on_thread(fn: Callable[..., T], *args: Any) -> T:
+        """`fn(*args)` on the recognizer's thread and MLX stream."""
+        return RecognizerThread.run(fn, *args)
+
+
+class MlxRecognizer(SttModel):
+    """A loaded mlx-audio STT model (``load``), transcribing on its own thread and MLX stream."""
+
+    ROLE = ROLE
+
+    def __init__(self, source: str, model: Any):
+        super().__init__(source, model)
         self.family = family(model)
         if self.family == "qwen3_asr":
             check_internals(model)
@@ -124,22 +154,9 @@ class MlxRecognizer:
         rate = getattr(pre, "sample_rate", None) or getattr(self.model, "sample_rate", None)
         return int(rate) if rate else 16_000
 
-    @classmethod
-    def load(cls, source: str) -> MlxRecognizer:
-        """The model at `source` (a hub id or a local directory) through mlx-audio's STT loader, on the
-        recognizer's thread."""
-        loaded: MlxRecognizer = RecognizerThread.run(cls._load, source)
-        return loaded
-
-    @classmethod
-    def _load(cls, source: str) -> MlxRecognizer:
-        """``load`` on the calling thread (the recognizer's)."""
-        resolved, model = load_stt(source, ROLE)
-        return cls(resolved, model)
-
     def transcribe(self, takes: Sequence[np.ndarray], *, languages: Sequence[str], texts: Sequence[str]) -> list[str]:
         """What is heard in each take (24 kHz floats), on the recognizer's thread."""
-        return RecognizerThread.run(self._transcribe, list(takes), list(languages), list(texts))
+        return self.on_thread(self._transcribe, list(takes), list(languages), list(texts))
 
     def limit(self, text: str, seconds: float) -> int:
         """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.recognizer.limit_of):

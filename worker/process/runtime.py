@@ -9,11 +9,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from narrate.jobs.book.synthesis import Engine
-from narrate.jobs.proof.recognizer import Recognizer
-from narrate.jobs.readalong.aligning import Aligner
 from narrate.jobs.settings import Settings
 from narrate.jobs.task.context import JobContext, ProgressListener
+from narrate.jobs.task.model_protocols import Aligner, Engine, Recognizer
 from narrate.worker.process.host import host_id
 from rq.job import Job
 

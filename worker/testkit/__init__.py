@@ -2,7 +2,7 @@
 worker uses none of this unless told to (NARRATE_ENGINE=fake).
 
 - ``fake_engine``: a deterministic tone generator with fault injection, implementing
-  narrate.jobs.book.synthesis.Engine without mlx (fault tests); ``fake_recognizer`` beside it, the proof
+  narrate.jobs.task.model_protocols.Engine without mlx (fault tests); ``fake_recognizer`` beside it, the proof
   pass's recognizer that hears its tones as their text (or with a defect asked for); ``fake_aligner``, the word
   timings' aligner that spreads a take's words over it by their length;
 - ``random_checkpoint``: random-weight Qwen3-TTS checkpoints (Base, CustomVoice, VoiceDesign) in

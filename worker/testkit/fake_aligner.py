@@ -1,5 +1,5 @@
 """A stand-in for the word timings' forced aligner, for fast tests only (NARRATE_ENGINE=fake, beside the fake
-engine). It implements narrate.jobs.readalong.aligning.Aligner and imports no mlx.
+engine). It implements narrate.jobs.task.model_protocols.Aligner and imports no mlx.
 
 It splits the text into words as mlx-audio's aligner does for a language written with spaces (punctuation dropped,
 letters, digits and apostrophes kept) and spreads them over the take by their length in characters, each word

@@ -1,5 +1,5 @@
 """A deterministic stand-in for the MLX engine, for fault tests only (NARRATE_ENGINE=fake). It
-implements narrate.jobs.book.synthesis.Engine and imports no mlx.
+implements narrate.jobs.task.model_protocols.Engine and imports no mlx.
 
 Each sentence becomes a tone whose pitch and length come from sha256(text), so a fault-free
 run gives byte-exact expected output. Controlled by environment variables:
@@ -26,8 +26,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, RiderSource, Sentence, VoiceEmbedding
+from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
+from narrate.jobs.task.model_protocols import RiderSource
 
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5 codec frames a second
 

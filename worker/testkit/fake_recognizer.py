@@ -1,5 +1,5 @@
 """A stand-in for the proof pass's recognizer, for fault tests only (NARRATE_ENGINE=fake, beside the fake engine).
-It implements narrate.jobs.proof.recognizer.Recognizer and imports no mlx.
+It implements narrate.jobs.task.model_protocols.Recognizer and imports no mlx.
 
 It "hears" the fake engine's tones: each tone is remembered with its text and seed (fake_engine.SPOKEN, and the
 file NARRATE_FAKE_SPOKEN for a process that did not make it), and it transcribes a tone as its text, or with a
