@@ -15,6 +15,7 @@ from narrate.jobs.queue.books import PART_FIELDS, PartState, fold_book
 from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of, queue_names
 from narrate.jobs.queue.runs import run_queues
+from narrate.jobs.queue.states import State
 from narrate.jobs.server.records import queue
 from narrate.jobs.voices.clips import CLIP_PREFIX
 from rq.job import Job
@@ -29,7 +30,7 @@ from rq.registry import (
 )
 from rq.serializers import JSONSerializer
 
-STATES = ("queued", "scheduled", "started", "finished", "failed", "canceled")
+STATES = tuple(s.value for s in State)
 _ALSO = {"failed": ("failed", "stopped")}  # a stopped job (rq's own stop) is listed with the failed ones
 REGISTRIES: dict[str, type[BaseRegistry]] = {
     "deferred": DeferredJobRegistry,

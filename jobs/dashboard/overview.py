@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import redis
 from narrate.jobs.queue.rq_compat import started_job_ids
+from narrate.jobs.queue.states import State
 from narrate.jobs.server.records import queue
 from rq import Queue
 from rq.job import Job
@@ -26,7 +27,9 @@ from rq.registry import (
 )
 from rq.serializers import JSONSerializer
 
-STATES = ("started", "scheduled", "queued", "failed", "canceled", "finished")
+STATES = tuple(
+    s.value for s in (State.STARTED, State.SCHEDULED, State.QUEUED, State.FAILED, State.CANCELED, State.FINISHED)
+)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ import redis
 from narrate.jobs.api.prepare import Request
 from narrate.jobs.api.submit import plan
 from narrate.jobs.errors import JobNotFound
+from narrate.jobs.queue.states import ENDED_API
 from narrate.jobs.server.records import find
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import DAY_S, Settings
@@ -282,7 +283,7 @@ def due(web: Web, skip: Container[str] = ()) -> list[Due]:
         except JobNotFound:
             forget(r, job_id)
             continue
-        if payload["status"] in views.TERMINAL:
+        if payload["status"] in ENDED_API:
             found.append(Due(job_id, url, payload))
     return found
 

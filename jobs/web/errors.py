@@ -13,6 +13,7 @@ import redis
 from narrate.jobs.api.unfinished import NotFinished
 from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound, ServerUnavailable
 from narrate.jobs.queue.cancel import JobEnded
+from narrate.jobs.queue.states import State
 from narrate.jobs.server.durability import NotDurable
 from narrate.jobs.voices.library import VoiceExists, VoiceInUse
 
@@ -123,9 +124,8 @@ def in_use(e: VoiceInUse, then: str) -> str:
 
 def not_finished(e: NotFinished) -> str:
     """A narration that has not completed, in the web's words (the command line's names its commands)."""
-    from narrate.jobs.web.views import api_state
 
-    job_id, state, doing = e.facts["job_id"], api_state(e.facts["state"]), e.facts["doing"]
+    job_id, state, doing = e.facts["job_id"], State.of(e.facts["state"]).api, e.facts["doing"]
     then = "resume it; " if state in ("failed", "cancelled") else ""
     return f"narration {job_id} is {state.replace('_', ' ')}: {then}{doing} it once it has completed"
 

@@ -8,7 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import redis
 from fastapi import APIRouter, Query, Request
@@ -19,6 +19,7 @@ from narrate.jobs.api.jobview import JobView
 from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.resume import Resume, Resumed
+from narrate.jobs.queue.states import ENDED_API, ApiWord, State
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.web import callbacks, submitting, views
 from narrate.jobs.web.auth import SIGNED_IN
@@ -32,7 +33,6 @@ from narrate.jobs.web.uploads import read_form
 from starlette.concurrency import run_in_threadpool
 
 router = APIRouter(tags=["narrations"], dependencies=[SIGNED_IN])
-State = Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
 EVENT_POLL_S = 0.5
 KEEPALIVE_S = 15.0
 RECONNECT_MS = 1000  # the retry hint at the end of a stream's stretch
@@ -77,7 +77,7 @@ async def create(request: Request, web: WebDep) -> JSONResponse:
 @router.get("/v1/narrations", response_model=NarrationList, responses=documented(401, 403, 422))
 def list_narrations(
     web: WebDep,
-    status: Annotated[State | None, Query()] = None,
+    status: Annotated[ApiWord | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Narrations a page (newest first)")] = 100,
     after: Annotated[str | None, Query(max_length=200, description="The last id of the page before")] = None,
 ) -> dict[str, Any]:
@@ -121,7 +121,7 @@ async def events(request: Request, web: WebDep, narration_id: str) -> StreamingR
             if said != last:
                 yield f"event: narration\ndata: {json.dumps(said)}\n\n".encode()
                 last, quiet = said, time.monotonic()
-                if said["status"] in views.TERMINAL:
+                if said["status"] in ENDED_API:
                     return
             elif time.monotonic() - quiet > KEEPALIVE_S:
                 yield b": keep-alive\n\n"
@@ -177,7 +177,7 @@ def left_alone(did: Resumed) -> str:
     if did.outcome is Resume.LEFT_RACED:
         return "was requeued or started again meanwhile"
     if did.outcome is Resume.LEFT_ENDED:
-        return f"is {views.api_state(did.state)}"
+        return f"is {State.of(did.state).api}"
     return "is cancelled"
 
 
@@ -273,7 +273,7 @@ def delete_narration(web: Web, narration_id: str) -> dict[str, Any]:
     """Remove an ended narration's files (those still as it wrote them), parts and record. Only one
     request deletes it: another one meanwhile, and any after, get 404."""
     st, files = views.narration_and_files(web.redis, web.settings, narration_id)
-    if st["status"] not in views.TERMINAL:
+    if st["status"] not in ENDED_API:
         raise ApiError(409, f"narration {narration_id} is {st['status']}; cancel it first (POST .../cancel)")
     claim = f"{PREFIX}deleting:{narration_id}"
     if not web.redis.set(claim, "1", nx=True, ex=DELETE_CLAIM_S):

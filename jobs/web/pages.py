@@ -22,6 +22,7 @@ from narrate.jobs.documents.readers.summary import summarize
 from narrate.jobs.errors import BadInput, JobNotFound, NarrateError
 from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
+from narrate.jobs.queue.states import ENDED_API, State
 from narrate.jobs.voices.clips import PANGRAM
 from narrate.jobs.web import flash, narrations, proof, submitting, views
 from narrate.jobs.web.auth import SIGNED_IN
@@ -126,8 +127,8 @@ BOOKS_A_PAGE = 48
 def _queue(web: Web, after: str | None) -> dict[str, Any]:
     """Every narration that runs, waits (as a worker takes them) or is scheduled, then the ended ones,
     newest first, a page of them (after narration `after`): the rows and the link to older ones."""
-    active = views.listed_page(web.redis, web.settings, ("in_progress", "queued", "scheduled"))[0]
-    ended, more = views.listed_page(web.redis, web.settings, views.TERMINAL, ENDED_A_PAGE, after)
+    active = views.listed_page(web.redis, web.settings, (State.STARTED.api, State.QUEUED.api, State.SCHEDULED.api))[0]
+    ended, more = views.listed_page(web.redis, web.settings, ENDED_API, ENDED_A_PAGE, after)
     shown = [job for job in ended if not job.get("superseded_by")]  # one card a book: its redo stands for it
     jobs = _titled(web, views.queue_order(web.redis, web.settings, active) + shown)
     return {"jobs": jobs, "after": after, "older": ended[-1]["id"] if more and ended else None}
@@ -181,7 +182,8 @@ def job_page(request: Request, web: WebDep, job_id: str) -> Response:
     context = {
         "job": job,
         "audio": _audio(job),
-        "terminal": job["status"] in views.TERMINAL,
+        "terminal": job["status"] in ENDED_API,
+        "ended": ENDED_API,  # the page stops following the job at these words (narrate.js)
         "proof": _proof(web, job),
         **_flash(request),
     }
@@ -238,7 +240,7 @@ async def act(
 @router.get("/books")
 def books_page(request: Request, web: WebDep, after: After = None) -> Response:
     """The finished books, newest first, a page at a time (a link to older ones)."""
-    rows, more = views.listed_page(web.redis, web.settings, ("completed",), BOOKS_A_PAGE, after)
+    rows, more = views.listed_page(web.redis, web.settings, (State.FINISHED.api,), BOOKS_A_PAGE, after)
     ids = [row["id"] for row in rows if not row.get("superseded_by")]  # one card a book: its redo stands for it
     found = views.finished_narrations(web.redis, web.settings, ids)  # deleted: left out
     titled = _titled(web, [job for job, _ in found])

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import APIRouter
 from narrate.jobs.api import proof as proofs
+from narrate.jobs.queue.states import State
 from narrate.jobs.web import views
 from narrate.jobs.web.auth import SIGNED_IN
 from narrate.jobs.web.errors import ApiError, documented
@@ -43,6 +44,6 @@ def report(web: Web, narration_id: str) -> dict[str, Any]:
     return {
         **rep,
         "object": "narration.proof",
-        "status": views.api_state(rep["status"]),
+        "status": State.of(rep["status"]).api,
         "audio_url": views.file_url(job_id, audio) if audio in here else None,
     }

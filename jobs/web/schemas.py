@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from narrate.jobs.queue.states import ApiWord
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -35,7 +36,7 @@ class Progress(BaseModel):
 class Narration(BaseModel):
     id: str
     object: Literal["narration"] = "narration"
-    status: Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
+    status: ApiWord
     created_at: str | None
     started_at: str | None = None
     ended_at: str | None = None
@@ -119,7 +120,7 @@ class ProofSentence(BaseModel):
 class ProofReport(ProofCounts):
     id: str
     object: Literal["narration.proof"] = "narration.proof"
-    status: Literal["queued", "scheduled", "in_progress", "completed", "failed", "cancelled"]
+    status: ApiWord
     complete: bool = Field(description="completed, its result read: the sentences are listed (before: counts so far)")
     fixed: int | None = Field(None, description="flagged sentences whose kept take is ok (once complete)")
     sentences: list[ProofSentence] | None = Field(

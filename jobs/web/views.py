@@ -16,6 +16,7 @@ from narrate.jobs.api.jobview import JobView
 from narrate.jobs.api.status import status as job_status
 from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.outputs import whereabouts
+from narrate.jobs.queue.states import State
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.clips import CLIP_PREFIX
 from narrate.jobs.web import outputs
@@ -24,30 +25,10 @@ from narrate.jobs.xmltext import without_bidi
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
-STATES = {
-    "queued": "queued",
-    "deferred": "queued",  # a fanned-out book waiting for its parts (folded in by status and list)
-    "scheduled": "scheduled",
-    "started": "in_progress",
-    "finished": "completed",
-    "failed": "failed",
-    "stopped": "failed",
-    "canceled": "cancelled",
-}
-NARRATE_STATE = {"in_progress": "started", "completed": "finished", "cancelled": "canceled"}
-TERMINAL = ("completed", "failed", "cancelled")
 # A voice name as the pages' fields check it (jobs/voices/names.py, any case). Chromium compiles an
 # input's `pattern` with the `v` flag, where a `-` in a class must be escaped.
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_\-]{0,63}"
 NAME_RULE = "1-64 letters, digits, - or _, starting with a letter or digit"
-
-
-def api_state(state: str) -> str:
-    return STATES.get(state, "queued" if state == "unknown" else state)
-
-
-def narrate_state(api: str) -> str:
-    return NARRATE_STATE.get(api, api)
 
 
 _JOB_ID = re.compile(r"narrate-[A-Za-z0-9_-]{1,191}")  # what rq takes as an id (it raises on anything else)
@@ -111,7 +92,7 @@ def _view(
 ) -> dict[str, Any]:
     """The narration object of a job's status `st` and the files it lists here."""
     job_id = st["id"]
-    state = api_state(st["status"])
+    state = State.of(st["status"]).api
     result = st.get("result") or {}
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
     if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done, and its audio
@@ -211,7 +192,7 @@ def listed_page(
 ) -> tuple[list[dict[str, Any]], bool]:
     """`listed` a page at a time (jobs/api/listing.py list_page): the newest `limit` narrations after
     narration `after`, in one of `states` (API names) if given; and whether more follow."""
-    wanted = tuple(narrate_state(s) for s in states) if states else None
+    wanted = tuple(State.from_api(s).value for s in states) if states else None
     rows, more = listing.list_page(r, settings.queue, Path(settings.output_dir), wanted, limit, after, clips=False)
     return [_running(r, _row(row)) for row in rows], more
 
@@ -225,13 +206,13 @@ def _running(r: redis.Redis, row: dict[str, Any]) -> dict[str, Any]:
         st = job_status(r, row["id"])
     except JobNotFound:  # it ended and expired meanwhile
         return row
-    if api_state(st["status"]) != "in_progress":
+    if State.of(st["status"]) != State.STARTED:
         return row
     return {**row, "progress": _progress(st.get("progress") or {}, [], "in_progress")}
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
-    state = api_state(row["status"])
+    state = State.of(row["status"]).api
     progress = {
         "done": row["done"],
         "total": row["total"],

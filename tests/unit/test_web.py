@@ -12,6 +12,7 @@ import wave
 import pytest
 from narrate.jobs.errors import BadInput, JobNotFound
 from narrate.jobs.ffmpeg import ffmpeg_exe
+from narrate.jobs.queue.states import ENDED_API, State
 from narrate.jobs.settings import Settings
 from narrate.jobs.voices.choice import choose
 from narrate.jobs.web import callbacks, choices, speech_clips, views
@@ -147,15 +148,18 @@ def test_model_names_and_data_url_samples(tmp_path):
 
 def test_status_words_and_ids():
     assert [
-        views.api_state(s)
-        for s in ("queued", "deferred", "scheduled", "started", "finished", "failed", "stopped", "canceled")
-    ] == ["queued", "queued", "scheduled", "in_progress", "completed", "failed", "failed", "cancelled"]
-    assert [views.narrate_state(s) for s in ("in_progress", "completed", "cancelled", "queued")] == [
+        State.of(s).api
+        for s in ("queued", "deferred", "scheduled", "started", "finished", "failed", "stopped", "canceled", "unknown")
+    ] == ["queued", "queued", "scheduled", "in_progress", "completed", "failed", "failed", "cancelled", "queued"]
+    assert [State.from_api(s) for s in ("in_progress", "completed", "cancelled", "queued")] == [
         "started",
         "finished",
         "canceled",
         "queued",
     ]
+    assert ENDED_API == ("completed", "failed", "cancelled")
+    with pytest.raises(ValueError, match="not a narration's status"):
+        State.from_api("started")  # narrate's word, not the API's
     assert views.check_id("narrate-0123") == "narrate-0123"
     for bad in ("narrate-clip-0123", "rq:job:x", "x" * 300):
         with pytest.raises(JobNotFound):

@@ -79,10 +79,9 @@ async function preview(button) {
   }
 }
 
-const TERMINAL = ["completed", "failed", "cancelled"];
-
 function follow(main) {
   const events = new EventSource(main.dataset.events);
+  const ended = (main.dataset.ended || "").split(" "); // the API's words for a job that will not change (jobs/queue/states.py)
   events.addEventListener("narration", (event) => {
     const job = JSON.parse(event.data);
     const p = job.progress || {};
@@ -135,7 +134,7 @@ function follow(main) {
       bar.max = p.sentences_total;
       bar.value = p.sentences_done;
     }
-    if (TERMINAL.includes(job.status)) {
+    if (ended.includes(job.status)) {
       events.close();
       window.location.reload();
     }
