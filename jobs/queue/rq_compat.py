@@ -1,9 +1,9 @@
 """Every use of an rq internal narrate needs, in one module, and the check that fails loudly when an
-rq release changes one of them (rq is pinned to the minor version tested; its main branch has
-already changed several of these signatures).
+rq release changes one of them (rq is held to the minor versions tested: 2.12 and 3.0, whose internals listed here
+are the same but for what narrate's worker passes on, narrate.worker.process.rq_worker.handle_job_failure).
 
 Public rq API is used everywhere else: registries' ``get_job_and_execution_ids``, ``remove_executions``,
-``FailedJobRegistry.add``/``remove``, ``Job.set_status``, ``Worker.find_by_key``. What rq 2.12 has no
+``FailedJobRegistry.add``/``remove``, ``Job.set_status``, ``Worker.find_by_key``. What rq 2.12 and 3.0 have no
 public way to do:
 
 - put an existing job (back) into its queue, at the front or the end (``Queue._enqueue_job``);

@@ -207,12 +207,18 @@ class NarrateWorker(ClaimingWorker):
         super().handle_execution_ended(job, queue, heartbeat_ttl)
 
     def handle_job_failure(
-        self, job: Job, queue: Queue, started_job_registry: StartedJobRegistry | None = None, exc_string: str = ""
+        self,
+        job: Job,
+        queue: Queue,
+        started_job_registry: StartedJobRegistry | None = None,
+        exc_string: str = "",
+        **execution: Any,
     ) -> None:
+        # rq 3.0 names the execution that ended (`execution=`), for cleanup_execution; rq 2.12 passes none
         reason = _canceled(job)
         if reason == "taken":  # another worker has it now: only this worker's execution ends
             with self.connection.pipeline() as pipeline:
-                self.cleanup_execution(job, pipeline=pipeline)
+                self.cleanup_execution(job, pipeline=pipeline, **execution)
                 pipeline.execute()
             log.warning(
                 "job %s was judged abandoned while this worker was away (asleep, or cut off from "
@@ -222,7 +228,7 @@ class NarrateWorker(ClaimingWorker):
             return None
         if reason is not None:  # canceled or deleted: it ended for good, checkpoints kept
             with self.connection.pipeline() as pipeline:
-                self.cleanup_execution(job, pipeline=pipeline)
+                self.cleanup_execution(job, pipeline=pipeline, **execution)
                 if reason == "deleted":
                     pipeline.delete(job.key)
                 else:
@@ -231,10 +237,10 @@ class NarrateWorker(ClaimingWorker):
             log.info("job %s %s", job.id, reason)
             return None
         if not _stopped_early(job):
-            super().handle_job_failure(job, queue, started_job_registry, exc_string)
+            super().handle_job_failure(job, queue, started_job_registry, exc_string, **execution)
             return
         with self.connection.pipeline() as pipeline:  # a warm stop: front of the queue, attempt given back
-            self.cleanup_execution(job, pipeline=pipeline)
+            self.cleanup_execution(job, pipeline=pipeline, **execution)
             requeue_front(self.connection, job, "warm_stop", pipeline=pipeline)
             pipeline.execute()
         why = "a warm stop" if self.stop_event.is_set() else "yielding to clip jobs (it continues after them)"
