@@ -12,7 +12,7 @@ import click
 from narrate.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tests" / "bench" / "results.md"]
 PATH = re.compile(r"((?:jobs|worker|cli|tests|docs|\.ci)/[\w./-]*[\w-]\.(?:py|md|toml|html|js|css|json|sh))")
 SHOWN = re.compile(r"^\s*(?:\$ )?narrate ([a-z][a-z-]*)(?: ([a-z][a-z-]*))?")
 
