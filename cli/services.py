@@ -170,8 +170,8 @@ def bench(
     continuous batching and the PyTorch qwen-tts package)."""
     import signal
 
+    from narrate.worker.bench.bench_report import format_table, plot, pyplot
     from narrate.worker.bench.checkpoints import preset_checkpoint, random_checkpoint
-    from narrate.worker.bench.report import format_table, plot, pyplot
     from narrate.worker.bench.runner import default_json, parse_families, run_bench
     from narrate.worker.bench.workloads import workload as make_workload
 

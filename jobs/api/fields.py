@@ -87,7 +87,7 @@ def _checks() -> dict[str, tuple[Check, bool]]:
     from narrate.jobs.fanout.split import check_fan_out
     from narrate.jobs.feeds.store import check_feed_name
     from narrate.jobs.library.audiobookshelf import check_url
-    from narrate.jobs.proof.recognizer import check_proof
+    from narrate.jobs.proof.recognizer_choice import check_proof
     from narrate.jobs.readalong.aligning import check_aligner
 
     tag: tuple[Check, bool] = (lambda v, o: check_tag(o, v), False)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import redis
-from narrate.jobs.api import previews
+from narrate.jobs.api import chapter_previews
 from narrate.jobs.api.listing import list_jobs
 from narrate.jobs.api.status import finished_status, status
 from narrate.jobs.feeds import store as feeds
@@ -96,7 +96,7 @@ class JobView:
         for part in (job.meta or {}).get("parts") or []:
             if self.r.exists(Job.key_for(part)):
                 fetch(self.r, part).delete()
-        previews.forget(self.r, self.settings, job)
+        chapter_previews.forget(self.r, self.settings, job)
         job.delete()
         feeds.forget(self.r, job_id)
         recorded.forget(self.r, job_id)

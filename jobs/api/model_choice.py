@@ -18,7 +18,7 @@ from pathlib import Path
 
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import DEFAULT_MODEL
-from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
+from narrate.jobs.voices.model_offer import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
 
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 # The models narrate's code names (the default of each kind), and the published Qwen3-TTS ids (Qwen's,

@@ -12,7 +12,7 @@ from narrate.jobs.api.model_choice import DRY_RUN
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.languages import tts_name
 from narrate.jobs.errors import BadInput
-from narrate.jobs.proof.recognizer import HUB_ID, proof_model
+from narrate.jobs.proof.recognizer_choice import HUB_ID, proof_model
 from narrate.jobs.readalong.aligning import align_model
 from narrate.jobs.settings import Settings
 

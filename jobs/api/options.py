@@ -27,7 +27,7 @@ from narrate.jobs.fanout.split import check_fan_out
 from narrate.jobs.feeds.store import check_feed_name
 from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.outputs.outputs import EPUB
-from narrate.jobs.proof.recognizer import check_proof
+from narrate.jobs.proof.recognizer_choice import check_proof
 from narrate.jobs.readalong.aligning import check_aligner
 from narrate.jobs.settings import Settings
 

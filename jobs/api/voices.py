@@ -24,10 +24,10 @@ from narrate.jobs.server import store
 from narrate.jobs.server.durability import durable_writes
 from narrate.jobs.server.records import find, queue
 from narrate.jobs.settings import DAY_S, Settings, check_quant
-from narrate.jobs.voices import clips, library
+from narrate.jobs.voices import clips, voice_library
 from narrate.jobs.voices.choice import VoiceChoice
 from narrate.jobs.voices.clips import CLIP_FUNCTION, CLIP_PREFIX, ClipSpec
-from narrate.jobs.voices.models import DEFAULT_VOICE_DESIGN, QWEN_PRESETS, facts
+from narrate.jobs.voices.model_offer import DEFAULT_VOICE_DESIGN, QWEN_PRESETS, facts
 from narrate.jobs.voices.names import check_name
 from rq.job import Job, JobStatus
 
@@ -36,20 +36,22 @@ PENDING = ("queued", "scheduled", "deferred")  # jobs that have not taken their 
 
 def add(
     settings: Settings, r: redis.Redis, name: str, sample: Path, description: str | None = None, text: str | None = None
-) -> library.VoiceRecord:
+) -> voice_library.VoiceRecord:
     """Save a voice sample under `name` (checked and normalized first: nothing is stored otherwise)."""
     name = check_name(name)
-    record_text = library.check_text(text, "transcript", library.MAX_TRANSCRIPT_CHARS)
-    said = library.check_text(description, "description", library.MAX_DESCRIPTION_CHARS)
+    record_text = voice_library.check_text(text, "transcript", voice_library.MAX_TRANSCRIPT_CHARS)
+    said = voice_library.check_text(description, "description", voice_library.MAX_DESCRIPTION_CHARS)
     v = read_voice(Path(sample), ffmpeg_exe(settings.ffmpeg))
-    record = library.VoiceRecord(name, "clone", v.sha256, round(v.seconds, 3), said, record_text, library.now_iso())
+    record = voice_library.VoiceRecord(
+        name, "clone", v.sha256, round(v.seconds, 3), said, record_text, voice_library.now_iso()
+    )
     with durable_writes(r):
-        return library.add(r, record, v)
+        return voice_library.add(r, record, v)
 
 
 def list_voices(r: redis.Redis, model: str | None = None) -> list[dict]:
     """Saved voices, then (with `model`) the model's preset speakers: one JSON-able dict each."""
-    rows = [_row(v) for v in library.all_voices(r)]
+    rows = [_row(v) for v in voice_library.all_voices(r)]
     if model is not None:
         rows += preset_rows(model)
     return rows
@@ -77,7 +79,7 @@ def preset_rows(model: str) -> list[dict]:
     ]
 
 
-def _row(v: library.VoiceRecord) -> dict:
+def _row(v: voice_library.VoiceRecord) -> dict:
     row = asdict(v)
     row["kind"] = v.kind
     row["speaker"] = None
@@ -86,11 +88,11 @@ def _row(v: library.VoiceRecord) -> dict:
 
 def show(r: redis.Redis, settings: Settings, name: str) -> dict:
     """A saved voice's record and who still names it, or a design waiting to be kept."""
-    record = library.find(r, name)
+    record = voice_library.find(r, name)
     if record is None:
         draft = clips.get_draft(r, name)
         if draft is None:
-            library.get(r, name)  # raises VoiceNotFound, listing the saved voices
+            voice_library.get(r, name)  # raises VoiceNotFound, listing the saved voices
         assert draft is not None
         return {
             "name": draft.name,
@@ -105,22 +107,22 @@ def show(r: redis.Redis, settings: Settings, name: str) -> dict:
     return {**_row(record), "used_by": users(r, settings, record.name)}
 
 
-def rename(r: redis.Redis, old: str, new: str) -> library.VoiceRecord:
+def rename(r: redis.Redis, old: str, new: str) -> voice_library.VoiceRecord:
     with durable_writes(r):
-        return library.rename(r, old, new)
+        return voice_library.rename(r, old, new)
 
 
 def users(r: redis.Redis, settings: Settings, name: str) -> list[str]:
     """The queued, scheduled or waiting jobs submitted with this saved voice (by its name, or its
     sample under any name or from a file), and the schedules added with its name."""
     name = name.lower()
-    record = library.find(r, name)
+    record = voice_library.find(r, name)
     found = []
     for state in PENDING:
         for row in list_jobs(r, settings.queue, settings.output_dir, state):
             if row.get("voice_name") == name or (record is not None and row.get("voice_sample") == record.sha256):
                 found.append(f"job {row['id']} ({row['status']}: {row['document']})")
-    return found + library.pins(r, name)
+    return found + voice_library.pins(r, name)
 
 
 def users_shown(users: list[str], most: int = 5) -> str:
@@ -128,20 +130,22 @@ def users_shown(users: list[str], most: int = 5) -> str:
     return "; ".join(users[:most]) + (f"; and {len(users) - most} more" if len(users) > most else "")
 
 
-def remove(r: redis.Redis, settings: Settings, name: str, force: bool = False) -> tuple[library.VoiceRecord, list[str]]:
+def remove(
+    r: redis.Redis, settings: Settings, name: str, force: bool = False
+) -> tuple[voice_library.VoiceRecord, list[str]]:
     """Delete a saved voice; refused (VoiceInUse) while a queued, scheduled or recurring job names it,
     unless `force` (they keep the sample they were submitted with). Returns (record, those users)."""
-    record = library.get(r, name)
+    record = voice_library.get(r, name)
     using = users(r, settings, record.name)
     if using and not force:
-        raise library.VoiceInUse(
+        raise voice_library.VoiceInUse(
             f"voice {record.name!r} is still named by {users_shown(using)}; they keep their copy of the sample, so "
             f"`narrate voice remove {record.name} --force` removes it anyway",
             record.name,
             using,
         )
     with durable_writes(r):
-        return library.remove(r, record.name), using
+        return voice_library.remove(r, record.name), using
 
 
 def _enqueue_clip(settings: Settings, r: redis.Redis, spec: ClipSpec, label: str) -> Job:
@@ -233,9 +237,11 @@ def design(
     """Queue one job that makes `candidates` clips of a voice described in words (a VoiceDesign
     model), kept as a draft under `name` until `keep` saves one of them."""
     name = check_name(name)
-    if library.find(r, name) is not None:
-        raise library.VoiceExists(f"a voice named {name!r} exists; design under another name, or remove it first", name)
-    said = library.check_text(description, "description", library.MAX_DESCRIPTION_CHARS)
+    if voice_library.find(r, name) is not None:
+        raise voice_library.VoiceExists(
+            f"a voice named {name!r} exists; design under another name, or remove it first", name
+        )
+    said = voice_library.check_text(description, "description", voice_library.MAX_DESCRIPTION_CHARS)
     if not said:
         raise BadInput('the description is empty; describe the voice, e.g. "Female, 60s, low raspy alto, unhurried"')
     if not 1 <= candidates <= clips.MAX_CANDIDATES:
@@ -254,7 +260,7 @@ def design(
         line, "design", seeds, _language(language), said, model, quant, settings.max_frames, settings.keep_days * DAY_S
     )
     job = _enqueue_clip(settings, r, spec, f"design of voice {name}")
-    draft = clips.Draft(name, said, line, model, job.id, seeds, library.now_iso())
+    draft = clips.Draft(name, said, line, model, job.id, seeds, voice_library.now_iso())
     clips.put_draft(r, draft, settings.keep_days * DAY_S)
     return draft, job
 
@@ -285,7 +291,7 @@ def write_clip(r: redis.Redis, job_id: str, number: int, path: Path) -> Path:
     return path
 
 
-def keep(settings: Settings, r: redis.Redis, name: str, number: int) -> library.VoiceRecord:
+def keep(settings: Settings, r: redis.Redis, name: str, number: int) -> voice_library.VoiceRecord:
     """Save candidate `number` of the design `name` as a voice of the library (a sample that Base
     models clone: one stable identity for a whole book)."""
     name = check_name(name)
@@ -301,18 +307,18 @@ def keep(settings: Settings, r: redis.Redis, name: str, number: int) -> library.
         raise BadInput(f"design {name!r} has candidates 1 to {len(draft.seeds)}, not {number}")
     wav = clips.get_clip(r, draft.job_id, number)
     v = normalize_voice(wav, origin=f"candidate {number} of design {name!r}", ffmpeg=ffmpeg_exe(settings.ffmpeg))
-    record = library.VoiceRecord(
+    record = voice_library.VoiceRecord(
         name,
         "designed",
         v.sha256,
         round(v.seconds, 3),
         draft.description,
         draft.text,
-        library.now_iso(),
+        voice_library.now_iso(),
         draft.model,
         draft.seeds[number - 1],
     )
     with durable_writes(r):
-        library.add(r, record, v)
+        voice_library.add(r, record, v)
     clips.drop_draft(r, name)
     return record

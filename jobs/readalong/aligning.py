@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from narrate.jobs.proof.recognizer import check_model_ref
+from narrate.jobs.proof.recognizer_choice import check_model_ref
 from narrate.jobs.readalong.timing import Word
 
 if TYPE_CHECKING:

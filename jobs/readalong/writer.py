@@ -22,7 +22,7 @@ from narrate.jobs.documents.documents import Document
 from narrate.jobs.ffmpeg import run_ffmpeg
 from narrate.jobs.outputs.outputs import FORMATS
 from narrate.jobs.readalong import manifest
-from narrate.jobs.readalong.epub import Narration, write_epub
+from narrate.jobs.readalong.overlay_epub import Narration, write_epub
 from narrate.jobs.readalong.package import BookInfo
 from narrate.jobs.readalong.timing import Word, clips_of
 

@@ -40,7 +40,7 @@ from narrate.jobs.schedules import cron
 from narrate.jobs.schedules.lease import holder
 from narrate.jobs.server.store import PREFIX
 from narrate.jobs.settings import SAMPLE_RATE, Settings
-from narrate.jobs.voices import library
+from narrate.jobs.voices import voice_library
 from narrate.jobs.voices.choice import VoiceChoice
 
 SCHEDULES = f"{PREFIX}schedules"
@@ -77,7 +77,7 @@ class Schedule:
     options: dict = field(default_factory=dict)
     created: float = 0.0
     instruct: str | None = None  # a preset speaker's instruction
-    voice_name: str | None = None  # the saved voice or preset it was added with (pinned: jobs.voices.library)
+    voice_name: str | None = None  # the saved voice or preset it was added with (pinned: jobs.voices.voice_library)
     # A cast: {"reading": CastReading JSON, "voices": {label: {"voice", "instruct", "name"}}}; the
     # samples kept like the narrator's (schedule-voice:<sha256>).
     cast: dict | None = None
@@ -246,7 +246,7 @@ def add(r: redis.Redis, sched: Schedule, voice: VoiceChoice, cast: CastChoice | 
                     if chosen.sample is not None:
                         p.set(voice_key(chosen.sample.sha256), chosen.sample.wav)
                 for name in _names(sched):
-                    p.sadd(library.pins_key(name), pin_name(sched))
+                    p.sadd(voice_library.pins_key(name), pin_name(sched))
                 p.hset(SCHEDULES, sched.name, sched.to_json())
                 for part in PARTS:
                     p.delete(key(sched.name, part))
@@ -288,7 +288,7 @@ def remove(r: redis.Redis, name: str) -> Schedule:
                 p.hdel(SCHEDULES, name)
                 p.delete(*(key(name, part) for part in PARTS))
                 for voice_name in _names(sched):
-                    p.srem(library.pins_key(voice_name), pin_name(sched))
+                    p.srem(voice_library.pins_key(voice_name), pin_name(sched))
                 for sha in _samples(sched) - kept:
                     p.delete(voice_key(sha))
                 p.execute()

@@ -32,7 +32,7 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Chunk, OnBatch, Sentence
 from narrate.jobs.errors import BadInput
 from narrate.jobs.proof import report
-from narrate.jobs.proof.recognizer import proof_model
+from narrate.jobs.proof.recognizer_choice import proof_model
 from narrate.jobs.proof.report import Place
 from narrate.jobs.proof.takes import Counts, Norms, Record, Take, final_record, retake_seed
 from narrate.jobs.proof.verdict import Thresholds, judge

@@ -5,7 +5,7 @@ is stored or enqueued:
    (the library's copy). An argument that is both is refused, saying which is which;
 2. otherwise a name is a preset speaker when the model is a CustomVoice model (or, with no
    ``--model``, one of Qwen3-TTS's preset names): checked against the model's speakers where this
-   host can read them (jobs.voices.models), else by the worker at its first batch;
+   host can read them (jobs.voices.model_offer), else by the worker at its first batch;
 3. anything else is a one-line error: a missing file, an unknown name (the saved ones listed), a
    preset speaker on a Base model, a sample on a CustomVoice or VoiceDesign model.
 
@@ -22,8 +22,8 @@ import redis
 from narrate.jobs.audio.samples import Voice, read_voice
 from narrate.jobs.book.voice import MAX_INSTRUCT_CHARS, VoiceRef
 from narrate.jobs.errors import BadInput
-from narrate.jobs.voices import library
-from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, QWEN_PRESETS, ModelFacts, facts, unknown_speaker
+from narrate.jobs.voices import voice_library
+from narrate.jobs.voices.model_offer import DEFAULT_CUSTOM_VOICE, QWEN_PRESETS, ModelFacts, facts, unknown_speaker
 from narrate.jobs.voices.names import is_name
 
 
@@ -77,7 +77,7 @@ def choose(
     instruct = check_instruct(instruct)
     path = Path(text).expanduser()
     is_file = files and os.path.lexists(path)
-    record = library.find(r, text) if r is not None and is_name(text) else None
+    record = voice_library.find(r, text) if r is not None and is_name(text) else None
     model = model or default_model
     known = facts(model)
     if is_file and record is not None:
@@ -89,7 +89,7 @@ def choose(
         return _sample(VoiceChoice.of_sample(read_voice(path, ffmpeg)), model, known, instruct)
     if record is not None:
         assert r is not None
-        return _sample(VoiceChoice.of_sample(library.sample(r, record), record.name), model, known, instruct)
+        return _sample(VoiceChoice.of_sample(voice_library.sample(r, record), record.name), model, known, instruct)
     if is_name(text) and _is_preset(text.lower(), known):
         return _preset(text.lower(), model, known, instruct)
     raise _not_found(r, text, model, known, files)
@@ -148,8 +148,8 @@ def _not_found(
     saved = ""
     if r is not None:
         try:
-            library.get(r, name)
-        except library.VoiceNotFound as e:
+            voice_library.get(r, name)
+        except voice_library.VoiceNotFound as e:
             saved = str(e)
     said = saved or f"no saved voice named {name!r}"
     if known is not None and known.kind == "base" and name in QWEN_PRESETS:

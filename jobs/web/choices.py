@@ -16,7 +16,7 @@ import redis
 from narrate.jobs.api.model_choice import DEFAULT_MODELS, is_hub_id, is_published
 from narrate.jobs.errors import BadInput
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.proof.recognizer import AUTO
+from narrate.jobs.proof.recognizer_choice import AUTO
 from narrate.jobs.settings import MAX_VOICE_BYTES, Settings
 from narrate.jobs.voices.choice import VoiceChoice, choose
 from narrate.jobs.web.errors import ApiError

@@ -15,7 +15,7 @@ from narrate.jobs.errors import BadInput, Conflict, NarrateError, NotFound, Serv
 from narrate.jobs.queue.cancel import JobEnded
 from narrate.jobs.queue.states import State
 from narrate.jobs.server.durability import NotDurable
-from narrate.jobs.voices.library import VoiceExists, VoiceInUse
+from narrate.jobs.voices.voice_library import VoiceExists, VoiceInUse
 
 if TYPE_CHECKING:
     from fastapi import FastAPI, Request

@@ -15,7 +15,7 @@ import secrets
 import redis
 from narrate.jobs.queue.cancel import JobEnded
 from narrate.jobs.server.store import PREFIX
-from narrate.jobs.voices.library import VoiceExists, VoiceInUse
+from narrate.jobs.voices.voice_library import VoiceExists, VoiceInUse
 from narrate.jobs.web.errors import in_use, message_of
 from starlette.requests import Request
 from starlette.responses import Response

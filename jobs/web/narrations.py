@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import redis
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
-from narrate.jobs.api import previews
+from narrate.jobs.api import chapter_previews
 from narrate.jobs.api import submit as submit_api
 from narrate.jobs.api.jobview import JobView
 from narrate.jobs.errors import JobNotFound, NarrateError
@@ -248,7 +248,7 @@ def chapter_audio(web: WebDep, narration_id: str, number: int) -> FileResponse:
     """A chapter of a narration still being read, once its audio is encoded (m4a and m4b books: the
     chapters' `audio_url` in `progress`); gone once the book is finished (its own files replace it)."""
     views.check_id(narration_id)
-    path = previews.chapter_file(web.redis, web.settings, narration_id, number)
+    path = chapter_previews.chapter_file(web.redis, web.settings, narration_id, number)
     if path is None:
         raise ApiError(
             404,

@@ -10,7 +10,7 @@ from typing import Any
 from urllib.parse import quote
 
 import redis
-from narrate.jobs.api import listing, previews
+from narrate.jobs.api import chapter_previews, listing
 from narrate.jobs.api import proof as proofs
 from narrate.jobs.api.jobview import JobView
 from narrate.jobs.api.status import status as job_status
@@ -96,7 +96,7 @@ def _view(
     result = st.get("result") or {}
     chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
     if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done, and its audio
-        made = previews.ready(r, job_id)
+        made = chapter_previews.ready(r, job_id)
         chapters = [
             {
                 "title": c["title"],
@@ -253,7 +253,7 @@ def offered_models(settings: Settings) -> list[str]:
 def design_models(settings: Settings) -> list[str]:
     """The VoiceDesign models among those offered (a local checkpoint needs no network); none there:
     the published VoiceDesign model, from the hub."""
-    from narrate.jobs.voices.models import DEFAULT_VOICE_DESIGN, facts
+    from narrate.jobs.voices.model_offer import DEFAULT_VOICE_DESIGN, facts
 
     found = []
     for model in offered_models(settings):

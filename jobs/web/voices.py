@@ -12,7 +12,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from narrate.jobs.api import voices as voices_api
 from narrate.jobs.errors import NarrateError
-from narrate.jobs.voices import library
+from narrate.jobs.voices import voice_library
 from narrate.jobs.voices.names import check_name
 from narrate.jobs.web.auth import SIGNED_IN
 from narrate.jobs.web.choices import check_model
@@ -84,8 +84,8 @@ def _add(web: Web, form: Form) -> dict[str, Any]:
         raise ApiError(
             400, "send name and audio_sample (a file: -F audio_sample=@me.wav)", "name" if not name else "audio_sample"
         )
-    if library.find(web.redis, check_name(name)) is not None:  # before the sample is read (VoiceExists later)
-        raise library.VoiceExists(f"a voice named {name.lower()!r} exists", name.lower())
+    if voice_library.find(web.redis, check_name(name)) is not None:  # before the sample is read (VoiceExists later)
+        raise voice_library.VoiceExists(f"a voice named {name.lower()!r} exists", name.lower())
     description = form.value("description") or form.value("speaker_description")
     voices_api.add(web.settings, web.redis, name, sample.path, description, form.value("ref_text"))
     return _voice(next(r for r in voices_api.list_voices(web.redis) if r["name"] == name.lower()))

@@ -67,7 +67,7 @@ def greedy_codes(
     cloned in x-vector mode with `xvector` (the reference's own, so that only the talker is compared)."""
     import mlx.core as mx
     from narrate.worker.engine.decode_loop import DecodeLoop, Row
-    from narrate.worker.engine.voices import RowVoice
+    from narrate.worker.engine.row_voices import RowVoice
 
     voice = RowVoice.clone(mx.array(xvector).astype(loaded.talker_dtype))
     with greedy(loaded.model, repetition_penalty):

@@ -92,7 +92,7 @@ def test_the_batched_decode_is_mlx_audios_with_a_limit_per_take(asr_checkpoint):
 def test_a_take_is_heard_up_to_its_limit(asr_checkpoint):
     """The tiny recognizer's random weights never end a transcript: each runs to its limit, the text's tokens half
     as many again (+12), capped by the take's length (10 tokens a second, +12)."""
-    from narrate.jobs.proof.recognizer import limit_of
+    from narrate.jobs.proof.recognizer_choice import limit_of
     from narrate.worker.engine.recognizer import MlxRecognizer
 
     r = MlxRecognizer.load(str(asr_checkpoint))

@@ -19,7 +19,7 @@ from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.errors import BadInput
 from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import load, resolve
-from narrate.worker.engine.voices import RowVoice
+from narrate.worker.engine.row_voices import RowVoice
 
 TEXTS = [
     "Hello there, my friend.",
@@ -208,7 +208,7 @@ def test_a_voice_the_model_cannot_speak_is_refused_in_one_line(base, custom, des
 
 
 def test_the_suggested_model_is_the_same_hub_model_of_the_right_kind():
-    from narrate.worker.engine.voices import suggest
+    from narrate.worker.engine.row_voices import suggest
 
     assert suggest("mlx-community/Qwen3-TTS-12Hz-0.6B-CustomVoice-6bit", "base") == (
         "mlx-community/Qwen3-TTS-12Hz-0.6B-Base-6bit"

@@ -17,7 +17,7 @@ from lxml import etree
 from narrate.jobs.documents.readers.epub import parse_epub
 from narrate.jobs.documents.readers.epub_clean import clean_source
 from narrate.jobs.errors import BadInput
-from narrate.jobs.readalong.epub import Narration, write_epub
+from narrate.jobs.readalong.overlay_epub import Narration, write_epub
 from narrate.jobs.readalong.package import BookInfo
 from narrate.jobs.readalong.timing import Clip
 

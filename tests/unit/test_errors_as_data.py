@@ -15,7 +15,7 @@ import pytest
 from narrate.jobs.errors import BadInput, Conflict, JobNotFound, NarrateError, NotFound
 from narrate.jobs.queue.cancel import WORDS, Cancel, Canceled, JobEnded
 from narrate.jobs.queue.resume import Resume, Resumed
-from narrate.jobs.voices.library import VoiceExists, VoiceInUse, VoiceNotFound
+from narrate.jobs.voices.voice_library import VoiceExists, VoiceInUse, VoiceNotFound
 from narrate.jobs.web import flash
 from narrate.jobs.web.errors import ApiError, api_error, code_of, message_of, status_of
 

@@ -314,7 +314,7 @@ def test_a_narration_is_deleted_once_then_404(client, web, monkeypatch):
     # A second DELETE arriving while the first one removes it: 404 too, not a second 200.
     job_id = client.narrate("Delete me while deleting.").json()["id"]
     client.call("POST", f"/v1/narrations/{job_id}/cancel")
-    forget, raced = narrations.previews.forget, []
+    forget, raced = narrations.chapter_previews.forget, []
 
     def meanwhile(*args: Any) -> None:
         if not raced:  # once: the other request comes while this one removes the narration
@@ -325,7 +325,7 @@ def test_a_narration_is_deleted_once_then_404(client, web, monkeypatch):
                 raced[0] = e
         forget(*args)
 
-    monkeypatch.setattr(narrations.previews, "forget", meanwhile)
+    monkeypatch.setattr(narrations.chapter_previews, "forget", meanwhile)
     assert client.call("DELETE", f"/v1/narrations/{job_id}").status == 200
     assert len(raced) == 1 and isinstance(raced[0], JobNotFound), raced
     assert client.call("DELETE", f"/v1/narrations/{job_id}").status == 404

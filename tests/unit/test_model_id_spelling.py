@@ -1,6 +1,6 @@
 """One spelling of each model id: the README's and the docs' ids are the code's defaults
-(jobs/settings.py DEFAULT_MODEL, jobs/voices/models.py), and the messages that suggest a model
-(worker/engine/voices.py) name those same ids."""
+(jobs/settings.py DEFAULT_MODEL, jobs/voices/model_offer.py), and the messages that suggest a model
+(worker/engine/row_voices.py) name those same ids."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from narrate.jobs.settings import DEFAULT_MODEL
-from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
+from narrate.jobs.voices.model_offer import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULTS = {DEFAULT_MODEL, DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN}
@@ -29,7 +29,7 @@ def test_every_model_id_in_the_readme_and_docs_is_a_default_of_the_code():
 
 
 def test_a_suggested_model_is_spelled_as_the_readme_spells_it():
-    from narrate.worker.engine.voices import suggest
+    from narrate.worker.engine.row_voices import suggest
 
     assert {suggest("/a/local/checkpoint", kind) for kind in ("base", "custom_voice", "voice_design")} == DEFAULTS
 

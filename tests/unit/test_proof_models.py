@@ -1,8 +1,8 @@
-"""Which recognizer a job's proof pass uses (jobs/proof/recognizer.py), and how many tokens a take may cost it."""
+"""Which recognizer a job's proof pass uses (jobs/proof/recognizer_choice.py), and the tokens a take may cost it."""
 
 from __future__ import annotations
 
-from narrate.jobs.proof.recognizer import (
+from narrate.jobs.proof.recognizer_choice import (
     ANY,
     ENGLISH,
     EUROPEAN,

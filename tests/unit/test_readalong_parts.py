@@ -27,7 +27,7 @@ from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.documents.documents import parse_document
 from narrate.jobs.errors import BadInput
 from narrate.jobs.readalong import manifest
-from narrate.jobs.readalong.epub import Narration, write_epub
+from narrate.jobs.readalong.overlay_epub import Narration, write_epub
 from narrate.jobs.readalong.package import BookInfo
 from narrate.jobs.readalong.timing import Clip, placed, word_clips
 from narrate.jobs.readalong.word_vtt import word_vtt

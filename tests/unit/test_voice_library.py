@@ -15,7 +15,7 @@ from helpers.audio import write_voice
 from helpers.cli import invoke
 from helpers.fake import fake_env
 from helpers.ops import job_meta, one_error_line
-from narrate.jobs.voices import library
+from narrate.jobs.voices import voice_library
 from rq.job import Job
 from rq.serializers import JSONSerializer
 
@@ -64,7 +64,7 @@ def test_add_list_show_rename_remove(lib, voice_wav):
     [row] = listed(env)
     assert row["name"] == "alice" and row["kind"] == "clone" and row["description"] == "warm alto"
     assert len(row["sha256"]) == 64 and row["created_at"] and row["text"] == "Hello there."
-    assert r.exists(library.sample_key(row["sha256"]))
+    assert r.exists(voice_library.sample_key(row["sha256"]))
     shown = json.loads(voice(env, "show", "ALICE", "--json").stdout)
     assert shown["name"] == "alice" and shown["used_by"] == []
 
@@ -74,7 +74,7 @@ def test_add_list_show_rename_remove(lib, voice_wav):
     assert "no saved voice named 'alice'" in line and "beth" in line
 
     assert voice(env, "remove", "beth").returncode == 0
-    assert listed(env) == [] and not r.exists(library.sample_key(row["sha256"]))
+    assert listed(env) == [] and not r.exists(voice_library.sample_key(row["sha256"]))
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.documents.documents import Document
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.ffmpeg import ffmpeg_exe
-from narrate.jobs.voices import library
+from narrate.jobs.voices import voice_library
 from narrate.jobs.voices.clips import BadClipSpec, ClipSpec
 from narrate.jobs.voices.names import check_name
 
@@ -98,10 +98,10 @@ def test_two_adds_of_one_name_at_once_save_one(external_redis, voice_wav):
     barrier = threading.Barrier(8)
 
     def add(i: int) -> None:
-        record = library.VoiceRecord("same", "clone", sample.sha256, sample.seconds, f"try {i}")
+        record = voice_library.VoiceRecord("same", "clone", sample.sha256, sample.seconds, f"try {i}")
         barrier.wait()
         try:
-            library.add(external_redis, record, sample)
+            voice_library.add(external_redis, record, sample)
             results.append("saved")
         except BadInput:
             results.append("refused")
@@ -112,25 +112,29 @@ def test_two_adds_of_one_name_at_once_save_one(external_redis, voice_wav):
     for t in threads:
         t.join()
     assert sorted(results) == ["refused"] * 7 + ["saved"]
-    assert [v.name for v in library.all_voices(external_redis)] == ["same"]
+    assert [v.name for v in voice_library.all_voices(external_redis)] == ["same"]
 
 
 def test_a_saved_voice_whose_sample_is_gone_or_damaged_says_what_to_do(external_redis, voice_wav):
     sample = read_voice(voice_wav, ffmpeg_exe())
-    record = library.add(external_redis, library.VoiceRecord("v1", "clone", sample.sha256, sample.seconds), sample)
-    external_redis.set(library.sample_key(sample.sha256), b"RIFF damaged")
+    record = voice_library.add(
+        external_redis, voice_library.VoiceRecord("v1", "clone", sample.sha256, sample.seconds), sample
+    )
+    external_redis.set(voice_library.sample_key(sample.sha256), b"RIFF damaged")
     with pytest.raises(NarrateError, match="damaged on the server; remove the voice and add it again"):
-        library.sample(external_redis, record)
-    external_redis.delete(library.sample_key(sample.sha256))
+        voice_library.sample(external_redis, record)
+    external_redis.delete(voice_library.sample_key(sample.sha256))
     with pytest.raises(NarrateError, match="gone from the server"):
-        library.sample(external_redis, record)
+        voice_library.sample(external_redis, record)
 
 
 def test_two_names_for_one_sample_keep_it_until_the_last_goes(external_redis, voice_wav):
     sample = read_voice(voice_wav, ffmpeg_exe())
     for name in ("a", "b"):
-        library.add(external_redis, library.VoiceRecord(name, "clone", sample.sha256, sample.seconds), sample)
-    library.remove(external_redis, "a")
-    assert library.sample(external_redis, library.get(external_redis, "b")).sha256 == sample.sha256
-    library.remove(external_redis, "b")
-    assert not external_redis.exists(library.sample_key(sample.sha256))
+        voice_library.add(
+            external_redis, voice_library.VoiceRecord(name, "clone", sample.sha256, sample.seconds), sample
+        )
+    voice_library.remove(external_redis, "a")
+    assert voice_library.sample(external_redis, voice_library.get(external_redis, "b")).sha256 == sample.sha256
+    voice_library.remove(external_redis, "b")
+    assert not external_redis.exists(voice_library.sample_key(sample.sha256))

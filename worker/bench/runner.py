@@ -65,16 +65,16 @@ import mlx.core as mx
 from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
 from narrate.worker import blas
+from narrate.worker.bench.bench_voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.measure import Variant, run_variants, summarize, voices_suffix
 from narrate.worker.bench.mlx_continuous import mlx_continuous
 from narrate.worker.bench.torch_variants import check, run_torch, variant_names
-from narrate.worker.bench.voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.workloads import Item
 from narrate.worker.engine.mlx_compat import shadow
 from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import LoadedModel, load, resolve
+from narrate.worker.engine.row_voices import RowVoice
 from narrate.worker.engine.voice_cache import SpeakerEncoderRuns
-from narrate.worker.engine.voices import RowVoice
 
 # mlx-audio's generate and batch_generate (the plain and mlx-batch variants) stream a chunk every
 # 4 codec frames (12.5 a second).

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence
 from narrate.jobs.task.model_protocols import Rider
 from narrate.worker.engine.decode_loop import FIRST_CHUNK, RIDER_SEATS, DecodeLoop, Row
-from narrate.worker.engine.voices import RowVoice
+from narrate.worker.engine.row_voices import RowVoice
 
 SeedFor = Callable[[int, int], int]  # (sentence seed, attempt) -> the seed of that take
 VoiceFor = Callable[[Sentence], RowVoice]  # the voice a sentence is spoken in

@@ -36,8 +36,8 @@ from narrate.worker.engine.batch_rows import Rows, join, keep
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.codec_stream import CodecWorker, RowCodec
 from narrate.worker.engine.mlx_compat import VoiceRows
+from narrate.worker.engine.row_voices import RowVoice
 from narrate.worker.engine.sampling import UINT32, options, sample_rows
-from narrate.worker.engine.voices import RowVoice
 
 FIRST_CHUNK = 4  # frames in a row's first audio chunk (fast first audio)
 LATER_CHUNK = 24  # frames in later chunks (fewer, larger codec calls)

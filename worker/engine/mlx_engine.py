@@ -1,5 +1,5 @@
 """The MLX synthesis engine: sentences in, streamed audio chunks out. It implements
-narrate.jobs.task.model_protocols.Engine for the three kinds of Qwen3-TTS model (voices.py): a Base
+narrate.jobs.task.model_protocols.Engine for the three kinds of Qwen3-TTS model (row_voices.py): a Base
 model clones a sample from its cached x-vector (the speaker encoder never runs here), a
 CustomVoice model speaks a preset speaker, a VoiceDesign model a described voice.
 
@@ -22,13 +22,13 @@ import mlx.core as mx
 from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.task.model_protocols import Rider, RiderSource
-from narrate.worker.engine import admission, voices
+from narrate.worker.engine import admission, row_voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop
 from narrate.worker.engine.mlx_compat import check_internals
 from narrate.worker.engine.models import LoadedModel
+from narrate.worker.engine.row_voices import RowVoice
 from narrate.worker.engine.sampling import options
-from narrate.worker.engine.voices import RowVoice
 
 # Sentences are reordered by length only within a window of this many batches, so the writer
 # never holds more than a window's audio while it waits for the next sentence in reading order.
@@ -100,7 +100,7 @@ def voice_of_each(sentences: Sequence[Sentence], voice: Voices) -> dict[int, Row
         if missing:
             raise ValueError(f"no voice for sentences {missing[:10]}")
         return {s.index: voice[s.index] for s in sentences}
-    one = voices.as_row_voice(voice)
+    one = row_voices.as_row_voice(voice)
     return {s.index: one for s in sentences}
 
 
@@ -137,12 +137,12 @@ class MlxEngine:
         return self.loaded.resolved.quant
 
     def voice(self, r: Any, ref: VoiceRef) -> VoiceEmbedding:
-        """The voice ready for this model (its value a voices.RowVoice): a clone's embedding in the
+        """The voice ready for this model (its value a row_voices.RowVoice): a clone's embedding in the
         talker's dtype (from the Redis cache if there), a preset speaker, a design. BadInput if the
-        model cannot speak it (voices.refusal); an instruction it ignores comes back as a warning."""
+        model cannot speak it (row_voices.refusal); an instruction it ignores comes back as a warning."""
         from narrate.worker.engine.voice_cache import voice_embedding
 
-        return voices.voice_for(self.loaded, ref, lambda sha: voice_embedding(r, self.loaded, sha))
+        return row_voices.voice_for(self.loaded, ref, lambda sha: voice_embedding(r, self.loaded, sha))
 
     def warm_up(self, progress: Callable[[], None] | None = None) -> None:
         """Compile the decode step for every row count a batch of this engine can have (the
@@ -193,13 +193,13 @@ class MlxEngine:
         (continuous: a finished row's slot goes to the next sentence at once; static: each group
         runs to its last row), each row in its sentence's voice; a runaway row (budget used, no
         EOS) is synthesized again with a new seed, up to `runaway_retries` times, after its group.
-        BadInput if the model cannot speak one of the voices."""
+        BadInput if the model cannot speak one of the row_voices."""
         if not self.loaded.internals_checked:  # once per loaded model, not every synthesis
             check_internals(self.loaded.model)
             self.loaded.internals_checked = True
         each = voice_of_each(sentences, voice)
         for v in {id(v): v for v in each.values()}.values():
-            voices.check(self.loaded, v)
+            row_voices.check(self.loaded, v)
         loop = DecodeLoop(self.loaded.model, size, self.continuous, self.threaded_codec)
         self.last_loop = loop
         groups = batches(sentences, size)
@@ -222,8 +222,8 @@ class MlxEngine:
         aboard = []
         for rider in riders():
             try:
-                voice = voices.as_row_voice(rider.voice(self).value)
-                voices.check(self.loaded, voice)
+                voice = row_voices.as_row_voice(rider.voice(self).value)
+                row_voices.check(self.loaded, voice)
             except Exception as e:  # noqa: BLE001 - the rider's own failure, never the book's
                 rider.give_back(f"this model cannot take it along ({e})")
                 continue

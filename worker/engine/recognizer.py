@@ -8,7 +8,7 @@ one language, sorted by length so that little padding is added, padded to the lo
 own token limit (mlx-audio's ``_generate_chunks_batched`` has one budget for the whole batch, so one take that runs
 on could spend every other take's share), and the batch shrinking as its takes end; every other family
 transcribes one take at a time through its public ``generate``. A take's limit is counted with the model's own
-tokenizer from the text it should say (jobs.proof.recognizer.limit_of).
+tokenizer from the text it should say (jobs.proof.recognizer_choice.limit_of).
 
 The model runs on one thread of the process (``RecognizerThread``, with its own MLX stream, so the job's proof
 thread and the decode loop never share one), a daemon thread that lives as long as the process: MLX keeps a cache
@@ -34,7 +34,7 @@ import mlx.core as mx
 import numpy as np
 from narrate.jobs.api.offline import random_helper
 from narrate.jobs.errors import BadInput
-from narrate.jobs.proof.recognizer import limit_of, token_limit
+from narrate.jobs.proof.recognizer_choice import limit_of, token_limit
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.worker.engine.models import quiet
 
@@ -159,8 +159,9 @@ class MlxRecognizer(SttModel):
         return self.on_thread(self._transcribe, list(takes), list(languages), list(texts))
 
     def limit(self, text: str, seconds: float) -> int:
-        """The tokens a transcript of a take of `text`, `seconds` long, may run to (jobs.proof.recognizer.limit_of):
-        the text counted with the model's own tokenizer where it has one (Qwen3-ASR's), else from its bytes."""
+        """The tokens a transcript of a take of `text`, `seconds` long, may run to
+        (jobs.proof.recognizer_choice.limit_of): the text counted with the model's own tokenizer where it has one
+        (Qwen3-ASR's), else from its bytes."""
         tokenizer = getattr(self.model, "_tokenizer", None)
         if tokenizer is None or not hasattr(tokenizer, "encode"):
             return token_limit(text, seconds)

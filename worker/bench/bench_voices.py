@@ -15,8 +15,8 @@ import mlx.core as mx
 import numpy as np
 from narrate.jobs.errors import NarrateError
 from narrate.worker.engine.models import LoadedModel
+from narrate.worker.engine.row_voices import RowVoice
 from narrate.worker.engine.voice_cache import speaker_embedding
-from narrate.worker.engine.voices import RowVoice
 
 SAMPLE_RATE = 24_000
 PRESET_SPEAKER = "ryan"  # one of the two English presets

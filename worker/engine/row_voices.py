@@ -26,7 +26,7 @@ from narrate.jobs.book.synthesis import VoiceEmbedding
 from narrate.jobs.book.voice import KINDS, VoiceRef
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import DEFAULT_MODEL
-from narrate.jobs.voices.models import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
+from narrate.jobs.voices.model_offer import DEFAULT_CUSTOM_VOICE, DEFAULT_VOICE_DESIGN
 from narrate.worker.engine.models import KIND_NAMES, LoadedModel
 
 # The published model of each kind, suggested when a model cannot speak a voice (VoiceDesign
