@@ -78,7 +78,7 @@ Check = Callable[[Any, str], object]  # (the value, the field as the caller spel
 
 def _checks() -> dict[str, tuple[Check, bool]]:
     """Each field's domain check, and whether its message needs the field's name in front (the others word
-    it with the spelling they are given)."""
+    it with the spelling they are given). The fields of ``NORMALIZED`` keep what their check returns."""
     from narrate.jobs.api.model_choice import check_model
     from narrate.jobs.audio.bookmeta import check_tag, check_year, parse_loudness
     from narrate.jobs.audio.subtitles import parse_formats
@@ -109,6 +109,9 @@ def _checks() -> dict[str, tuple[Check, bool]]:
 
 
 _CHECKS = _checks()
+# The fields whose check gives the value a job carries (a model's folder made absolute, a language's code, a
+# recognizer's "auto"...): the model keeps that, so what it holds is checked and normalized once.
+NORMALIZED = frozenset(("model", "language", "fan_out", "feed", "abs_url", "proof", "word_timings"))
 
 
 def _spelling(info: ValidationInfo) -> str:
@@ -262,18 +265,19 @@ class RequestFields(BaseModel):
     @classmethod
     def _domain(cls, value: Any, info: ValidationInfo) -> Any:
         """Each field's check beyond its type (a language's name, a chapter list, a feed's name, a model's
-        folder, ...): its message worded with the field as the caller spells it; the value is kept as given."""
+        folder, ...): its message worded with the field as the caller spells it; the value is kept as given, or
+        as the check gives it for the fields of ``NORMALIZED``."""
         name = str(info.field_name)
         if value is None:
             return value
         check, prefixed = _CHECKS[name]
         option = spelled(name, _spelling(info))
         try:
-            check(value, option)
+            checked = check(value, option)
         except (BadInput, ValueError) as e:
             said = f"{option}: {e}" if prefixed else str(e)
             raise PydanticCustomError(CHECKED, "{said}", {"said": said}) from None
-        return value
+        return checked if name in NORMALIZED else value
 
     @model_validator(mode="after")
     def _together(self, info: ValidationInfo) -> RequestFields:

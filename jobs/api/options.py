@@ -17,18 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about, spelled
-from narrate.jobs.api.model_choice import check_model
 from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.documents.readers import ReadOptions
 from narrate.jobs.documents.selection import check_chapters
-from narrate.jobs.fanout.split import check_fan_out
-from narrate.jobs.feeds.store import check_feed_name
-from narrate.jobs.library.audiobookshelf import check_url
 from narrate.jobs.outputs.outputs import EPUB
-from narrate.jobs.proof.recognizer_choice import check_proof
-from narrate.jobs.readalong.aligning import check_aligner
 from narrate.jobs.settings import Settings
 
 
@@ -67,34 +61,31 @@ class Options:
 
     @classmethod
     def from_fields(cls, f: RequestFields, spelling: str = CLI) -> Options:
-        """The options of a validated request (its fields' checks ran in the model): a model's folder and
-        a language in the form a job carries, the lexicon's and the cover's files read (an error names the
-        field as `spelling` spells it)."""
-        model, language, chapters = check_model(f.model), check_language(f.language), check_chapters(f.chapters)
+        """The options of a validated request (its fields were checked, and normalized where a job carries another
+        form, by the model: fields.NORMALIZED): the chapters' numbers, the lexicon's and the cover's files read (an
+        error names the field as `spelling` spells it)."""
+        language, chapters = f.language or check_language(None), check_chapters(f.chapters)
         with about("lexicon", spelling):
             lexicon = read_lexicon(Path(f.lexicon)) if f.lexicon is not None else []
         with about("cover", spelling):
             made_book = BookOptions.make(**{name: getattr(f, name) for name in BOOK})
         kept = "epub" in made_book.readalong.split(",")  # a read-along EPUB marks up the pages read
-        fan_out, proof, word_timings = check_fan_out(f.fan_out), check_proof(f.proof), check_aligner(f.word_timings)
-        feed = check_feed_name(f.feed) if f.feed is not None else None
-        abs_url = check_url(f.abs_url) if f.abs_url else None
         return cls(
-            model=model,
+            model=f.model,
             quant=f.quant,
             overwrite=f.overwrite,
             reading=ReadOptions(f.input_format, f.include_front_matter, language, chapters=chapters, keep_source=kept),
             lexicon=lexicon,
             book=made_book,
-            fan_out=fan_out,
+            fan_out=f.fan_out,
             priority=f.priority,
-            feed=feed,
+            feed=f.feed,
             library=str(Path(f.library).expanduser().resolve()) if f.library else None,
             library_layout=f.library_layout,
-            abs_url=abs_url,
-            proof=proof,
+            abs_url=f.abs_url or None,
+            proof=f.proof,
             retakes=f.retakes,
-            word_timings=word_timings,
+            word_timings=f.word_timings,
             **f.knobs(),
         )
 
