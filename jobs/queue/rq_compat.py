@@ -27,6 +27,8 @@ longer reads) are checked on a job and a worker built without touching Redis.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from typing import Any
 
 from redis import Redis
 from redis.client import Pipeline
@@ -87,6 +89,17 @@ JOB_ATTRIBUTES = (*CALLBACK_ATTRIBUTES, "_dependency_ids", "redis_server_version
 WORKER_ATTRIBUTES = ("_stop_requested", "_shutdown_requested_date", "pubsub", "pubsub_thread")
 
 
+# A parameter narrate passes wherever rq's signature has it (rq 3.0 hands the execution around; 2.12 keeps it on
+# the worker): ``maintain_heartbeats`` below, and narrate's ``handle_job_failure`` passes on what rq gave it.
+PASSED_WHERE_TAKEN = frozenset(("execution",))
+
+
+def _required(signature: Mapping[str, inspect.Parameter]) -> list[str]:
+    """The parameters a call must give (no default), but `self`."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [n for n, p in signature.items() if n != "self" and p.kind in kinds and p.default is inspect.Parameter.empty]
+
+
 class RQInternalsChanged(RuntimeError):
     """The installed rq no longer has what narrate relies on."""
 
@@ -101,10 +114,13 @@ def check_rq_internals() -> None:
             continue
         if isinstance(obj, property) or not params:
             continue
-        have = set(inspect.signature(obj).parameters)
-        missing = [p for p in params if p not in have]
+        signature = inspect.signature(obj).parameters
+        missing = [p for p in params if p not in signature]
         if missing:
             problems.append(f"{name} lacks {missing}")
+        unpassed = [p for p in _required(signature) if p not in params and p not in PASSED_WHERE_TAKEN]
+        if unpassed:
+            problems.append(f"{name} requires {unpassed}, which narrate does not pass")
     for name in CLASS_ATTRIBUTES:
         owner, _, attr = name.partition(".")
         if not hasattr(_OWNERS[owner], attr):
@@ -124,6 +140,18 @@ def check_rq_internals() -> None:
             "rq's internals changed; narrate's queue code needs updating (or install the rq version "
             "pyproject.toml pins): " + "; ".join(problems)
         )
+
+
+def maintain_heartbeats(worker: BaseWorker, job: Job) -> None:
+    """rq's heartbeat of a running job (the worker's, its execution's and the job's): rq 3.0 is handed the
+    execution, rq 2.12 reads the worker's own. Before rq has made the execution there is nothing to beat yet."""
+    beat: Any = worker.maintain_heartbeats
+    if "execution" not in inspect.signature(BaseWorker.maintain_heartbeats).parameters:
+        beat(job)
+        return
+    execution = worker.execution
+    if execution is not None:
+        beat(job, execution)
 
 
 def defer_on(job: Job, dependency_ids: list[str], pipeline: Pipeline) -> None:

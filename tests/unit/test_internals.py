@@ -37,6 +37,16 @@ def test_a_changed_rq_internal_fails_loudly(monkeypatch):
         rq_compat.check_rq_internals()
     monkeypatch.undo()
 
+    # A parameter a call must now give that narrate does not pass (rq 3.0's maintain_heartbeats took the
+    # execution: narrate's beats failed, logged only, until rq_compat.maintain_heartbeats passed it).
+    def maintain_heartbeats(self, job, ttl):
+        return None
+
+    monkeypatch.setattr(BaseWorker, "maintain_heartbeats", maintain_heartbeats)
+    with pytest.raises(rq_compat.RQInternalsChanged, match=r"maintain_heartbeats requires \['ttl'\], which narrate"):
+        rq_compat.check_rq_internals()
+    monkeypatch.undo()
+
     # An instance attribute set in __init__, which the claiming worker writes on the job it takes:
     # renamed, narrate would write a name rq no longer reads, and nothing would say so.
     job_init = Job.__init__

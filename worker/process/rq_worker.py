@@ -23,7 +23,7 @@ from narrate.jobs.api.submit import JOB_FUNCTION
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.fanout.split import HOST_FIELD, PART_FUNCTION
 from narrate.jobs.queue.lifecycle import CANCEL_FIELD, mark_canceled, requeue_front
-from narrate.jobs.queue.rq_compat import callback_names, parse_command
+from narrate.jobs.queue.rq_compat import callback_names, maintain_heartbeats, parse_command
 from narrate.jobs.settings import Settings
 from narrate.jobs.task import job as task
 from narrate.jobs.task import part as parts
@@ -185,7 +185,7 @@ class NarrateWorker(ClaimingWorker):
         """RQ's SimpleWorker sends none while a job runs; a long book needs them."""
         while not stop.wait(self.settings.heartbeat_s):
             try:
-                self.maintain_heartbeats(job)
+                maintain_heartbeats(self, job)
             except Exception as e:  # noqa: BLE001 - Redis down: the next beat tries again
                 log.warning("heartbeat failed: %s", e)
 
@@ -212,13 +212,14 @@ class NarrateWorker(ClaimingWorker):
         queue: Queue,
         started_job_registry: StartedJobRegistry | None = None,
         exc_string: str = "",
-        **execution: Any,
+        execution: Any = None,
     ) -> None:
-        # rq 3.0 names the execution that ended (`execution=`), for cleanup_execution; rq 2.12 passes none
         reason = _canceled(job)
+        # rq 3.0 names the execution that ended, for cleanup_execution; rq 2.12 gives none (the worker's own)
+        ended = {"execution": execution} if execution is not None else {}
         if reason == "taken":  # another worker has it now: only this worker's execution ends
             with self.connection.pipeline() as pipeline:
-                self.cleanup_execution(job, pipeline=pipeline, **execution)
+                self.cleanup_execution(job, pipeline=pipeline, **ended)
                 pipeline.execute()
             log.warning(
                 "job %s was judged abandoned while this worker was away (asleep, or cut off from "
@@ -228,7 +229,7 @@ class NarrateWorker(ClaimingWorker):
             return None
         if reason is not None:  # canceled or deleted: it ended for good, checkpoints kept
             with self.connection.pipeline() as pipeline:
-                self.cleanup_execution(job, pipeline=pipeline, **execution)
+                self.cleanup_execution(job, pipeline=pipeline, **ended)
                 if reason == "deleted":
                     pipeline.delete(job.key)
                 else:
@@ -237,10 +238,10 @@ class NarrateWorker(ClaimingWorker):
             log.info("job %s %s", job.id, reason)
             return None
         if not _stopped_early(job):
-            super().handle_job_failure(job, queue, started_job_registry, exc_string, **execution)
+            super().handle_job_failure(job, queue, started_job_registry, exc_string, **ended)
             return
         with self.connection.pipeline() as pipeline:  # a warm stop: front of the queue, attempt given back
-            self.cleanup_execution(job, pipeline=pipeline, **execution)
+            self.cleanup_execution(job, pipeline=pipeline, **ended)
             requeue_front(self.connection, job, "warm_stop", pipeline=pipeline)
             pipeline.execute()
         why = "a warm stop" if self.stop_event.is_set() else "yielding to clip jobs (it continues after them)"
