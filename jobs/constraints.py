@@ -4,7 +4,7 @@ model (jobs/api/fields.py) validates what a caller sends with them, and the job 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from narrate.jobs.settings import MAX_FRAMES_CAP, MAX_PAUSE_MS
 from pydantic import Field
@@ -18,3 +18,4 @@ Lufs = Annotated[float, Field(ge=-40, le=-5, allow_inf_nan=False)]
 Hours = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 MAX_RETAKES = 5
 Retakes = Annotated[int, Field(ge=0, le=MAX_RETAKES)]  # the proof pass's takes of a flagged sentence besides its first
+Layout = Literal["abs", "plex", "flat"]  # a library export's folder names (jobs/library/layout.py)

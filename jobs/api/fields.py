@@ -20,7 +20,7 @@ from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from narrate.jobs.audio.bookmeta import parse_readalong
-from narrate.jobs.constraints import Frames, Hours, PauseMs, Retakes, Seed
+from narrate.jobs.constraints import Frames, Hours, Layout, PauseMs, Retakes, Seed
 from narrate.jobs.errors import BadInput
 from narrate.jobs.settings import DEFAULT_MODEL, QUANTS, default
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
@@ -33,7 +33,6 @@ Quant = Literal["bf16", "4bit", "6bit", "8bit", "float32"]
 InputFormat = Literal["txt", "md", "epub", "html", "pdf"]
 Priority = Literal["high", "normal", "low"]
 Split = Literal["chapters", "chapters+book"]
-Layout = Literal["abs", "plex", "flat"]
 assert set(Quant.__args__) == set(QUANTS)  # type: ignore[attr-defined]
 
 

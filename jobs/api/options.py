@@ -18,6 +18,7 @@ from typing import Any
 
 from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about, spelled
 from narrate.jobs.audio.bookmeta import BookOptions
+from narrate.jobs.constraints import Layout
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.documents.readers import ReadOptions
@@ -40,7 +41,7 @@ class Options:
     priority: str = "normal"
     feed: str | None = None  # `--feed NAME`: the podcast feed the narration joins (jobs/feeds)
     library: str | None = None  # `--library DIR`: the worker exports the finished book there (an absolute path)
-    library_layout: str = "abs"
+    library_layout: Layout = "abs"
     abs_url: str | None = None  # `--abs-url`: the Audiobookshelf server told about the export
     proof: str | None = None  # `--proof`: "auto", a recognizer's hub id or absolute dir (jobs/proof); None: off
     retakes: int | None = None  # `--retakes`: takes of a flagged sentence besides its first (None: 2)

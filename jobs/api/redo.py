@@ -231,9 +231,8 @@ def _changed(
     taken = sorted(keep | {number - 1 for number in accepted})
     if len(overrides) > MAX_OVERRIDES or len(taken) > MAX_OVERRIDES:
         raise BadInput(f"a book's redos may change or accept at most {MAX_OVERRIDES} sentences", param="sentences")
-    new = replace(spec, overrides=overrides or None, accepted=taken or None)
     try:
-        new.check()
+        new = JobSpec.from_json(spec.to_json() | {"overrides": overrides or None, "accepted": taken or None})
     except BadSpec as e:
         raise BadInput(str(e).removeprefix("job spec: "), param="lexicon" if change.lexicon else "text") from None
     return new

@@ -29,7 +29,7 @@ def test_a_long_segmented_m4b_has_the_quicktime_chapter_track(tmp_path):
     from narrate.worker.bench import stitch as stitch_bench
 
     plan, store = stitch_bench.make_book(tmp_path / "b", 4 / 60, per_chapter=12)  # 4 minutes
-    spec = JobSpec("d", "a" * 64, "book.m4b", loudness=None)
+    spec = JobSpec(document="d", voice="a" * 64, output="book.m4b", loudness=None)
     out = tmp_path / "out" / "book.m4b"
     stitch_bench.segmented(plan, store, spec, out, tmp_path / "s", None, unit_s=30)
     probe = _probe(out)

@@ -69,7 +69,7 @@ def test_tags_from_the_command_line_are_checked(kw, says):
 
 
 def test_a_documents_own_tags_are_cleaned_and_its_cover_checked():
-    spec = JobSpec("d", "a" * 64, "o.m4b")
+    spec = JobSpec(document="d", voice="a" * 64, output="o.m4b")
     meta = BookMeta("Title\x07 with\nbell", "Au\x1bthor", "en", b"not an image at all", "image/jpeg")
     tags = tags_for(spec, None, meta, None)
     assert (tags.title, tags.author, tags.cover) == ("Title with bell", "Author", None)
@@ -107,13 +107,21 @@ def test_pauses_and_frame_caps_are_bounded(env):
     ],
 )
 def test_a_job_spec_from_redis_is_checked_by_the_worker(field, value):
-    data = JobSpec("d", "a" * 64, "o.mp3").to_json() | {field: value}
+    data = JobSpec(document="d", voice="a" * 64, output="o.mp3").to_json() | {field: value}
     with pytest.raises(BadSpec, match=field):
         JobSpec.from_json(data)
 
 
 def test_a_good_job_spec_reads_back():
-    spec = JobSpec("d", "a" * 64, "o.mp3", subtitles="srt,vtt", split="chapters", loudness=-16.0, lexicon=[["a", "b"]])
+    spec = JobSpec(
+        document="d",
+        voice="a" * 64,
+        output="o.mp3",
+        subtitles="srt,vtt",
+        split="chapters",
+        loudness=-16.0,
+        lexicon=[["a", "b"]],
+    )
     assert JobSpec.from_json(spec.to_json()) == spec
 
 

@@ -208,12 +208,14 @@ def test_document_language_is_detected_and_used_for_splitting():
 
 def test_plan_speaks_normalized_text_and_keeps_the_original():
     doc = Document("t", [["Chapter IV"], ["Dr. Smith paid $3.", "Nguyen left."]], [(0, "Chapter IV")], "en")
-    spec = JobSpec("d", "a" * 64, "o.wav", lexicon=[["Nguyen", "Win"]])
+    spec = JobSpec(document="d", voice="a" * 64, output="o.wav", lexicon=[["Nguyen", "Win"]])
     plan = make_plan(doc, spec, "m", "bf16")
     assert [s.text for s in plan.sentences] == ["Chapter Four", "Doctor Smith paid three dollars.", "Win left."]
     assert plan.originals == ["Chapter IV", "Dr. Smith paid $3.", "Nguyen left."]
     assert {s.language for s in plan.sentences} == {"english"}
-    changed = make_plan(doc, JobSpec("d", "a" * 64, "o.wav", lexicon=[["Nguyen", "Nwen"]]), "m", "bf16")
+    changed = make_plan(
+        doc, JobSpec(document="d", voice="a" * 64, output="o.wav", lexicon=[["Nguyen", "Nwen"]]), "m", "bf16"
+    )
     assert [a == b for a, b in zip(plan.keys, changed.keys, strict=True)] == [True, True, False]
 
 
@@ -221,7 +223,7 @@ def test_marked_passages_keep_their_language_through_json_and_into_the_plan():
     doc = Document("t", [["Hello there."], ["Le 1er mai."]], [], "en", languages=["en", "fr"])
     assert Document.from_json(doc.to_json()) == doc
     assert "languages" not in Document("t", [["Hi."]], [], "en").to_json()  # one language: JSON as before
-    plan = make_plan(doc, JobSpec("d", "a" * 64, "o.wav"), "m", "bf16")
+    plan = make_plan(doc, JobSpec(document="d", voice="a" * 64, output="o.wav"), "m", "bf16")
     assert [(s.language, s.text) for s in plan.sentences] == [
         ("english", "Hello there."),
         ("french", "Le premier mai."),
@@ -229,6 +231,6 @@ def test_marked_passages_keep_their_language_through_json_and_into_the_plan():
 
 
 def test_spec_json_without_lexicon_is_unchanged():
-    assert "lexicon" not in JobSpec("d", "a" * 64, "o.wav").to_json()
-    spec = JobSpec("d", "a" * 64, "o.wav", lexicon=[["a", "b"]])
+    assert "lexicon" not in JobSpec(document="d", voice="a" * 64, output="o.wav").to_json()
+    spec = JobSpec(document="d", voice="a" * 64, output="o.wav", lexicon=[["a", "b"]])
     assert JobSpec.from_json(spec.to_json()) == spec

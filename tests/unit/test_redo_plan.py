@@ -6,8 +6,6 @@ was, each segment keeping its lead."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from narrate.jobs.audio.segments import AAC_FRAME, Cuts, Heard, Segmenter
 from narrate.jobs.book.plan import Plan, make_plan
@@ -27,8 +25,8 @@ DOC = Document(
 
 def test_an_empty_redo_leaves_the_spec_json_as_it_was():
     assert "overrides" not in SPEC.to_json() and "accepted" not in SPEC.to_json()
-    assert replace(SPEC, overrides={}, accepted=[]).to_json() == SPEC.to_json()
-    redo = replace(SPEC, overrides={"2": {"seed": 7}}, accepted=[4])
+    assert SPEC.model_copy(update=dict(overrides={}, accepted=[])).to_json() == SPEC.to_json()
+    redo = SPEC.model_copy(update=dict(overrides={"2": {"seed": 7}}, accepted=[4]))
     assert JobSpec.from_json(redo.to_json()) == redo
 
 
@@ -64,23 +62,25 @@ def test_a_forged_redo_is_refused(overrides, accepted):
 
 def test_overrides_change_only_their_sentences():
     base = make_plan(DOC, SPEC, "m", "bf16")
-    seeded = make_plan(DOC, replace(SPEC, overrides={"1": {"seed": 7}}), "m", "bf16")
+    seeded = make_plan(DOC, SPEC.model_copy(update=dict(overrides={"1": {"seed": 7}})), "m", "bf16")
     assert [i for i in range(len(base.keys)) if base.keys[i] != seeded.keys[i]] == [1]
     assert seeded.sentences[1].text == base.sentences[1].text and seeded.sentences[1].seed != base.sentences[1].seed
-    corrected = make_plan(DOC, replace(SPEC, overrides={"2": {"text": "Win left."}}), "m", "bf16")
+    corrected = make_plan(DOC, SPEC.model_copy(update=dict(overrides={"2": {"text": "Win left."}})), "m", "bf16")
     assert [i for i in range(len(base.keys)) if base.keys[i] != corrected.keys[i]] == [2]
     assert corrected.originals[2] == "Win left." and corrected.sentences[2].text == "Win left."
     assert corrected.originals[:2] == base.originals[:2] and base.originals[2] == "Nguyen left."
-    said = make_plan(DOC, replace(SPEC, overrides={"2": {"lexicon": [["Nguyen", "Win"]]}}), "m", "bf16")
+    said = make_plan(DOC, SPEC.model_copy(update=dict(overrides={"2": {"lexicon": [["Nguyen", "Win"]]}})), "m", "bf16")
     assert said.sentences[2].text == "Win left." and said.originals[2] == "Nguyen left."  # subtitles as written
     assert [i for i in range(len(base.keys)) if base.keys[i] != said.keys[i]] == [2]
     # the job's own lexicon still applies to the sentence; the override's entries win over it
     win = {"lexicon": [["Nguyen", "Win"]]}
-    both = replace(SPEC, lexicon=[["Smith", "Smyth"], ["Nguyen", "Nwen"]], overrides={"1": win, "2": win})
+    both = SPEC.model_copy(
+        update=dict(lexicon=[["Smith", "Smyth"], ["Nguyen", "Nwen"]], overrides={"1": win, "2": win})
+    )
     plan = make_plan(DOC, both, "m", "bf16")
     assert plan.sentences[1].text.startswith("Doctor Smyth") and plan.sentences[2].text == "Win left."
     with pytest.raises(BadSpec, match="beyond"):
-        make_plan(DOC, replace(SPEC, overrides={"9": {"seed": 1}}), "m", "bf16")
+        make_plan(DOC, SPEC.model_copy(update=dict(overrides={"9": {"seed": 1}})), "m", "bf16")
 
 
 def _plan(n: int) -> Plan:

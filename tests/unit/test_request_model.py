@@ -17,6 +17,7 @@ from narrate.jobs.api.fields import CLI, HTTP, FieldError, RequestFields
 from narrate.jobs.api.options import Options
 from narrate.jobs.web import submitting
 from narrate.jobs.web.uploads import Upload
+from pydantic import ValidationError
 
 
 def _params(command: str) -> dict[str, click.Option]:
@@ -147,7 +148,7 @@ def test_a_forged_job_spec_is_checked_strictly_with_the_same_bounds():
     from narrate.jobs.book.spec import BadSpec, JobSpec
     from narrate.jobs.settings import MAX_PAUSE_MS
 
-    base = JobSpec("d", "a" * 64, "o.mp3").to_json()
+    base = JobSpec(document="d", voice="a" * 64, output="o.mp3").to_json()
     for name, value in [
         ("sentence_pause_ms", MAX_PAUSE_MS + 1),
         ("seed", "5"),
@@ -160,3 +161,7 @@ def test_a_forged_job_spec_is_checked_strictly_with_the_same_bounds():
         with pytest.raises(BadSpec, match=name):
             JobSpec.from_json(base | {name: value})
     JobSpec.from_json(base | {"sentence_pause_ms": MAX_PAUSE_MS, "loudness": -16, "library": "/srv/books"})
+    with pytest.raises(ValidationError, match="seed"):  # building one is checking it: no unchecked spec exists
+        JobSpec(document="d", voice="a" * 64, output="o.mp3", seed=True)
+    with pytest.raises(ValidationError, match="designed voice"):
+        JobSpec(document="d", voice="design", output="o.mp3", instruct="warm")

@@ -38,16 +38,16 @@ SHA = "ab" * 32
     ],
 )
 def test_a_forged_voice_in_a_job_spec_is_refused(voice, instruct):
-    data = JobSpec("d", SHA, "o.mp3").to_json() | {"voice": voice, "instruct": instruct}
+    data = JobSpec(document="d", voice=SHA, output="o.mp3").to_json() | {"voice": voice, "instruct": instruct}
     with pytest.raises(BadSpec, match="job spec"):
         JobSpec.from_json(data)
 
 
 def test_what_a_submit_makes_reads_back_and_an_old_spec_is_unchanged():
-    old = JobSpec("d", SHA, "o.mp3").to_json()
+    old = JobSpec(document="d", voice=SHA, output="o.mp3").to_json()
     assert "instruct" not in old  # job ids of earlier versions stay the same
     assert JobSpec.from_json(old).voice_ref == VoiceRef.clone(SHA)
-    preset = JobSpec("d", "preset:ryan", "o.mp3", instruct="calm").to_json()
+    preset = JobSpec(document="d", voice="preset:ryan", output="o.mp3", instruct="calm").to_json()
     assert JobSpec.from_json(preset).voice_ref == VoiceRef.preset("ryan", "calm")
 
 
@@ -55,7 +55,7 @@ def test_checkpoint_keys_name_the_voice_by_identity():
     doc = Document("t", [["One sentence.", "Another one."]], [], "en")
 
     def keys(voice: str, instruct: str | None = None) -> list[str]:
-        return make_plan(doc, JobSpec("d", voice, "o.wav", instruct=instruct), "m", "bf16").keys
+        return make_plan(doc, JobSpec(document="d", voice=voice, output="o.wav", instruct=instruct), "m", "bf16").keys
 
     assert keys(SHA) == keys(SHA)  # a resubmitted book reuses its sentences
     assert keys("preset:ryan") != keys("preset:aiden") != keys(SHA)
