@@ -110,7 +110,10 @@ def _checks() -> dict[str, tuple[Check, bool]]:
 _CHECKS = _checks()
 # The fields whose check gives the value a job carries (a model's folder made absolute, a language's code, a
 # recognizer's "auto"...): the model keeps that, so what it holds is checked and normalized once.
-NORMALIZED = frozenset(("model", "language", "fan_out", "feed", "abs_url", "proof", "word_timings"))
+NORMALIZED = frozenset(
+    ("model", "language", "fan_out", "feed", "abs_url", "proof", "word_timings", "subtitles", "readalong", "year")
+    + ("title", "series", "narrator", "author")
+)
 
 
 def _spelling(info: ValidationInfo) -> str:

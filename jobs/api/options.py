@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from narrate.jobs.api.fields import BOOK, CLI, KNOBS, FieldError, RequestFields, about, spelled
-from narrate.jobs.audio.bookmeta import BookOptions
+from narrate.jobs.audio.bookmeta import BookOptions, parse_loudness, read_cover
 from narrate.jobs.constraints import Layout
 from narrate.jobs.documents.languages import check_language
 from narrate.jobs.documents.lexicon import read_lexicon
@@ -69,7 +69,12 @@ class Options:
         with about("lexicon", spelling):
             lexicon = read_lexicon(Path(f.lexicon)) if f.lexicon is not None else []
         with about("cover", spelling):
-            made_book = BookOptions.make(**{name: getattr(f, name) for name in BOOK})
+            cover = read_cover(f.cover) if f.cover is not None else None
+        made_book = BookOptions(
+            **{name: getattr(f, name) for name in BOOK}
+            | {name: getattr(f, name) or "" for name in ("subtitles", "split", "readalong")}
+            | {"loudness": parse_loudness(f.loudness), "cover": cover}
+        )
         kept = "epub" in made_book.readalong.split(",")  # a read-along EPUB marks up the pages read
         return cls(
             model=f.model,

@@ -7,10 +7,9 @@ import hashlib
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-from narrate.jobs.audio.subtitles import parse_formats
 from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
 
@@ -96,7 +95,8 @@ def parse_loudness(value: str | float | None, option: str = "--loudness") -> flo
 
 @dataclass(frozen=True)
 class BookOptions:
-    """Output options of a request (checked on the client; they travel in the job spec)."""
+    """Output options of a request, as the request model checked them (jobs/api/fields.py); they travel in the job
+    spec."""
 
     subtitles: str = ""
     loudness: float | None = -19.0
@@ -110,67 +110,12 @@ class BookOptions:
     series: str | None = None  # "Name" or "Name #2" (the document's, if it has one, when None)
     readalong: str = ""  # "epub,manifest,w3c": read-along files beside the audio (jobs/readalong)
 
-    @classmethod
-    def make(
-        cls,
-        subtitles: str | None = None,
-        loudness: str | float | None = None,
-        narrator: str | None = None,
-        author: str | None = None,
-        year: str | None = None,
-        cover: Path | None = None,
-        split: str | None = None,
-        max_part_hours: float | None = None,
-        title: str | None = None,
-        series: str | None = None,
-        readalong: str | None = None,
-    ) -> BookOptions:
-        try:
-            subs = parse_formats(subtitles)
-        except ValueError as e:
-            raise BadInput(f"--subtitles: {e}") from None
-        if split and split not in SPLITS:
-            raise BadInput(f"--split {split!r}: use {' or '.join(SPLITS)}")
-        if max_part_hours is not None and not (math.isfinite(max_part_hours) and max_part_hours > 0):
-            raise BadInput(f"--max-part-hours {max_part_hours}: give a number of hours above 0, e.g. 10")
-        along = parse_readalong(readalong)
-        if along and (split == "chapters" or max_part_hours is not None):
-            raise BadInput(
-                "--readalong: a read-along book plays the whole book's file; not with --split chapters "
-                "or --max-part-hours (--split chapters+book keeps the book)"
-            )
-        return cls(
-            subtitles=subs,
-            loudness=parse_loudness(loudness),
-            narrator=check_tag("--narrator", narrator),
-            author=check_tag("--author", author),
-            year=check_year(year),
-            cover=read_cover(cover) if cover is not None else None,
-            split=split or "",
-            max_part_hours=max_part_hours,
-            title=check_tag("--title", title),
-            series=check_tag("--series", series),
-            readalong=along,
-        )
-
     def cover_sha(self) -> str | None:
         return hashlib.sha256(self.cover).hexdigest() if self.cover else None
 
     def spec_fields(self) -> dict:
-        """The JobSpec fields these options set."""
-        return {
-            "subtitles": self.subtitles,
-            "loudness": self.loudness,
-            "narrator": self.narrator,
-            "author": self.author,
-            "year": self.year,
-            "cover": self.cover_sha(),
-            "split": self.split,
-            "max_part_hours": self.max_part_hours,
-            "title": self.title,
-            "series": self.series,
-            "readalong": self.readalong,
-        }
+        """The JobSpec fields these options set (the cover as its hash: the image goes to the store)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"cover": self.cover_sha()}
 
 
 def series_parts(series: str | None) -> tuple[str, str]:

@@ -9,8 +9,8 @@ import logging
 
 import pytest
 from helpers.cli import invoke
+from narrate.jobs.api.options import Options
 from narrate.jobs.audio.assemble import tags_for
-from narrate.jobs.audio.bookmeta import BookOptions
 from narrate.jobs.audio.subtitles import Cue, srt, vtt
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.documents.documents import BookMeta
@@ -65,7 +65,7 @@ def test_cue_text_cannot_end_its_cue_or_open_a_tag():
 )
 def test_tags_from_the_command_line_are_checked(kw, says):
     with pytest.raises(BadInput, match=says):
-        BookOptions.make(**kw)
+        Options.make(**kw)
 
 
 def test_a_documents_own_tags_are_cleaned_and_its_cover_checked():
@@ -77,7 +77,7 @@ def test_a_documents_own_tags_are_cleaned_and_its_cover_checked():
     assert tags_for(spec, None, BookMeta("T", "", "en", png, "image/png"), None).cover == png
     huge = b"\xff\xd8\xff" + b"\0" * (11 * 1024 * 1024)
     assert tags_for(spec, None, BookMeta("T", "", "en", huge, "image/jpeg"), None).cover is None
-    assert BookOptions.make(year="2026-12-01", narrator="Ann").year == "2026-12-01"
+    assert Options.make(year=" 2026-12-01", narrator="Ann ").book.year == "2026-12-01"
 
 
 def test_pauses_and_frame_caps_are_bounded(env):

@@ -21,7 +21,8 @@ from helpers.readalong import (
     w3c_validator,
 )
 from lxml import etree
-from narrate.jobs.audio.bookmeta import BookOptions, parse_readalong
+from narrate.jobs.api.options import Options
+from narrate.jobs.audio.bookmeta import parse_readalong
 from narrate.jobs.audio.subtitles import Cue
 from narrate.jobs.book.spec import BadSpec, JobSpec
 from narrate.jobs.documents.documents import parse_document
@@ -234,8 +235,8 @@ def test_the_option_is_checked_and_left_out_of_a_spec_that_does_not_ask():
     with pytest.raises(BadInput, match="--readalong: unknown format 'pdf'"):
         parse_readalong("pdf")
     with pytest.raises(BadInput, match="--split chapters"):
-        BookOptions.make(readalong="epub", split="chapters")
-    assert BookOptions.make(readalong="epub", split="chapters+book").readalong == "epub"
+        Options.make(readalong="epub", split="chapters")
+    assert Options.make(readalong="EPUB", split="chapters+book").book.readalong == "epub"
     plain = JobSpec(document="d", voice="a" * 64, output="b.m4b")
     assert "readalong" not in plain.to_json()
     asked = JobSpec(document="d", voice="a" * 64, output="b.m4b", readalong="epub,manifest")
