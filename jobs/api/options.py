@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import base64
 import functools
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -166,28 +166,17 @@ class Options:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Options:
-        """What ``to_json`` wrote (already validated when it was made: nothing is read again)."""
+        """What ``to_json`` wrote (already validated when it was made: nothing is read again); what it left out
+        takes its default."""
         book = dict(data.get("book") or {})
         if book.get("cover"):
             book["cover"] = base64.b64decode(book["cover"])
-        known = set(BookOptions.__dataclass_fields__)
+        nested = {"book", "reading", "lexicon"}
         return cls(
-            model=data.get("model"),
-            quant=data.get("quant"),
-            overwrite=bool(data.get("overwrite", False)),
+            **{f.name: data[f.name] for f in fields(cls) if f.name in data and f.name not in nested},
             reading=_reading(data.get("reading") or {}),
             lexicon=[list(e) for e in data.get("lexicon") or []],
-            book=BookOptions(**{k: v for k, v in book.items() if k in known}),
-            fan_out=data.get("fan_out"),
-            priority=data.get("priority", "normal"),
-            feed=data.get("feed"),
-            library=data.get("library"),
-            library_layout=data.get("library_layout", "abs"),
-            abs_url=data.get("abs_url"),
-            proof=data.get("proof"),
-            retakes=data.get("retakes"),
-            word_timings=data.get("word_timings"),
-            **{k: data.get(k) for k in KNOBS},
+            book=BookOptions(**{f.name: book[f.name] for f in fields(BookOptions) if f.name in book}),
         )
 
     @property
