@@ -69,9 +69,10 @@ def workers(r: redis.Redis, base_queue: str) -> list[dict]:
     found = [w for w in Worker.all(connection=r, serializer=JSONSerializer) if mine & set(w.queue_names())]
     with r.pipeline(transaction=False) as p:
         for w in found:
-            p.hmget(w.key, ["current_job", "narrate_model", "narrate_blas"])
+            p.hmget(w.key, ["narrate_model", "narrate_blas"])
         fields = [[v.decode() if v else None for v in row] for row in p.execute()]
-        current = [(job, model) for job, model, _ in fields]
+    # rq's public read of a worker's job: rq 2.12 keeps it in the worker's hash, rq 3.0 in its executions' index
+    current = [(w.get_current_job_id(), model) for w, (model, _) in zip(found, fields, strict=True)]
     with r.pipeline(transaction=False) as p:
         for job_id, _ in current:
             p.hget(Job.key_for(job_id or "-"), "meta")
@@ -88,7 +89,7 @@ def workers(r: redis.Redis, base_queue: str) -> list[dict]:
             "progress": meta.get("progress") if job_id else None,
             "model": (meta.get("model") if job_id else None) or default_model,  # the job's, else the worker's
             "last_heartbeat": w.last_heartbeat.isoformat() if w.last_heartbeat else None,
-            "blas": row[2],  # what its MLX float32 products use (worker/blas.py); None: a worker before it said
+            "blas": row[1],  # what its MLX float32 products use (worker/blas.py); None: a worker before it said
         }
         for w, (job_id, default_model), meta, row in zip(found, current, metas, fields, strict=True)
     ]
