@@ -28,8 +28,9 @@ class State(StrEnum):
 
     @classmethod
     def of(cls, raw: str) -> State:
-        """The state of a job whose record says `raw` (rq's words; "unknown": a record without one)."""
-        return _FOLDED.get(raw) or cls(raw)
+        """The state of a job whose record says `raw` (rq's words; "unknown": a record without one). A word no rq
+        release here writes counts as queued, as a record without a state does: a page never fails on it."""
+        return _FOLDED.get(raw) or cls.__members__.get(raw.upper(), cls.QUEUED)
 
     @classmethod
     def from_api(cls, word: str) -> State:

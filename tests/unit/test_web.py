@@ -158,6 +158,7 @@ def test_status_words_and_ids():
         "queued",
     ]
     assert ENDED_API == ("completed", "failed", "cancelled")
+    assert State.of("a-state-of-a-later-rq").api == "queued"  # a page never fails on a word it does not know
     with pytest.raises(ValueError, match="not a narration's status"):
         State.from_api("started")  # narrate's word, not the API's
     assert views.check_id("narrate-0123") == "narrate-0123"
