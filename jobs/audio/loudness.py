@@ -108,10 +108,6 @@ def true_peak(x: np.ndarray) -> float:
     return float(max(np.abs(up).max(), np.abs(x).max()))
 
 
-def db(linear: float) -> float:
-    return 20.0 * math.log10(linear) if linear > 0 else -math.inf
-
-
 def gain_for(measured_lufs: float, target_lufs: float) -> float:
     """The linear gain that brings `measured` to `target` (1.0 for silence)."""
     if not math.isfinite(measured_lufs):

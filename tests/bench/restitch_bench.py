@@ -3,7 +3,7 @@ rendered again, following the first stitch (jobs/audio/reuse.py), side by side; 
 
     .venv/bin/python tests/bench/restitch_bench.py [--hours 1] [--format m4b] [--runs 3] [--json FILE]
 
-The book's checkpoints are built as the stitch benchmark builds them (worker/bench/stitch.py: speech-like
+The book's checkpoints are built as the stitch benchmark builds them (tests/bench/stitch_bench.py: speech-like
 sentences of 3-7 s, a chapter every 200 sentences, paragraphs of five). *Full*: every sentence ready, the job's
 stitch from its planning on (every checkpoint verified, as `Plan.checkpointed` does), measured, encoded, muxed,
 tagged and copied into place, its record and segments kept; this is what a redo costs without a record on its
@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import stitch_bench
 from narrate.jobs.audio.book_writer import BookWriter
 from narrate.jobs.audio.reuse import Reuse, SegmentCache, fingerprint
 from narrate.jobs.audio.segments import BLOCK_S, SEGMENT_S, Heard, Segmenter
@@ -34,7 +35,6 @@ from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.settings import SAMPLE_RATE
 from narrate.jobs.task.stitcher import EncodePath
-from narrate.worker.bench import stitch as stitch_bench
 
 CAP = 50 * 10**9  # the caches' cap: nothing is pruned during the benchmark
 
@@ -134,7 +134,7 @@ def main() -> None:
         t0 = time.monotonic()
         plan, store = stitch_bench.make_book(root, args.hours)
         made_s = time.monotonic() - t0
-        spec = JobSpec(document="bench", voice="bench", output=f"book.{args.format}", subtitles="srt,json")
+        spec = JobSpec(document="bench", voice="b" * 64, output=f"book.{args.format}", subtitles="srt,json")
         (root / "out").mkdir()
         fulls, redos = [], []
         for run in range(args.runs):

@@ -134,15 +134,14 @@ def test_ctrl_c_while_writing_the_random_checkpoint_leaves_no_half_checkpoint(en
 
 
 def test_the_long_book_stitch_benchmark_runs(tmp_path):
-    """`python -m narrate.worker.bench.stitch` (the 10-hour stitch figures) on a minute of audio."""
+    """`python tests/bench/stitch_bench.py` (the 10-hour stitch figures) on a minute of audio."""
     import json
     import subprocess
 
     proc = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "narrate.worker.bench.stitch",
+            str(Path(__file__).with_name("stitch_bench.py")),
             "--hours",
             "0.02",
             "--rate",

@@ -1,5 +1,5 @@
 """The book's encode and write: a short book written by narrate's BookWriter, and the stitch of a
-minute of speech-like audio (worker/bench/stitch.py) run in a child process, to fault it from
+minute of speech-like audio (tests/bench/stitch_bench.py) run in a child process, to fault it from
 outside: a file-size limit (a full disk) or a SIGKILL while ffmpeg encodes. Shared by the book
 writer tests and the segmented (m4b, mp3) and streamed (ogg/flac) encode tests."""
 
@@ -32,7 +32,8 @@ def write_book(final: Path, root=None, workdir: Path | None = None, **kw) -> Pat
 
 _STITCH = (
     "import sys, time, pathlib\n"
-    "from narrate.worker.bench import stitch as stitch_bench\n"
+    "sys.path.insert(0, sys.argv[7])  # tests/bench: the stitch benchmark\n"
+    "import stitch_bench\n"
     "from narrate.jobs.audio import segment_encoder\n"
     "from narrate.jobs.book.spec import JobSpec\n"
     "root, tmp, output, per_chapter, unit_s = sys.argv[1:6]\n"
@@ -51,7 +52,8 @@ _STITCH = (
 
 
 def _args(root: Path, tmp: Path, output: str, per_chapter: int, unit_s: float, mode: str) -> list[str]:
-    return [sys.executable, "-c", _STITCH, str(root), str(tmp), output, str(per_chapter), str(unit_s), mode]
+    bench = str(Path(__file__).resolve().parents[1] / "bench")
+    return [sys.executable, "-c", _STITCH, str(root), str(tmp), output, str(per_chapter), str(unit_s), mode, bench]
 
 
 def ffmpeg_children(pid: int) -> list[int]:

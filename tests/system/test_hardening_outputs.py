@@ -9,7 +9,9 @@ import fcntl
 import json
 import os
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 from helpers.fake import fake_env
 from helpers.procs import NARRATE, narrate, wait_for_job, wait_until
@@ -26,7 +28,9 @@ def test_a_long_segmented_m4b_has_the_quicktime_chapter_track(tmp_path):
     list: Apple Books, BookPlayer and every AVFoundation player showed no chapters."""
     from mutagen.mp4 import MP4
     from narrate.jobs.book.spec import JobSpec
-    from narrate.worker.bench import stitch as stitch_bench
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import stitch_bench
 
     plan, store = stitch_bench.make_book(tmp_path / "b", 4 / 60, per_chapter=12)  # 4 minutes
     spec = JobSpec(document="d", voice="a" * 64, output="book.m4b", loudness=None)

@@ -18,10 +18,10 @@ from narrate.jobs.audio.segments import AAC_FRAME, CUT_SILENCE, MP3, grid_for
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import FORMATS
-from narrate.worker.bench import stitch as stitch_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 import restitch_bench  # noqa: E402
+import stitch_bench  # noqa: E402
 
 SIZES = {"unit_s": 10, "block_s": 5}  # units at chapters and after 10 s, segments after 5 s
 

@@ -6,13 +6,18 @@ sentences; the mux writes the LAME tag's delay, padding and CRC; split or in par
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from helpers.audio import SR, decoded_samples
 from narrate.jobs.audio import mp3frames
 from narrate.jobs.audio.segments import CUT_SILENCE, MP3, MP3_FRAME
 from narrate.jobs.book.spec import JobSpec
-from narrate.worker.bench import stitch as stitch_bench
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # the benchmarks' helpers
+import stitch_bench  # noqa: E402
 
 SPEC = dict(document="d", voice="a" * 64, output="book.mp3")
 

@@ -1,5 +1,6 @@
 """Stitch and encode of a long book, the old way and the segmented way, side by side:
-``python -m narrate.worker.bench.stitch --hours 1 --rate 60``.
+``python tests/bench/stitch_bench.py --hours 1 --rate 60`` (a developer's benchmark, outside the
+product package; the tests use its helpers too)..
 
 Writes `hours` of synthetic speech-like sentences (3-7 s each: a buzz of a few harmonics of a
 100-220 Hz voice with vibrato plus low-passed noise, softly clipped to speech's crest factor and
@@ -247,7 +248,7 @@ def main() -> None:
         t0 = time.monotonic()
         plan, store = make_book(root, args.hours)
         made_s = time.monotonic() - t0
-        spec = JobSpec(document="bench", voice="bench", output=f"book.{args.format}", subtitles="srt,json")
+        spec = JobSpec(document="bench", voice="b" * 64, output=f"book.{args.format}", subtitles="srt,json")
         new = measured(
             lambda: segmented(plan, store, spec, root / "out" / f"new.{args.format}", root / "s1", args.rate)
         )
