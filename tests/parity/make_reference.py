@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 "codec_attention_scale": ck.codec_attention_scale,
                 "weights": cases.weights_digest(built),
             }
-    cases.MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
+    (args.out / cases.MANIFEST.name).write_text(json.dumps(manifest, indent=2) + "\n")
     total = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"wrote {args.out} ({total / 1024:.0f} KiB)")
     return 0
