@@ -14,7 +14,6 @@ from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
 
 MAX_COVER_BYTES = 10 * 1024 * 1024
-SPLITS = ("chapters", "chapters+book")
 # jobs/readalong: an EPUB 3 with media overlays, a Readium audiobook manifest, a W3C Audiobooks manifest
 READALONG_FORMATS = ("epub", "manifest", "w3c")
 

@@ -1,6 +1,7 @@
 """Every use of an rq internal narrate needs, in one module, and the check that fails loudly when an
 rq release changes one of them (rq is held to the minor versions tested: 2.12 and 3.0, whose internals listed here
-are the same but for what narrate's worker passes on, narrate.worker.process.rq_worker.handle_job_failure).
+are the same but for the execution 3.0 hands around: ``maintain_heartbeats`` below passes it, and narrate's
+``handle_job_failure`` passes on the one rq gave it, narrate.worker.process.rq_worker).
 
 Public rq API is used everywhere else: registries' ``get_job_and_execution_ids``, ``remove_executions``,
 ``FailedJobRegistry.add``/``remove``, ``Job.set_status``, ``Worker.find_by_key``. What rq 2.12 and 3.0 have no
@@ -142,11 +143,14 @@ def check_rq_internals() -> None:
         )
 
 
+_BEAT_TAKES_EXECUTION = "execution" in inspect.signature(BaseWorker.maintain_heartbeats).parameters  # rq 3.0
+
+
 def maintain_heartbeats(worker: BaseWorker, job: Job) -> None:
     """rq's heartbeat of a running job (the worker's, its execution's and the job's): rq 3.0 is handed the
     execution, rq 2.12 reads the worker's own. Before rq has made the execution there is nothing to beat yet."""
     beat: Any = worker.maintain_heartbeats
-    if "execution" not in inspect.signature(BaseWorker.maintain_heartbeats).parameters:
+    if not _BEAT_TAKES_EXECUTION:
         beat(job)
         return
     execution = worker.execution
