@@ -8,40 +8,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import redis
 from narrate.jobs.api import chapter_previews
 from narrate.jobs.api.listing import list_jobs
-from narrate.jobs.api.status import finished_status, status
+from narrate.jobs.api.record import JobRecord, read_records, with_results
+from narrate.jobs.api.status import status
 from narrate.jobs.feeds import store as feeds
 from narrate.jobs.outputs import ownership, recorded
 from narrate.jobs.outputs.recorded import OutputFile
+from narrate.jobs.queue.states import State
 from narrate.jobs.server.records import fetch
-from narrate.jobs.server.store import text
 from narrate.jobs.settings import Settings
 from rq.job import Job
-from rq.results import Result
-from rq.serializers import JSONSerializer
-
-
-@dataclass(frozen=True)
-class Finished:
-    """A finished job as the views need it: its record and its result."""
-
-    job: Job
-    result: dict[str, Any]
-
-    @property
-    def status(self) -> dict[str, Any]:
-        """As `get` gives it (without `output_replaced_by` and parts)."""
-        return finished_status(self.job, self.result)
-
-    @property
-    def output_relative(self) -> str:
-        return str(self.result.get("output_relative") or "")
 
 
 class JobView:
@@ -60,30 +41,17 @@ class JobView:
         """Every job of the server's queues, newest first (`narrate list`): two round trips."""
         return list_jobs(self.r, self.settings.queue, self.root, state)
 
-    def finished(self, job_ids: list[str]) -> dict[str, Finished]:
+    def finished(self, job_ids: list[str]) -> dict[str, JobRecord]:
         """The finished jobs among `job_ids` with their results: two round trips (the job records, then
-        each one's latest result); a job gone meanwhile or not finished is left out."""
-        jobs = [j for j in Job.fetch_many(job_ids, connection=self.r, serializer=JSONSerializer) if j is not None]
-        done = [j for j in jobs if (st := j.get_status(refresh=False)) is not None and st.value == "finished"]
-        with self.r.pipeline(transaction=False) as p:
-            for job in done:
-                p.xrevrange(Result.get_key(job.id), "+", "-", count=1)
-            latest = p.execute()
-        found = {}
-        for job, entries in zip(done, latest, strict=True):
-            if not entries:
-                continue
-            result_id, payload = entries[0]
-            res = Result.restore(job.id, text(result_id), payload, connection=self.r, serializer=JSONSerializer)
-            value = res.return_value if isinstance(res.return_value, dict) else {}
-            found[job.id] = Finished(job, value)
-        return found
+        each one's latest result); a job gone meanwhile, not finished or without a result is left out."""
+        done = [rec for rec in read_records(self.r, job_ids).values() if rec.status == State.FINISHED]
+        return {rec.id: rec for rec in with_results(self.r, done) if rec.result is not None}
 
-    def files(self, finished: list[Finished]) -> dict[str, list[OutputFile]]:
+    def files(self, finished: list[JobRecord]) -> dict[str, list[OutputFile]]:
         """The files each finished job wrote that lie here: two round trips for all of them."""
-        pairs = [(f.job.id, f.output_relative) for f in finished if f.output_relative]
-        found = recorded.recorded_many(self.r, self.root, pairs)
-        return {f.job.id: found.get(f.job.id, []) for f in finished}
+        pairs = [(rec.id, str(rec.result.get("output_relative") or "")) for rec in finished if rec.result]
+        found = recorded.recorded_many(self.r, self.root, [(i, rel) for i, rel in pairs if rel])
+        return {rec.id: found.get(rec.id, []) for rec in finished}
 
     def delete(self, job_id: str) -> list[str]:
         """Remove an ended job: its files that still hold what it wrote (their names), its parts, its

@@ -7,13 +7,14 @@ entry whose job expired or was deleted is skipped."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import redis
-from narrate.jobs.queue.books import PART_FIELDS, PartState, fold_book
-from narrate.jobs.queue.lifecycle import CANCEL_FIELD
-from narrate.jobs.queue.queues import priority_of, queue_names
+from narrate.jobs.api.record import JobRecord, isoformat, read_records
+from narrate.jobs.queue.queues import queue_names
 from narrate.jobs.queue.runs import run_queues
 from narrate.jobs.queue.states import State
 from narrate.jobs.server.records import queue
@@ -28,7 +29,6 @@ from rq.registry import (
     ScheduledJobRegistry,
     StartedJobRegistry,
 )
-from rq.serializers import JSONSerializer
 
 STATES = tuple(s.value for s in State)
 _ALSO = {"failed": ("failed", "stopped")}  # a stopped job (rq's own stop) is listed with the failed ones
@@ -40,7 +40,6 @@ REGISTRIES: dict[str, type[BaseRegistry]] = {
     "failed": FailedJobRegistry,
     "canceled": CanceledJobRegistry,
 }
-_FIELDS = ("status", "created_at", "origin", "description", "meta", CANCEL_FIELD)
 
 
 def list_jobs(r: redis.Redis, base_queue: str, output_root: Path, status: str | None = None) -> list[dict]:
@@ -57,11 +56,25 @@ def list_page(
     after: str | None = None,
     clips: bool = True,
 ) -> tuple[list[dict], bool]:
-    """`list_jobs`, a page at a time: the newest `limit` jobs (all: None) listed after job `after`
-        (the last of the previous page); and whether more follow. A page reads the records of its own
-        jobs only (one more round trip, for every job's creation time, picks them), so a page of 100
-        costs the same with 10,000 jobs as with 100. A part of a fanned-out book is never a row of its
-        own (its book's row shows it), so a page may hold fewer than `limit` rows. `status`: one state or
+    """`list_jobs`, a page at a time (``page_records``), as `narrate list` shows each job (``list_row``)."""
+    records, more = page_records(r, base_queue, status, limit, after, clips)
+    root = output_root.expanduser().resolve()
+    return [list_row(rec, root) for rec in records], more
+
+
+def page_records(
+    r: redis.Redis,
+    base_queue: str,
+    status: str | tuple[str, ...] | None = None,
+    limit: int | None = None,
+    after: str | None = None,
+    clips: bool = True,
+) -> tuple[list[JobRecord], bool]:
+    """The newest `limit` jobs' records (all: None) listed after job `after` (the last of the previous
+    page), scheduled ones with their due times; and whether more follow. A page reads the records of its
+    own jobs only (one more round trip, for every job's creation time, picks them), so a page of 100
+    costs the same with 10,000 jobs as with 100. A part of a fanned-out book is never a row of its own
+    (its book's record folds it in), so a page may hold fewer than `limit` jobs. `status`: one state or
     several. `clips`: also the clip jobs (previews, speech: ids CLIP_PREFIX...)."""
     wanted = (status,) if isinstance(status, str) else status or STATES
     due_at = {}
@@ -74,7 +87,7 @@ def list_page(
             elif state == "scheduled":
                 job_id = registry.parse_job_id(entry[0])
                 ids[job_id] = None
-                due_at[job_id] = entry[1]
+                due_at[job_id] = datetime.fromtimestamp(entry[1], UTC)
             else:
                 ids[registry.parse_job_id(entry)] = None
     if not clips:
@@ -83,24 +96,14 @@ def list_page(
     if limit is not None:
         picked, more = _newest(r, list(ids), limit, after)
         ids = dict.fromkeys(picked)
-    with r.pipeline(transaction=False) as p:
-        for job_id in ids:
-            p.hmget(Job.key_for(job_id), _FIELDS)
-        found = p.execute()
-    root = output_root.expanduser().resolve()
     keep = {k for state in wanted for k in _ALSO.get(state, (state,))} if status else None
-    rows = []
-    for job_id, values in zip(ids, found, strict=True):
-        fields = dict(zip(_FIELDS, values, strict=True))
-        if fields["status"] is None:
-            continue  # expired or deleted: a stale registry entry
-        row = _row(job_id, fields["status"].decode(), fields, due_at.get(job_id), root)
-        if not row.pop("_book"):  # a part is shown in its book's row
-            rows.append(row)
-    _fold_parts(r, rows)
-    rows = [row for row in rows if keep is None or row["status"] in keep]
-    rows.sort(key=lambda row: (row["created_at"] or "", row["id"]), reverse=True)
-    return rows, more
+    records = [
+        replace(rec, due_at=due_at.get(rec.id))
+        for rec in read_records(r, ids).values()
+        if not rec.book_of and (keep is None or rec.status in keep)  # a part is shown in its book's row
+    ]
+    records.sort(key=lambda rec: (rec.created_at or "", rec.id), reverse=True)
+    return records, more
 
 
 _PART = re.compile(r"-part\d{3}$")  # a fanned-out book's part (jobs/fanout/split.py Part.job_id)
@@ -141,54 +144,29 @@ def _gather(r: redis.Redis, base_queue: str, wanted: tuple[str, ...]) -> tuple[l
         return sources, p.execute()
 
 
-def _row(job_id: str, state: str, fields: dict, due: float | None, root: Path) -> dict:
-    meta = JSONSerializer.loads(fields["meta"]) if fields["meta"] else {}
-    progress = meta.get("progress") or {}
-    done, total = int(progress.get("done", 0)), int(progress.get("total", 0))
-    origin = fields["origin"].decode() if fields["origin"] else ""
-    description = fields["description"].decode() if fields["description"] else ""
+def list_row(rec: JobRecord, root: Path) -> dict[str, Any]:
+    """A job as `narrate list` shows it (JSON-able)."""
+    running = rec.running
     return {
-        "id": job_id,
-        "document": meta.get("document") or description,
-        "status": state,
-        "priority": priority_of(origin),
-        "done": done,
-        "total": total,
-        "percent": round(100 * done / total, 1) if total else 0.0,
-        "audio_seconds": progress.get("audio_seconds"),
-        "realtime_factor": progress.get("realtime_factor") if state == "started" else None,
-        "eta_seconds": progress.get("eta_seconds") if state == "started" else None,
-        "output": str(root / meta["output"]) if meta.get("output") else None,
-        "created_at": fields["created_at"].decode() if fields["created_at"] else None,
-        "scheduled_for": datetime.fromtimestamp(due, UTC).isoformat() if due is not None else None,
-        "error": meta.get("error") if state in ("failed", "stopped") else None,
-        "stopping": state == "started" and bool(fields.get(CANCEL_FIELD)),
-        "host": (meta.get("hostname") or meta.get("host")) if state == "started" else None,  # the host running it
-        "redo_of": meta.get("redo_of"),  # `narrate redo`: the job it redoes (jobs/task/superseding.py)
-        "superseded_by": meta.get("superseded_by"),  # ... and the one that redid it
-        "voice": meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
-        "voice_name": meta.get("voice_name"),
-        "voice_sample": meta.get("voice_sample"),  # canceled: it stops within a second
-        "_book": meta.get("book"),
-        "_parts": meta.get("parts"),
+        "id": rec.id,
+        "document": rec.document or rec.description,
+        "status": rec.status,
+        "priority": rec.priority,
+        "done": rec.done,
+        "total": rec.total,
+        "percent": rec.percent,
+        "audio_seconds": rec.progress.get("audio_seconds"),
+        "realtime_factor": rec.progress.get("realtime_factor") if running else None,
+        "eta_seconds": rec.progress.get("eta_seconds") if running else None,
+        "output": str(root / rec.meta["output"]) if rec.meta.get("output") else None,
+        "created_at": rec.created_at,
+        "scheduled_for": isoformat(rec.due_at),
+        "error": rec.error,
+        "stopping": rec.stopping,
+        "host": rec.host,
+        "redo_of": rec.meta.get("redo_of"),  # `narrate redo`: the job it redoes (jobs/task/superseding.py)
+        "superseded_by": rec.meta.get("superseded_by"),  # ... and the one that redid it
+        "voice": rec.meta.get("voice"),  # what the job speaks in (a saved voice's name, a sample, a preset)
+        "voice_name": rec.meta.get("voice_name"),
+        "voice_sample": rec.meta.get("voice_sample"),
     }
-
-
-def _fold_parts(r: redis.Redis, rows: list[dict]) -> None:
-    """A fanned-out book's row: its status, error, sentences done and ETA from its parts (jobs.queue.books.fold_book);
-    one more round trip for the parts of every book listed."""
-    books = [row for row in rows if row["_parts"]]
-    with r.pipeline(transaction=False) as p:
-        for row in books:
-            for part in row["_parts"]:
-                p.hmget(Job.key_for(part), PART_FIELDS)
-        found = iter(p.execute())
-    for row in books:
-        parts = [s for s in (PartState.read(i, next(found)) for i in row["_parts"]) if s]
-        view = fold_book(row["status"], row["total"], parts)
-        row["status"], row["error"] = view.status, view.error or row["error"]
-        if view.done is not None:
-            row["done"], row["eta_seconds"] = view.done, view.eta_seconds
-            row["percent"] = round(100 * row["done"] / row["total"], 1) if row["total"] else 0.0
-    for row in rows:
-        del row["_parts"]

@@ -13,7 +13,8 @@ from pathlib import Path
 import redis
 from narrate.jobs.api.options import Options
 from narrate.jobs.api.prepare import Request, prepare, prepare_many, prepare_read
-from narrate.jobs.api.status import due_time, status
+from narrate.jobs.api.record import due_time
+from narrate.jobs.api.status import status
 from narrate.jobs.book.plan import spoken_paragraphs
 from narrate.jobs.book.spec import DEFAULT_RETAKES, JobSpec, job_timeout
 from narrate.jobs.counts import count

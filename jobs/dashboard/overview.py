@@ -9,15 +9,16 @@ narrate's) becomes a row saying so rather than an error. Each list is bounded, s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import MappingProxyType
 
 import redis
+from narrate.jobs.api.record import NO_PROGRESS, JobRecord, failure_line, read_records, with_results
 from narrate.jobs.queue.rq_compat import started_job_ids
 from narrate.jobs.queue.states import State
 from narrate.jobs.server.records import queue
 from rq import Queue
-from rq.job import Job
 from rq.registry import (
     CanceledJobRegistry,
     FailedJobRegistry,
@@ -44,26 +45,11 @@ class Figures:
     eta_seconds: float | None  # None while there is nothing to estimate from
 
 
-@dataclass(frozen=True)
-class Row:
-    id: str
-    state: str
-    description: str
-    figures: Figures
-    enqueued_at: datetime | None = None
-    started_at: datetime | None = None
-    ended_at: datetime | None = None
-    due_at: datetime | None = None  # scheduled jobs
-    worker: str | None = None
-    output: str | None = None
-    error: str | None = None
-
-
 @dataclass
 class QueueView:
     name: str
     counts: dict[str, int]
-    rows: dict[str, list[Row]] = field(default_factory=dict)
+    rows: dict[str, list[JobRecord]] = field(default_factory=dict)  # a state's jobs (its registry's)
 
     @property
     def empty(self) -> bool:
@@ -105,73 +91,36 @@ def figures(meta: dict, started_at: datetime | None, now: datetime, running: boo
     return Figures(done, total, audio, percent, rtf, None if eta is None else max(0.0, eta))
 
 
-def _error_line(job: Job) -> str:
-    meta_error = job.meta.get("error")
-    if isinstance(meta_error, str) and meta_error:
-        return meta_error
-    result = job.latest_result()
-    text = (result.exc_string if result is not None else None) or job.exc_info or "failed"
-    lines = [line for line in str(text).strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "failed"
+def figures_of(rec: JobRecord, state: str, now: datetime) -> Figures:
+    """The figures of a job listed under `state` (its registry)."""
+    return figures(dict(rec.meta), _aware(rec.started_at), now, running=state == State.STARTED)
 
 
-def _output(job: Job) -> str | None:
-    try:
-        value = job.return_value()
-    except Exception:  # noqa: BLE001 - an unreadable result shows as no output
-        return None
-    return str(value["output"]) if isinstance(value, dict) and value.get("output") else None
-
-
-def _fetch(r: redis.Redis, ids: list[str]) -> dict[str, Job | None]:
-    """The jobs by id (None: gone, or not a job narrate can read), in one round trip."""
-    with r.pipeline() as p:
-        for job_id in ids:
-            p.hgetall(Job.key_for(job_id))
-        raws = p.execute()
-    jobs: dict[str, Job | None] = {}
-    for job_id, raw in zip(ids, raws, strict=True):
-        job = None
-        if raw:
-            try:
-                job = Job(job_id, connection=r, serializer=JSONSerializer)
-                job.restore(raw)
-            except Exception:  # noqa: BLE001 - malformed: shown as unreadable
-                job = None
-        jobs[job_id] = job
-    return jobs
-
-
-def _row(job_id: str, job: Job | None, state: str, now: datetime, due: datetime | None = None) -> Row:
-    if job is None:
-        return Row(
-            job_id,
-            state,
-            "(job not readable: expired, deleted, or not a narrate job)",
-            Figures(0, 0, 0.0, None, None, None),
-            due_at=due,
-        )
-    started = _aware(job.started_at)
-    meta = job.meta if isinstance(job.meta, dict) else {}
-    return Row(
-        id=job_id,
-        state=state,
-        description=job.description or "",
-        figures=figures(meta, started, now, running=state == "started"),
-        enqueued_at=_aware(job.enqueued_at),
-        started_at=started,
-        ended_at=_aware(job.ended_at),
-        due_at=due,
-        worker=job.worker_name if state == "started" else None,
-        output=_output(job) if state == "finished" else None,
-        error=_error_line(job) if state == "failed" else None,
+def _unreadable(job_id: str) -> JobRecord:
+    """A row for a job that cannot be read (deleted meanwhile, or not narrate's)."""
+    gone = "(job not readable: expired, deleted, or not a narrate job)"
+    return JobRecord(
+        job_id, "unknown", MappingProxyType({}), gone, "", None, None, None, None, None, False, NO_PROGRESS
     )
 
 
-def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20, now: datetime | None = None) -> QueueView:
+def _records(r: redis.Redis, ids: dict[str, list[str]], due_at: dict[str, datetime]) -> dict[str, list[JobRecord]]:
+    """Each state's jobs as records: the finished with their results, the failed with their error line,
+    the scheduled with their due times; one that cannot be read as such."""
+    found = read_records(r, (i for state in STATES for i in ids[state]))
+    found.update({rec.id: rec for rec in with_results(r, [found[i] for i in ids["finished"] if i in found])})
+    for i in ids["failed"]:
+        if i in found and not found[i].error:
+            found[i] = replace(found[i], error=failure_line(r, found[i]))
+    return {
+        state: [replace(found[i], due_at=due_at.get(i)) if i in found else _unreadable(i) for i in ids[state]]
+        for state in STATES
+    }
+
+
+def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20) -> QueueView:
     """One queue: counts per state, and up to `limit` jobs of each waiting or running state (oldest
     first) and the `recent` newest finished and failed ones."""
-    now = now or datetime.now(UTC)
     scheduled, started = ScheduledJobRegistry(queue=q), StartedJobRegistry(queue=q)
     finished, failed = FinishedJobRegistry(queue=q), FailedJobRegistry(queue=q)
     canceled = CanceledJobRegistry(queue=q)
@@ -218,13 +167,11 @@ def queue_view(r: redis.Redis, q: Queue, limit: int = 50, recent: int = 20, now:
         "finished": [i.decode() for i in finished_ids],
     }
     due_at = {i.decode(): datetime.fromtimestamp(score, UTC) for i, score in due}
-    jobs = _fetch(r, list(dict.fromkeys(i for state in STATES for i in ids[state])))
-    for state in STATES:
-        view.rows[state] = [_row(i, jobs[i], state, now, due_at.get(i)) for i in ids[state]]
+    view.rows = _records(r, ids, due_at)
     return view
 
 
-def overview(r: redis.Redis, limit: int = 50, recent: int = 20, now: datetime | None = None) -> list[QueueView]:
+def overview(r: redis.Redis, limit: int = 50, recent: int = 20) -> list[QueueView]:
     """Every queue rq knows on this server (narrate's, its priorities, `narrate run`'s), by name."""
     names = sorted(q.name for q in Queue.all(connection=r, serializer=JSONSerializer))
-    return [queue_view(r, queue(r, name), limit, recent, now) for name in names]
+    return [queue_view(r, queue(r, name), limit, recent) for name in names]

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import redis
 from flask import Blueprint, Response, current_app, render_template_string
 from narrate.jobs import humanize
-from narrate.jobs.dashboard.overview import STATES, overview
+from narrate.jobs.dashboard.overview import STATES, figures_of, overview
 
 REFRESH_S = 5
 PATH = "/narrate"
@@ -52,7 +52,7 @@ progress { width: 10rem; } .desc { max-width: 40rem; overflow-wrap: anywhere; } 
 {%- elif state == "finished" %}<th>Ended</th><th>Audio</th><th>Output</th>
 {%- else %}<th>Ended</th><th>Progress</th><th>Error</th>{% endif %}</tr></thead>
 <tbody>
-{% for row in q.rows[state] %}{% set f = row.figures %}
+{% for row in q.rows[state] %}{% set f = figures_of(row, state, now) %}
 <tr data-job-id="{{ row.id }}">
 <td><a href="{{ url_for('rq_dashboard.job_view', instance_number=0, job_id=row.id) }}"
  title="{{ row.id }}">{{ row.id[:22] }}</a></td>
@@ -69,7 +69,8 @@ progress { width: 10rem; } .desc { max-width: 40rem; overflow-wrap: anywhere; } 
 {%- elif state == "queued" %}
 <td>{{ f.total }}</td><td>{{ row.enqueued_at|when(now) }}</td>
 {%- elif state == "finished" %}
-<td>{{ row.ended_at|when(now) }}</td><td>{{ f.audio_seconds|duration }}</td><td class="desc">{{ row.output or "" }}</td>
+<td>{{ row.ended_at|when(now) }}</td><td>{{ f.audio_seconds|duration }}</td>
+<td class="desc">{{ (row.result or {}).get("output") or "" }}</td>
 {%- else %}
 <td>{{ row.ended_at|when(now) }}</td><td>{{ f.percent|percent }} ({{ f.done }}/{{ f.total }})</td>
 <td class="desc error">{{ row.error or "" }}</td>{% endif %}
@@ -128,11 +129,11 @@ def make_blueprint() -> Blueprint:
     def progress() -> Response | str:
         now = datetime.now(UTC)
         try:
-            queues = overview(current_app.redis_conn, now=now)  # type: ignore[attr-defined]  # rq-dashboard sets it; Flask's types lack it
+            queues = overview(current_app.redis_conn)  # type: ignore[attr-defined]  # rq-dashboard sets it; Flask's types lack it
         except redis.RedisError as e:
             return Response(f"The Redis server did not answer: {type(e).__name__}.\n", 503, mimetype="text/plain")
         return render_template_string(
-            _TEMPLATE, queues=queues, now=now, refresh=REFRESH_S, states=STATES, titles=TITLES
+            _TEMPLATE, queues=queues, now=now, refresh=REFRESH_S, states=STATES, titles=TITLES, figures_of=figures_of
         )
 
     return page

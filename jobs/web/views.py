@@ -5,7 +5,7 @@ progress, the files it wrote (jobs/web/outputs.py) with their URLs, and the erro
 from __future__ import annotations
 
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
@@ -13,7 +13,7 @@ import redis
 from narrate.jobs.api import chapter_previews, listing
 from narrate.jobs.api import proof as proofs
 from narrate.jobs.api.jobview import JobView
-from narrate.jobs.api.status import status as job_status
+from narrate.jobs.api.record import JobRecord, due_times, failure_line, isoformat, read_record, with_results
 from narrate.jobs.errors import JobNotFound, NarrateError
 from narrate.jobs.outputs import whereabouts
 from narrate.jobs.queue.states import State
@@ -40,11 +40,12 @@ def check_id(job_id: str) -> str:
     return job_id
 
 
-def _progress(p: dict[str, Any], chapters: list[dict[str, Any]], state: str) -> dict[str, Any]:
+def _progress(rec: JobRecord, chapters: list[dict[str, Any]], state: str) -> dict[str, Any]:
     """The progress figures; an ETA only while it runs (a finished job's last one said 0)."""
+    p = rec.progress
     return {
-        "sentences_done": int(p.get("done", 0)),
-        "sentences_total": int(p.get("total", 0)),
+        "sentences_done": rec.done,
+        "sentences_total": rec.total,
         "audio_s": float(p.get("audio_seconds") or 0.0),
         "realtime_factor": p.get("realtime_factor"),
         "eta_s": p.get("eta_seconds") if state == "in_progress" else None,
@@ -57,12 +58,19 @@ def narration(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any]
     return narration_and_files(r, settings, job_id)[0]
 
 
+def _read(r: redis.Redis, job_id: str) -> JobRecord:
+    """A narration's record with its result and due time (JobNotFound: none by that id)."""
+    return due_times(r, with_results(r, [read_record(r, check_id(job_id))]))[0]
+
+
 def narration_and_files(r: redis.Redis, settings: Settings, job_id: str) -> tuple[dict[str, Any], list[OutputFile]]:
     """`narration` and the files it lists (their paths on this host), read once."""
-    st = job_status(r, check_id(job_id))
-    found = _files(r, settings, job_id, st)
-    created = r.hget(Job.key_for(job_id), "created_at")
-    return _view(r, settings, st, found, outputs.text(created) if created else None), found
+    rec = _read(r, job_id)
+    found = _files(r, settings, rec)
+    error = failure_line(r, rec) if rec.state == State.FAILED else None
+    chapters = _chapters_so_far(r, rec)
+    missing = _missing(r, settings, rec.id) if rec.state == State.FINISHED and not found else None
+    return _view(rec, found, chapters, error=error, missing=missing), found
 
 
 def finished_narrations(
@@ -73,68 +81,65 @@ def finished_narrations(
     view = JobView(r, settings)
     done = view.finished(job_ids)
     files = view.files(list(done.values()))
-    made = []
-    for job_id in job_ids:
-        if job_id in done:
-            f = done[job_id]
-            created = f.job.created_at.isoformat() if f.job.created_at else None
-            made.append((_view(r, settings, f.status, files[job_id], created, explain=False), files[job_id]))
-    return made
+    return [(_view(done[i], files[i]), files[i]) for i in job_ids if i in done]
+
+
+def _chapters_so_far(r: redis.Redis, rec: JobRecord) -> list[dict[str, Any]]:
+    """While it is read: each chapter's sentences done, and its audio where it is ready."""
+    if rec.state != State.STARTED or (rec.result or {}).get("chapters"):
+        return []
+    made = chapter_previews.ready(r, rec.id)
+    return [
+        {
+            "title": c["title"],
+            "sentences_done": c["done"],
+            "sentences_total": c["total"],
+            "audio_url": chapter_url(rec.id, n) if n in made else None,
+        }
+        for n, c in enumerate(rec.progress.get("chapters") or [], start=1)
+    ]
 
 
 def _view(
-    r: redis.Redis,
-    settings: Settings,
-    st: dict[str, Any],
+    rec: JobRecord,
     found: list[OutputFile],
-    created: str | None,
-    explain: bool = True,
+    chapters: list[dict[str, Any]] | None = None,
+    error: str | None = None,
+    missing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The narration object of a job's status `st` and the files it lists here."""
-    job_id = st["id"]
-    state = State.of(st["status"]).api
-    result = st.get("result") or {}
-    chapters = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
-    if not chapters and state == "in_progress":  # while it is read: each chapter's sentences done, and its audio
-        made = chapter_previews.ready(r, job_id)
-        chapters = [
-            {
-                "title": c["title"],
-                "sentences_done": c["done"],
-                "sentences_total": c["total"],
-                "audio_url": chapter_url(job_id, n) if n in made else None,
-            }
-            for n, c in enumerate((st.get("progress") or {}).get("chapters", []), start=1)
-        ]
+    """The narration object of a job's record, the files it lists here and, where read: its chapters so
+    far, its error line and why its files are missing."""
+    state = rec.state.api
+    result = rec.result or {}
+    done = [{"title": c["title"], "start_s": c["start_seconds"]} for c in result.get("chapters", [])]
     files = [
-        {"name": f.name, "url": file_url(job_id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
+        {"name": f.name, "url": file_url(rec.id, f.name), "bytes": f.bytes, "duration_s": outputs.duration_s(f.path)}
         for f in found
     ]
-    view = {
-        "id": st["id"],
+    return {
+        "id": rec.id,
         "object": "narration",
         "status": state,
-        "created_at": created or st.get("enqueued_at"),
-        "started_at": st.get("started_at"),
-        "ended_at": st.get("ended_at"),
-        "scheduled_for": st.get("scheduled_for"),
-        "priority": st.get("priority"),
-        "document": st.get("document"),
-        "voice": st.get("voice"),
-        "host": ", ".join(st.get("hosts") or []) or st.get("host") if state == "in_progress" else None,
-        "progress": _progress(st.get("progress") or {}, chapters, state),
-        "duration_s": st.get("duration_seconds"),
+        "created_at": rec.created_at or isoformat(rec.enqueued_at),
+        "started_at": isoformat(rec.started_at),
+        "ended_at": isoformat(rec.ended_at),
+        "scheduled_for": isoformat(rec.due_at),
+        "priority": rec.priority,
+        "document": rec.document,
+        "voice": rec.meta.get("voice"),
+        "host": ", ".join(rec.hosts) or rec.host if state == "in_progress" else None,
+        "progress": _progress(rec, done or chapters or [], state),
+        "duration_s": result.get("duration_seconds"),
         "voices": result.get("voices"),
         "outputs": files,
-        "files_missing": _missing(r, settings, job_id) if explain and state == "completed" and not found else None,
-        "error": st.get("error") if state == "failed" else None,
-        "proof": _proof(result.get("proof") if state == "completed" else st.get("proof"), state == "completed"),
-        "stopping": bool(st.get("cancel_requested")),
-        "redo_of": st.get("redo_of"),
-        "redo": _redo(st.get("redo")),
-        "superseded_by": st.get("superseded_by"),
+        "files_missing": missing,
+        "error": (error or rec.error) if state == "failed" else None,
+        "proof": _proof(result.get("proof") if state == "completed" else rec.meta.get("proof"), state == "completed"),
+        "stopping": rec.stopping,
+        "redo_of": rec.meta.get("redo_of"),
+        "redo": _redo(rec.meta.get("redo")),
+        "superseded_by": rec.meta.get("superseded_by"),
     }
-    return view
 
 
 def _redo(redo: Any) -> dict[str, list[int]] | None:
@@ -160,14 +165,14 @@ def _missing(r: redis.Redis, settings: Settings, job_id: str) -> dict[str, Any] 
 
 def files_of(r: redis.Redis, settings: Settings, job_id: str) -> list[OutputFile]:
     """The files a finished narration wrote that this host can serve (none before it finished)."""
-    return _files(r, settings, job_id, job_status(r, check_id(job_id)))
+    return _files(r, settings, with_results(r, [read_record(r, check_id(job_id))])[0])
 
 
-def _files(r: redis.Redis, settings: Settings, job_id: str, st: dict[str, Any]) -> list[OutputFile]:
-    rel = (st.get("result") or {}).get("output_relative")
-    if st["status"] != "finished" or not rel:
+def _files(r: redis.Redis, settings: Settings, rec: JobRecord) -> list[OutputFile]:
+    rel = (rec.result or {}).get("output_relative")
+    if rec.state != State.FINISHED or not rel:
         return []
-    return outputs.recorded(r, settings.output_dir, job_id, rel)
+    return outputs.recorded(r, settings.output_dir, rec.id, rel)
 
 
 def file_url(job_id: str, name: str) -> str:
@@ -193,54 +198,8 @@ def listed_page(
     """`listed` a page at a time (jobs/api/listing.py list_page): the newest `limit` narrations after
     narration `after`, in one of `states` (API names) if given; and whether more follow."""
     wanted = tuple(State.from_api(s).value for s in states) if states else None
-    rows, more = listing.list_page(r, settings.queue, Path(settings.output_dir), wanted, limit, after, clips=False)
-    return [_running(r, _row(row)) for row in rows], more
-
-
-def _running(r: redis.Redis, row: dict[str, Any]) -> dict[str, Any]:
-    """A running narration's progress as `narration` has it (one source for the list and the job:
-    a fanned-out book's ETA is its parts', which the list alone does not know)."""
-    if row["status"] != "in_progress":
-        return row
-    try:
-        st = job_status(r, row["id"])
-    except JobNotFound:  # it ended and expired meanwhile
-        return row
-    if State.of(st["status"]) != State.STARTED:
-        return row
-    return {**row, "progress": _progress(st.get("progress") or {}, [], "in_progress")}
-
-
-def _row(row: dict[str, Any]) -> dict[str, Any]:
-    state = State.of(row["status"]).api
-    progress = {
-        "done": row["done"],
-        "total": row["total"],
-        "audio_seconds": row["audio_seconds"],
-        "realtime_factor": row["realtime_factor"],
-        "eta_seconds": row["eta_seconds"],
-    }
-    return {
-        "id": row["id"],
-        "object": "narration",
-        "status": state,
-        "created_at": row["created_at"],
-        "started_at": None,
-        "ended_at": None,
-        "scheduled_for": row["scheduled_for"],
-        "priority": row["priority"],
-        "document": row["document"],
-        "voice": row["voice"],
-        "host": row.get("host"),
-        "progress": _progress(progress, [], state),
-        "duration_s": None,
-        "voices": None,
-        "outputs": [],
-        "error": row["error"] if state == "failed" else None,
-        "stopping": bool(row["stopping"]),
-        "redo_of": row.get("redo_of"),
-        "superseded_by": row.get("superseded_by"),
-    }
+    records, more = listing.page_records(r, settings.queue, wanted, limit, after, clips=False)
+    return [_view(rec, []) for rec in records], more
 
 
 def offered_models(settings: Settings) -> list[str]:
