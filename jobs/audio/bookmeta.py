@@ -10,21 +10,19 @@ import unicodedata
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from narrate.jobs.constraints import READALONG_FORMATS, format_list
 from narrate.jobs.errors import BadInput
 from narrate.jobs.inputs import read_input
 
 MAX_COVER_BYTES = 10 * 1024 * 1024
-# jobs/readalong: an EPUB 3 with media overlays, a Readium audiobook manifest, a W3C Audiobooks manifest
-READALONG_FORMATS = ("epub", "manifest", "w3c")
 
 
 def parse_readalong(value: str | None, option: str = "--readalong") -> str:
     """`--readalong epub,manifest,w3c` in a canonical order ("" for none); BadInput naming what is unknown."""
-    asked = [v.strip().lower() for v in (value or "").split(",") if v.strip()]
-    unknown = [v for v in asked if v not in READALONG_FORMATS]
-    if unknown:
-        raise BadInput(f"{option}: unknown format {unknown[0]!r}; use one or more of {','.join(READALONG_FORMATS)}")
-    return ",".join(f for f in READALONG_FORMATS if f in asked)
+    try:
+        return format_list(value, READALONG_FORMATS)
+    except ValueError as e:
+        raise BadInput(f"{option}: {e}") from None
 
 
 def image_kind(data: bytes) -> str | None:

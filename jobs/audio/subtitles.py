@@ -8,7 +8,7 @@ import unicodedata
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 
-SUBTITLE_FORMATS = ("srt", "vtt", "json")
+from narrate.jobs.constraints import SUBTITLE_FORMATS, format_list
 
 
 @dataclass(frozen=True)
@@ -23,14 +23,8 @@ class Cue:
 
 
 def parse_formats(value: str | None) -> str:
-    """'srt,vtt' -> 'srt,vtt' in a canonical order; BadInput-free: raises ValueError with the reason."""
-    if not value:
-        return ""
-    asked = [v.strip().lower() for v in value.split(",") if v.strip()]
-    unknown = [v for v in asked if v not in SUBTITLE_FORMATS]
-    if unknown:
-        raise ValueError(f"unknown subtitle format {unknown[0]!r}; use one or more of {','.join(SUBTITLE_FORMATS)}")
-    return ",".join(f for f in SUBTITLE_FORMATS if f in asked)
+    """'vtt,srt' -> 'srt,vtt' in a canonical order; BadInput-free: raises ValueError with the reason."""
+    return format_list(value, SUBTITLE_FORMATS, "subtitle format")
 
 
 def with_chapters(cues: list[Cue], spans: list[tuple[int, int, str]]) -> list[Cue]:

@@ -7,13 +7,23 @@ from math import ceil
 from typing import Annotated, Literal
 
 from narrate.jobs.book.voice import BadVoiceRef, VoiceRef
-from narrate.jobs.constraints import Frames, Hours, Layout, Lufs, PauseMs, Retakes, Seed
+from narrate.jobs.constraints import (
+    READALONG_FORMATS,
+    SUBTITLE_FORMATS,
+    Frames,
+    Hours,
+    Layout,
+    Lufs,
+    PauseMs,
+    Retakes,
+    Seed,
+    format_list,
+)
 from narrate.jobs.documents.voicing import NARRATOR
 from narrate.jobs.settings import default
 from narrate.jobs.xmltext import xml_text
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-SUBTITLE_FORMATS = ("srt", "vtt", "json")
 MAX_CAST = 64  # voices of one book besides its narrator
 DEFAULT_RETAKES = 2  # the proof pass's takes of a flagged sentence besides its first, unless `--retakes` says
 MAX_OVERRIDES = 10_000  # sentences a redo may change or accept
@@ -25,16 +35,14 @@ class BadSpec(ValueError):
     """A job spec no submit makes (it was written to Redis by something else, or damaged)."""
 
 
-def _subtitles(value: str) -> str:
-    if not set(filter(None, value.split(","))) <= set(SUBTITLE_FORMATS):
-        raise ValueError("use srt, vtt, json")
-    return value
+def _formats(allowed: tuple[str, ...]) -> AfterValidator:
+    """A list of `allowed`'s formats, checked (kept as it was written)."""
 
+    def check(value: str) -> str:
+        format_list(value, allowed)
+        return value
 
-def _readalong(value: str) -> str:
-    if not set(filter(None, value.split(","))) <= {"epub", "manifest", "w3c"}:
-        raise ValueError("use epub, manifest, w3c")
-    return value
+    return AfterValidator(check)
 
 
 def _recognizer(value: str) -> str:
@@ -102,7 +110,7 @@ class JobSpec(BaseModel):
     # How the book is put together and what is written beside it (jobs/audio/assemble.py):
     chapter_pause_ms: PauseMs = default("chapter_pause_ms")  # silence before a chapter
     loudness: Lufs | None = -19.0  # integrated loudness target (LUFS); None: samples as synthesized
-    subtitles: Annotated[str, AfterValidator(_subtitles)] = ""  # "srt,vtt,json": files beside the audio
+    subtitles: Annotated[str, _formats(SUBTITLE_FORMATS)] = ""  # "srt,vtt,json": files beside the audio
     narrator: str | None = None
     author: str | None = None  # None: the document's
     year: str | None = None
@@ -124,7 +132,7 @@ class JobSpec(BaseModel):
     # `--proof`: "auto", a recognizer's hub id or absolute dir; None: off (jobs/proof)
     proof: Annotated[_Path, AfterValidator(_recognizer)] | None = None
     retakes: Retakes = DEFAULT_RETAKES  # `--retakes`: with proof, takes of a flagged sentence besides its first
-    readalong: Annotated[str, AfterValidator(_readalong)] = ""  # "epub,manifest,w3c": read-along files
+    readalong: Annotated[str, _formats(READALONG_FORMATS)] = ""  # "epub,manifest,w3c": read-along files
     # `--word-timings`: "auto", an aligner's hub id or absolute dir; None: off
     word_timings: Annotated[_Path, AfterValidator(_recognizer)] | None = None
     # A redo (`narrate redo`, jobs/api/redo.py): sentence index (0-based, as text) -> {"seed": int, "text": str,
