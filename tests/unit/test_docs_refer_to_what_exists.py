@@ -47,3 +47,30 @@ def test_the_readme_is_short():
     """The README leads to docs/ rather than holding them: under 20 KB."""
     size = len((ROOT / "README.md").read_bytes())
     assert size < 20_000, f"README.md is {size} bytes"
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown text."""
+    headings = re.findall(r"^#{1,6} (.+)$", re.sub(r"```.*?```", "", text, flags=re.S), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_link_to_a_section_finds_its_heading():
+    """A `page.md#section` link (README, docs/, the code's comments and messages) names a heading of that page, and
+    a `(#section)` link of a page one of its own."""
+    pages = {doc.name: doc for doc in DOCS}
+    sources = [*DOCS, *sorted(p for d in ("jobs", "cli", "worker") for p in (ROOT / d).rglob("*") if p.is_file())]
+    broken = set()
+    for source in sources:
+        if source.suffix not in (".md", ".py", ".html", ".js"):
+            continue
+        for page, anchor in re.findall(r"([\w-]+\.md)#([\w-]+)", source.read_text(errors="replace")):
+            target = pages.get(page)
+            if target is None and page != source.name:
+                continue  # a page outside docs/ (another project's)
+            if anchor not in _anchors((target or source).read_text()):
+                broken.add((source.name, f"{page}#{anchor}"))
+        if source.suffix == ".md":  # a link within the page
+            own = _anchors(source.read_text())
+            broken |= {(source.name, f"#{a}") for a in re.findall(r"\]\(#([\w-]+)\)", source.read_text()) if a not in own}
+    assert not broken, sorted(broken)
