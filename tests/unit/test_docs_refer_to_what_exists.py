@@ -1,7 +1,7 @@
 """The README and docs/ name files and commands that exist: every path under jobs/, worker/, cli/, tests/, docs/ or
 .ci/ they mention is in the checkout, and every `narrate COMMAND [SUBCOMMAND]` they show (a line of a code block,
 or a code span, that starts with it) is a command of the CLI. A rename that leaves a doc behind fails here. The README
-stays under 20 KB."""
+stays under 20 KB, and docs/ under 150 KB."""
 
 from __future__ import annotations
 
@@ -74,3 +74,10 @@ def test_every_link_to_a_section_finds_its_heading():
             own = _anchors(source.read_text())
             broken |= {(source.name, f"#{a}") for a in re.findall(r"\]\(#([\w-]+)\)", source.read_text()) if a not in own}
     assert not broken, sorted(broken)
+
+
+def test_the_docs_are_a_few_screens_each():
+    """docs/ says what a user needs, not every detail the code and the tests hold: under 150 KB of Markdown in
+    all (dated benchmark figures live in tests/bench/results.md)."""
+    size = sum(len(p.read_bytes()) for p in (ROOT / "docs").glob("*.md"))
+    assert size < 150_000, f"docs/*.md is {size} bytes"
