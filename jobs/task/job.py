@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from narrate.jobs.book.checkpoints import Checkpoint, CheckpointStore
@@ -24,6 +25,7 @@ from narrate.jobs.book.plan import Plan, make_plan
 from narrate.jobs.book.result import JobResult, Timings
 from narrate.jobs.book.spec import JobSpec
 from narrate.jobs.book.synthesis import Sentence
+from narrate.jobs.documents.documents import Document
 from narrate.jobs.documents.selection import spans
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.fanout import partaudio
@@ -43,9 +45,10 @@ from narrate.jobs.task.attempt import (
     synthesize,
 )
 from narrate.jobs.task.context import JobContext, StopRequested
+from narrate.jobs.task.model_protocols import Engine
 from narrate.jobs.task.progress import Progress
 from narrate.jobs.task.proof_pass import ProofPass
-from narrate.jobs.task.stitcher import Stitcher
+from narrate.jobs.task.stitcher import Stitched, Stitcher
 from narrate.jobs.task.superseding import REDO_OF, take_over
 from narrate.jobs.task.word_timings import WordTimings
 
@@ -111,125 +114,171 @@ def _to_library(ctx: JobContext, spec: JobSpec, data: dict) -> dict:
 
 
 def _narrate(ctx: JobContext, spec: JobSpec, fanned_out: bool = False) -> JobResult:
-    job = ctx.job
-    begin_attempt(ctx)
-    keep_inputs(job, spec)
-    doc = store.get_document(job.connection, spec.document)
-    root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
-    final = output_path(root.path, spec.output)
-    t0 = time.monotonic()
-    engine = ctx.engine_for(spec.model, spec.quant)
-    t_loaded = time.monotonic()
-    job.meta["model"] = f"{engine.source} ({engine.quant})"
-    plan = make_plan(doc, spec, engine.model_key, engine.quant)
-    checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
-    if fanned_out:  # the parts' audio, synthesized on any host
-        partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
-    cached = plan.checkpointed(checkpoints)  # sentence -> samples, done before this attempt
-    todo = [s for s in plan.sentences if s.index not in cached]
-    proofing = ProofPass.open(ctx, spec, plan, checkpoints) if spec.proof else None  # --proof (jobs/task/proof_pass.py)
-    to_hear = proofing.to_hear(cached) if proofing else []  # checkpointed, not heard to the end yet
-    wording = WordTimings.open(ctx, spec, plan, checkpoints) if spec.word_timings else None  # jobs/task/word_timings.py
-    chapters = spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title)
-    progress = Progress(
-        job,
-        len(plan.sentences),
-        done=len(plan.sentences) - len(todo),
-        listener=ctx.on_progress,
-        audio_seconds=sum(cached.values()) / SAMPLE_RATE,
-        chapters=chapters,
-        done_indices=set(cached),
-    )
-    progress.save()
-    ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
-    voice_cache, encoder_runs, first_audio = "unused", 0, None
-    voices: list[Voices] = []
+    """One attempt at the book: planned, its missing takes synthesized and passed along the take stages, the book
+    stitched, the cache settled, the result."""
+    book = _Attempt.begin(ctx, spec, fanned_out)
+    stitched = book.synthesize_and_stitch()
+    settle_cache(ctx, book.checkpoints, book.plan)
+    if fanned_out:
+        partaudio.delete(ctx.job.connection, ctx.job.id)  # the book is written: its parts' audio is not needed
+    book.progress.save()
+    keep_inputs(ctx.job, spec)
+    return book.result(stitched)
 
-    def voice() -> Voices:
-        if not voices:
-            voices.append(engine_voice(ctx, engine, spec))
-        return voices[0]
 
-    def again(s: Sentence) -> Checkpoint:
+@dataclass
+class _Attempt:
+    """One attempt at a book, as planning found it: what is checkpointed already and what is to synthesize."""
+
+    ctx: JobContext
+    spec: JobSpec
+    doc: Document
+    root: OutputRoot
+    engine: Engine
+    plan: Plan
+    checkpoints: CheckpointStore
+    cached: dict[int, int]  # sentence -> samples, checkpointed before this attempt
+    todo: list[Sentence]
+    progress: Progress
+    t0: float
+    t_loaded: float
+    proofing: ProofPass | None = None  # --proof (jobs/task/proof_pass.py)
+    wording: WordTimings | None = None  # --word-timings (jobs/task/word_timings.py)
+    voices: list[Voices] = field(default_factory=list)  # the job's voice, once made
+    first_audio: float | None = None
+
+    @classmethod
+    def begin(cls, ctx: JobContext, spec: JobSpec, fanned_out: bool) -> _Attempt:
+        job = ctx.job
+        begin_attempt(ctx)
+        keep_inputs(job, spec)
+        doc = store.get_document(job.connection, spec.document)
+        root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
+        t0 = time.monotonic()
+        engine = ctx.engine_for(spec.model, spec.quant)
+        t_loaded = time.monotonic()
+        job.meta["model"] = f"{engine.source} ({engine.quant})"
+        plan = make_plan(doc, spec, engine.model_key, engine.quant)
+        checkpoints = CheckpointStore(ctx.settings.home / "checkpoints")
+        if fanned_out:  # the parts' audio, synthesized on any host
+            partaudio.download(job.connection, job.id, checkpoints, ffmpeg_exe(ctx.settings.ffmpeg))
+        cached = plan.checkpointed(checkpoints)
+        todo = [s for s in plan.sentences if s.index not in cached]
+        proofing = ProofPass.open(ctx, spec, plan, checkpoints) if spec.proof else None
+        wording = WordTimings.open(ctx, spec, plan, checkpoints) if spec.word_timings else None
+        progress = Progress(
+            job,
+            len(plan.sentences),
+            done=len(plan.sentences) - len(todo),
+            listener=ctx.on_progress,
+            audio_seconds=sum(cached.values()) / SAMPLE_RATE,
+            chapters=spans(sorted(plan.chapter_at.items()), len(plan.sentences), doc.title),
+            done_indices=set(cached),
+        )
+        progress.save()
+        ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
+        found = (doc, root, engine, plan, checkpoints, cached, todo, progress)
+        return cls(ctx, spec, *found, t0, t_loaded, proofing, wording)
+
+    def voice(self) -> Voices:
+        if not self.voices:
+            self.voices.append(engine_voice(self.ctx, self.engine, self.spec))
+        return self.voices[0]
+
+    def synthesize_and_stitch(self) -> Stitched:
+        """The take stages, in order: each synthesized take goes to the proof pass (with --proof), which passes on
+        the takes it makes final; each final take goes to word timings (with --word-timings) and to the stitcher,
+        which may encode it into the book at once."""
+        to_hear = self.proofing.to_hear(self.cached) if self.proofing else []  # checkpointed, not heard to the end
+        final = output_path(self.root.path, self.spec.output)
+        words = self.wording.collect if self.wording else None
+        stitching = Stitcher(
+            self.ctx, self.spec, self.doc, self.plan, self.checkpoints, self.root, final, self.todo + to_hear, words
+        )
+        stages = [stage for stage in (self.proofing, self.wording) if stage is not None]
+        with stitching as stitcher, contextlib.ExitStack() as running:
+            for stage in stages:
+                running.enter_context(stage)
+            receivers = [stitcher.saved]
+            if self.wording:  # a sentence's words are aligned once its take is final
+                self.wording.start(i for i in self.cached if i not in {s.index for s in to_hear})
+                receivers.append(self.wording.saved)
+            taken = _each(receivers)
+            if self.proofing:  # a sentence goes on once its proof is final
+                self.proofing.start(taken, to_hear, bool(self.todo))
+                taken = self.proofing.heard
+            if self.todo:
+                self.first_audio = synthesize(
+                    self.ctx, self.engine, self.voice(), self.plan, self.todo, self.checkpoints, self.progress, taken
+                )
+            if self.proofing:
+                self.proofing.settle(lambda retakes, on_batch: self.engine.synthesize(retakes, self.voice(), on_batch))
+            return stitcher.finish(self.again)
+
+    def again(self, s: Sentence) -> Checkpoint:
         """Its checkpoint vanished after planning (evicted by another job, or `narrate cache prune`)."""
-        progress.done -= 1  # counted at planning; counted again once synthesized
-        progress.audio_seconds -= cached.pop(s.index, 0) / SAMPLE_RATE
-        synthesize(ctx, engine, voice(), plan, [s], checkpoints, progress)
-        cp = checkpoints.load(plan.keys[s.index])
+        self.progress.done -= 1  # counted at planning; counted again once synthesized
+        self.progress.audio_seconds -= self.cached.pop(s.index, 0) / SAMPLE_RATE
+        synthesize(self.ctx, self.engine, self.voice(), self.plan, [s], self.checkpoints, self.progress)
+        cp = self.checkpoints.load(self.plan.keys[s.index])
         if cp is None:
             raise CheckpointVanished(
                 f"the checkpoint of sentence {s.index} was removed again as soon as it was synthesized "
-                f"(is `narrate cache prune` running?); `narrate resume {job.id}` continues the job"
+                f"(is `narrate cache prune` running?); `narrate resume {self.ctx.job.id}` continues the job"
             )
         return cp
 
-    hearing = proofing or contextlib.nullcontext()
-    aligning = wording or contextlib.nullcontext()
-    words = wording.collect if wording else None
-    with Stitcher(ctx, spec, doc, plan, checkpoints, root, final, todo + to_hear, words) as stitcher, hearing, aligning:
-        final_take: Callable[[int], None] = stitcher.saved
-        saved = final_take
-        if wording:  # a sentence's words are aligned once its take is final
-            wording.start(i for i in cached if i not in {s.index for s in to_hear})
-            final_take = _both(stitcher.saved, wording.saved)
-            saved = final_take
-        if proofing:  # a sentence is stitched once its proof is final
-            proofing.start(final_take, to_hear, bool(todo))
-            saved = proofing.heard
-        if todo:
-            first_audio = synthesize(ctx, engine, voice(), plan, todo, checkpoints, progress, saved)
-        if proofing:
-            proofing.settle(lambda retakes, on_batch: engine.synthesize(retakes, voice(), on_batch))
-        book = stitcher.finish(again)
-    settle_cache(ctx, checkpoints, plan)
-    if fanned_out:
-        partaudio.delete(job.connection, job.id)  # the book is written: its parts' audio is not needed
-    if voices:
-        every = list(voices[0].values()) if isinstance(voices[0], dict) else [voices[0]]
-        voice_cache = "hit" if all(v.cache_hit for v in every) else "miss"
-        encoder_runs = sum(v.encoder_runs for v in every)
-    progress.save()
-    keep_inputs(job, spec)
-    wall = time.monotonic() - t0
-    duration = book.samples / SAMPLE_RATE
-    return JobResult(
-        output=str(final),
-        output_relative=spec.output,
-        output_sha256=book.sha256,
-        duration_seconds=duration,
-        samples=book.samples,
-        sentences=len(plan.sentences),
-        paragraphs=len(doc.paragraphs),
-        chapters=book.chapters,
-        synthesized=progress.synthesized,
-        reused=len(plan.sentences) - progress.synthesized,
-        frames=book.frames,
-        runaway_sentences=book.runaways,
-        retried_sentences=book.retried,
-        model=engine.source,
-        quant=engine.quant,
-        voice_cache=voice_cache,
-        speaker_encoder_runs=encoder_runs,
-        attempts=int(job.meta["attempts"]),
-        timings=Timings(
-            wall_s=round(wall, 3),
-            model_s=round(t_loaded - t0, 3),
-            first_audio_s=round(first_audio - t0, 3) if first_audio is not None else 0.0,
-            realtime_factor=round(duration / wall, 3) if wall > 0 else None,
-            stitch_tail_s=book.tail_s,
-        ),
-        segments=book.segments,
-        segments_encoded_early=book.encoded_early,
-        voices=_per_voice(plan, checkpoints) if spec.cast else None,
-        proof=proofing.summary(book.cues, book.chapters) if proofing else None,
-        word_timings=wording.summary(book.words) if wording else None,
-    )
+    def result(self, book: Stitched) -> JobResult:
+        voice_cache, encoder_runs = "unused", 0
+        if self.voices:
+            every = list(self.voices[0].values()) if isinstance(self.voices[0], dict) else [self.voices[0]]
+            voice_cache = "hit" if all(v.cache_hit for v in every) else "miss"
+            encoder_runs = sum(v.encoder_runs for v in every)
+        wall = time.monotonic() - self.t0
+        duration = book.samples / SAMPLE_RATE
+        sentences = len(self.plan.sentences)
+        return JobResult(
+            output=str(output_path(self.root.path, self.spec.output)),
+            output_relative=self.spec.output,
+            output_sha256=book.sha256,
+            duration_seconds=duration,
+            samples=book.samples,
+            sentences=sentences,
+            paragraphs=len(self.doc.paragraphs),
+            chapters=book.chapters,
+            synthesized=self.progress.synthesized,
+            reused=sentences - self.progress.synthesized,
+            frames=book.frames,
+            runaway_sentences=book.runaways,
+            retried_sentences=book.retried,
+            model=self.engine.source,
+            quant=self.engine.quant,
+            voice_cache=voice_cache,
+            speaker_encoder_runs=encoder_runs,
+            attempts=int(self.ctx.job.meta["attempts"]),
+            timings=Timings(
+                wall_s=round(wall, 3),
+                model_s=round(self.t_loaded - self.t0, 3),
+                first_audio_s=round(self.first_audio - self.t0, 3) if self.first_audio is not None else 0.0,
+                realtime_factor=round(duration / wall, 3) if wall > 0 else None,
+                stitch_tail_s=book.tail_s,
+            ),
+            segments=book.segments,
+            segments_encoded_early=book.encoded_early,
+            voices=_per_voice(self.plan, self.checkpoints) if self.spec.cast else None,
+            proof=self.proofing.summary(book.cues, book.chapters) if self.proofing else None,
+            word_timings=self.wording.summary(book.words) if self.wording else None,
+        )
 
 
-def _both(first: Callable[[int], None], second: Callable[[int], None]) -> Callable[[int], None]:
+def _each(receivers: Sequence[Callable[[int], None]]) -> Callable[[int], None]:
+    """One receiver of final takes that hands each to every one of `receivers`, in order."""
+    if len(receivers) == 1:
+        return receivers[0]
+
     def told(index: int) -> None:
-        first(index)
-        second(index)
+        for receiver in receivers:
+            receiver(index)
 
     return told
 
