@@ -6,7 +6,7 @@ import json
 
 import click
 from narrate.cli.common import one_line_errors, settings_from_env
-from narrate.jobs.api import feeds as api
+from narrate.jobs.api import feed_actions as api
 from narrate.jobs.counts import count
 from narrate.jobs.server.connection import Connection
 

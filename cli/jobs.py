@@ -236,7 +236,7 @@ def status(job_id, as_json, follow) -> None:
 
 def proof_line(job_id: str, proof: dict, complete: bool) -> str:
     """The proof pass's counts in one line, and where its sentences are listed."""
-    from narrate.jobs.api.proof import counts_of, summary_line
+    from narrate.jobs.api.proof_report import counts_of, summary_line
 
     counts = counts_of(proof, complete)
     return summary_line(counts) + (f"; narrate proof {job_id} lists them" if complete and counts["flagged"] else "")

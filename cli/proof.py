@@ -1,4 +1,4 @@
-"""`narrate proof JOB`: the proof pass's report of a job narrated with --proof (jobs/api/proof.py): its counts
+"""`narrate proof JOB`: the proof pass's report of a job narrated with --proof (jobs/api/proof_report.py): its counts
 and each flagged sentence (chapter, time in the book, text, what was heard, what is wrong, the takes tried), as
 text, JSON or CSV."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 from narrate.cli.common import one_line_errors, settings_from_env
-from narrate.jobs.api import proof as proofs
+from narrate.jobs.api import proof_report as proofs
 from narrate.jobs.errors import printable
 from narrate.jobs.humanize import moment
 from narrate.jobs.server.connection import Connection

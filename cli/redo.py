@@ -1,5 +1,5 @@
 """`narrate redo`: sentences of a finished book rendered again, or their takes accepted, as a new job that
-replaces the book's files (jobs/api/redo.py)."""
+replaces the book's files (jobs/api/redo_request.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 from narrate.cli.common import finish, one_line_errors, settings_from_env, wait_for
-from narrate.jobs.api import redo as redoing
+from narrate.jobs.api import redo_request as redoing
 from narrate.jobs.constraints import MAX_SEED
 from narrate.jobs.documents.lexicon import read_lexicon
 from narrate.jobs.errors import BadInput

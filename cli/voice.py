@@ -14,7 +14,7 @@ from narrate.cli.common import (
     settings_from_env,
     wait_for,
 )
-from narrate.jobs.api import voices as api
+from narrate.jobs.api import voice_actions as api
 from narrate.jobs.api.options import Options
 from narrate.jobs.counts import count
 from narrate.jobs.server.connection import Connection

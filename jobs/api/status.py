@@ -39,7 +39,7 @@ def status_json(rec: JobRecord, error: str | None = None, replaced_by: str | Non
         "enqueued_at": isoformat(rec.enqueued_at),
         "started_at": isoformat(rec.started_at),
         "ended_at": isoformat(rec.ended_at),
-        **{k: rec.meta[k] for k in ("redo_of", "superseded_by", "redo") if rec.meta.get(k)},  # jobs/api/redo.py
+        **{k: rec.meta[k] for k in ("redo_of", "superseded_by", "redo") if rec.meta.get(k)},  # jobs/api/redo_request.py
     }
     if rec.status == State.FINISHED:
         result = dict(rec.result or {})

@@ -1,4 +1,4 @@
-"""What a book's stitch keeps for the next stitch of the same book, a redo's (`narrate redo`, jobs/api/redo.py),
+"""What a book's stitch keeps for the next stitch of the same book, a redo's (`narrate redo`, jobs/api/redo_request.py),
 under NARRATE_HOME/segments: the stitch's *record* (where its units and segments start, each segment's lead, each
 unit's loudness gain and each sentence's, each sentence's checkpoint body hash: ``books/JOB.json``) and, for m4a,
 m4b and mp3, its encoded segments (trimmed AAC or raw MP3 frames, named by the hash of what they hold:

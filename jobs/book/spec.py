@@ -135,7 +135,7 @@ class JobSpec(BaseModel):
     readalong: Annotated[str, _formats(READALONG_FORMATS)] = ""  # "epub,manifest,w3c": read-along files
     # `--word-timings`: "auto", an aligner's hub id or absolute dir; None: off
     word_timings: Annotated[_Path, AfterValidator(_recognizer)] | None = None
-    # A redo (`narrate redo`, jobs/api/redo.py): sentence index (0-based, as text) -> {"seed": int, "text": str,
+    # A redo (`narrate redo`, jobs/api/redo_request.py): sentence index (0-based, as text) -> {"seed": int, "text": str,
     # "lexicon": [[word, spoken form], ...]}, each key optional; the plan applies them (jobs/book/plan.py).
     overrides: dict[str, dict] | None = None
     accepted: list[int] | None = None  # sentence indices (0-based) whose kept take a person accepted by ear

@@ -24,7 +24,7 @@ ATOM = "http://www.w3.org/2005/Atom"
 ET.register_namespace("itunes", ITUNES)
 ET.register_namespace("podcast", PODCAST)
 ET.register_namespace("atom", ATOM)
-TRANSCRIPT = "transcript.vtt"  # an episode's transcript, served under this name (jobs/web/feeds.py)
+TRANSCRIPT = "transcript.vtt"  # an episode's transcript, served under this name (jobs/web/feed_routes.py)
 MEDIA = {
     ".mp3": "audio/mpeg",
     ".m4b": "audio/x-m4b",

@@ -23,7 +23,7 @@ MAX_ITEMS = 500  # the newest; older narrations leave the feed (their files stay
 
 
 class FeedNotFound(NotFound):
-    """No feed of that name (`narrate serve` answers a wrong token as it answers this: jobs/web/feeds.py)."""
+    """No feed of that name (`narrate serve` answers a wrong token as it answers this: jobs/web/feed_routes.py)."""
 
     code = "feed_not_found"
 

@@ -152,7 +152,7 @@ def export_files(
     replaces: str | None = None,
 ) -> Exported:
     """The folder of `info`, with `tracks`, `beside`, `cover` and the `readalong` files (each with what follows
-    the book's stem in its name), placed in `library`. `replaces`: the job a redo redoes (jobs/api/redo.py); its
+    the book's stem in its name), placed in `library`. `replaces`: the job a redo redoes (jobs/api/redo_request.py); its
     folder, if it has one there, is replaced by this one in one rename."""
     library = check_library(library)
     _sweep(library)

@@ -1,4 +1,4 @@
-"""A redo's job (`narrate redo`, jobs/api/redo.py) takes the place of the job it redoes once its files are in
+"""A redo's job (`narrate redo`, jobs/api/redo_request.py) takes the place of the job it redoes once its files are in
 place: the old job's feed episodes become the new job's, each at the same place in its feed, and the old job's
 record says by which job it was superseded (`narrate status OLD`). Its library export is replaced by the job's own
 export (jobs/task/job.py, jobs/library/export.py ``replaces``)."""

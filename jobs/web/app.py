@@ -60,7 +60,17 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     """The app for `web` (settings, Redis), served at `bind`:`port`, wrapped in its guard."""
     from fastapi import FastAPI
     from fastapi.responses import HTMLResponse
-    from narrate.jobs.web import feeds, login, narrations, pages, proof, redo, speech_api, voice_pages, voices
+    from narrate.jobs.web import (
+        feed_routes,
+        login,
+        narrations,
+        pages,
+        proof_routes,
+        redo_routes,
+        speech_api,
+        voice_pages,
+        voice_routes,
+    )
     from narrate.jobs.web.templating import PAGE_POLICY, STATIC
     from starlette.staticfiles import StaticFiles
 
@@ -88,16 +98,16 @@ def make_app(web: Web, bind: str, port: int) -> Guard:
     app.state.web = web
     app.state.limits = limits = Limits(web.settings.serve_submits_per_min, web.settings.serve_client_streams)
     errors.install(app)
-    # redo.pages before pages.router: its POST /jobs/{id}/redo is not one of the Job page's other buttons
+    # redo_routes.pages before pages.router: its POST /jobs/{id}/redo is not one of the Job page's other buttons
     routers = (
         narrations.router,
-        proof.router,
-        redo.router,
+        proof_routes.router,
+        redo_routes.router,
         speech_api.router,
-        voices.router,
-        feeds.router,
+        voice_routes.router,
+        feed_routes.router,
         login.router,
-        redo.pages,
+        redo_routes.pages,
         pages.router,
         voice_pages.router,
     )

@@ -116,7 +116,7 @@ def message_of(e: BaseException) -> str:
 
 def in_use(e: VoiceInUse, then: str) -> str:
     """A voice in use, in the web's words: who names it, and `then` (what removes it anyway)."""
-    from narrate.jobs.api.voices import users_shown
+    from narrate.jobs.api.voice_actions import users_shown
 
     name, users = e.facts["name"], e.facts["users"]
     return f"voice {name!r} is still named by {users_shown(users)}; they keep their copy of the sample, so {then}"

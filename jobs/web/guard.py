@@ -13,7 +13,7 @@ submissions.
   to /login. An address that sent 5 wrong keys in a minute (here or to the login form) is answered
   429 for the rest of that minute whatever key it sends (jobs/web/limits.py). The login form and
   the pages' static files need neither, nor do podcast feeds, whose URLs carry each feed's token
-  instead (jobs/web/feeds.py). Off loopback the server does not start without a key
+  instead (jobs/web/feed_routes.py). Off loopback the server does not start without a key
   (jobs/web/app.py). Websocket requests are refused (there is no websocket route). The routes
   declare the same (jobs/web/auth.py), so the OpenAPI document shows the schemes.
 - Origin: a request that changes state (any method but GET/HEAD/OPTIONS) carrying an Origin (else
@@ -64,7 +64,7 @@ SMALL_BODY_CAP = 64 << 10  # every other route: a login, a button's form, a smal
 SMALL_BODY_S = 5.0  # ... which arrives whole within this (64 KiB in 5 s is 13 KiB/s): a trickle holds nothing long
 UPLOAD_ROUTES = frozenset({"/v1/narrations", "/v1/audio/voices", "/new", "/new/inspect", "/voices/add"})  # POST
 SUBMIT_ROUTES = UPLOAD_ROUTES | {"/v1/audio/speech", "/voices/design"}  # POST: each one makes work
-REDO_PATH = re.compile(r"/(?:v1/narrations|jobs)/[^/]+/redo")  # POST: a redo (jobs/web/redo.py) makes work too
+REDO_PATH = re.compile(r"/(?:v1/narrations|jobs)/[^/]+/redo")  # POST: a redo (jobs/web/redo_routes.py) makes work too
 HEADERS = {
     b"x-frame-options": b"DENY",
     b"x-content-type-options": b"nosniff",

@@ -15,7 +15,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from narrate.jobs.api import submit as submit_api
-from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api import voice_actions as voices_api
 from narrate.jobs.audio.tagging import read_cover
 from narrate.jobs.documents.readers import ReadOptions, read_any
 from narrate.jobs.documents.readers.summary import summarize
@@ -24,7 +24,7 @@ from narrate.jobs.queue.cancel import cancel as cancel_job
 from narrate.jobs.queue.reprioritize import set_priority
 from narrate.jobs.queue.states import ENDED_API, State
 from narrate.jobs.voices.clips import PANGRAM
-from narrate.jobs.web import flash, narrations, proof, submitting, views
+from narrate.jobs.web import flash, narrations, proof_routes, submitting, views
 from narrate.jobs.web.auth import SIGNED_IN
 from narrate.jobs.web.errors import ApiError, status_of
 from narrate.jobs.web.login import local_path
@@ -191,11 +191,11 @@ def job_page(request: Request, web: WebDep, job_id: str) -> Response:
 
 
 def _proof(web: Web, job: dict[str, Any]) -> dict[str, Any] | None:
-    """A completed narration's proof report (jobs/web/proof.py), for its flagged sentences and their players."""
+    """A completed narration's proof report (jobs/web/proof_routes.py), for its flagged sentences and their players."""
     if not job.get("proof") or job["status"] != "completed":
         return None
     try:
-        return proof.report(web, job["id"])
+        return proof_routes.report(web, job["id"])
     except (NarrateError, ApiError):  # gone meanwhile: the page shows its counts alone
         return None
 

@@ -1,7 +1,7 @@
 """A speech request (`POST /v1/audio/speech`, jobs/web/speech_api.py) as clip jobs on narrate's
 workers: the input is split into sentences (the documents' splitter) and grouped into lines a clip
 job speaks (the first sentence alone, for fast first audio; then up to the clip's line limit); each
-line is a preview clip job (jobs/api/voices.py `preview`: high priority, on any worker, under the
+line is a preview clip job (jobs/api/voice_actions.py `preview`: high priority, on any worker, under the
 host lock), all enqueued at once, in order. Each clip comes back through Redis as a WAV (or in
 pieces, while it rides along a book); its samples are streamed as soon as they come, encoded by one
 ffmpeg for the whole answer (mp3, opus, aac, flac) or sent as they are (pcm, wav).
@@ -33,7 +33,7 @@ from typing import cast
 import anyio
 import redis
 from narrate.jobs.api import submit as submit_api
-from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api import voice_actions as voices_api
 from narrate.jobs.documents.documents import parse_document
 from narrate.jobs.ffmpeg import ffmpeg_exe
 from narrate.jobs.outputs.outputs import AAC, FORMATS

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
-from narrate.jobs.api.redo import ranges
+from narrate.jobs.api.redo_request import ranges
 from narrate.jobs.counts import count
 from narrate.jobs.humanize import clock, duration, moment
 from narrate.jobs.xmltext import without_bidi

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import redis
 from narrate.jobs.api import chapter_previews, listing
-from narrate.jobs.api import proof as proofs
+from narrate.jobs.api import proof_report as proofs
 from narrate.jobs.api.jobview import JobView
 from narrate.jobs.api.record import JobRecord, due_times, failure_line, isoformat, read_record, with_results
 from narrate.jobs.errors import JobNotFound, NarrateError

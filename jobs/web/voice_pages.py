@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api import voice_actions as voices_api
 from narrate.jobs.api.model_choice import DRY_RUN
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.server.records import find

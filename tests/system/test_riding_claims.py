@@ -5,7 +5,7 @@ given back, it waits at the front of its queue again."""
 
 from __future__ import annotations
 
-from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api import voice_actions as voices_api
 from narrate.jobs.queue import claims, riding
 from narrate.jobs.queue.cancel import cancel
 from narrate.jobs.server.records import find, queue

@@ -72,7 +72,9 @@ def test_every_link_to_a_section_finds_its_heading():
                 broken.add((source.name, f"{page}#{anchor}"))
         if source.suffix == ".md":  # a link within the page
             own = _anchors(source.read_text())
-            broken |= {(source.name, f"#{a}") for a in re.findall(r"\]\(#([\w-]+)\)", source.read_text()) if a not in own}
+            broken |= {
+                (source.name, f"#{a}") for a in re.findall(r"\]\(#([\w-]+)\)", source.read_text()) if a not in own
+            }
     assert not broken, sorted(broken)
 
 

@@ -202,12 +202,12 @@ def _call(app, method: str, path: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_the_routes_answer_by_class_and_outcome(served, monkeypatch):
-    from narrate.jobs.web import narrations, voices
+    from narrate.jobs.web import narrations, voice_routes
 
     def in_use(*_args: Any) -> None:
         raise VoiceInUse("reworded: no hint of a conflict", "bob", ["job a"])
 
-    monkeypatch.setattr(voices.voices_api, "remove", in_use)
+    monkeypatch.setattr(voice_routes.voices_api, "remove", in_use)
     status, said = _call(served, "DELETE", "/v1/audio/voices/bob")
     assert (status, said["error"]["code"], said["error"]["param"]) == (409, "voice_in_use", "name")
 

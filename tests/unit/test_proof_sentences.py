@@ -1,6 +1,6 @@
 """The proof pass sentence by sentence as a job's result keeps it (jobs/proof/report.py): which sentences are
 listed (first take flagged), in what order and how many at most, what each says; the counts as the report and
-`narrate status` word them (jobs/api/proof.py); `narrate proof`'s text and CSV (cli/proof.py); a place in the
+`narrate status` word them (jobs/api/proof_report.py); `narrate proof`'s text and CSV (cli/proof.py); a place in the
 book to the tenth of a second (jobs/humanize.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import csv
 import io
 
 from narrate.cli.proof import CSV_COLUMNS, text_lines, write_csv
-from narrate.jobs.api.proof import counts_of, summary_line
+from narrate.jobs.api.proof_report import counts_of, summary_line
 from narrate.jobs.humanize import moment
 from narrate.jobs.proof import report
 from narrate.jobs.proof.report import Place

@@ -21,7 +21,7 @@ the cloned rows; ``preset_vs_clone`` gives each one's frames/s over its cloned t
 
 With ``--voices K`` (K > 1), also static-N-Kvoices and continuous-N-Kvoices: the same narrate
 variants with the sentences' voices assigned round-robin from K cloned voices (K synthetic samples,
-K x-vectors: voices.py), through the job path of a cast (``MlxEngine.synthesize`` with a voice per
+K x-vectors: bench_voices.py), through the job path of a cast (``MlxEngine.synthesize`` with a voice per
 label), so rows of K voices share every batch; ``multi_vs_one`` gives each one's frames/s over its
 one-voice twin's.
 

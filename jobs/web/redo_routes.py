@@ -1,5 +1,5 @@
 """Sentences of a finished narration rendered again, or their takes accepted, as `narrate redo` does it
-(jobs/api/redo.py): `POST /v1/narrations/{id}/redo` (JSON) and the Job page's Redo, Accept, corrected-text and
+(jobs/api/redo_request.py): `POST /v1/narrations/{id}/redo` (JSON) and the Job page's Redo, Accept, corrected-text and
 Redo all flagged buttons (`POST /jobs/{id}/redo`, a form answered by a redirect to the new job). Both parse, call
 the same function as the command line, and render; a submission each, counted by the guard (jobs/web/guard.py)."""
 
@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import RedirectResponse
-from narrate.jobs.api import redo as redoing
+from narrate.jobs.api import redo_request as redoing
 from narrate.jobs.documents.lexicon import lexicon_of
 from narrate.jobs.errors import BadInput, NarrateError
 from narrate.jobs.web import flash, views

@@ -1,4 +1,4 @@
-"""`/v1/audio/voices`: the voice library over HTTP (jobs/api/voices.py, as `narrate voice`).
+"""`/v1/audio/voices`: the voice library over HTTP (jobs/api/voice_actions.py, as `narrate voice`).
 `GET` is Kokoro-FastAPI's list shape (`{"voices": [{"id", "name", ...}]}`, which Open WebUI reads);
 `POST` takes vLLM-Omni's multipart upload fields (`name`, `audio_sample`, `consent`, `ref_text`,
 `description` or `speaker_description`); `DELETE` is refused while queued jobs or schedules name
@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
-from narrate.jobs.api import voices as voices_api
+from narrate.jobs.api import voice_actions as voices_api
 from narrate.jobs.errors import NarrateError
 from narrate.jobs.voices import voice_library
 from narrate.jobs.voices.names import check_name

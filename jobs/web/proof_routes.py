@@ -1,4 +1,4 @@
-"""`GET /v1/narrations/{id}/proof`: the proof report of a narration submitted with `proof` (jobs/api/proof.py):
+"""`GET /v1/narrations/{id}/proof`: the proof report of a narration submitted with `proof` (jobs/api/proof_report.py):
 its counts and each sentence whose first take was flagged, placed in the book file. 404: no such narration; 409
 (`not_proofed`): one submitted without `proof`; while it runs, its counts so far and no sentences."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from narrate.jobs.api import proof as proofs
+from narrate.jobs.api import proof_report as proofs
 from narrate.jobs.queue.states import State
 from narrate.jobs.web import views
 from narrate.jobs.web.auth import SIGNED_IN
