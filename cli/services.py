@@ -123,6 +123,13 @@ def dashboard(bind, port) -> None:
     "from N cloned voices (rows of N voices share every batch), to compare with rows of one voice.",
 )
 @click.option(
+    "--quant",
+    type=click.Choice(["bf16", "float32"]),
+    default=None,
+    help="The dtype every MLX variant computes in (default: a job's on this host: float32 on a CPU with the system "
+    "OpenBLAS, else bf16).",
+)
+@click.option(
     "--torch-python",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
@@ -160,6 +167,7 @@ def bench(
     variants,
     voice_kind,
     voices,
+    quant,
     torch_python,
     torch_dtype,
     torch_threads,
@@ -209,6 +217,7 @@ def bench(
             torch_python=torch_python,
             torch_dtype=torch_dtype,
             torch_threads=torch_threads,
+            quant=quant,
         )
         click.echo(format_table(report))
         if plot_path is not None:

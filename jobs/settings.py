@@ -87,8 +87,9 @@ class Settings(BaseSettings):
     quant: Quant = setting(
         None,
         reads=WORKER,
-        shown="by model",
-        doc="`bf16`, `4bit`, `6bit`, `8bit` or `float32` for jobs submitted without `--quant`; see Models.",
+        shown="by device",
+        doc="`bf16`, `4bit`, `6bit`, `8bit` or `float32` for jobs submitted without `--quant` (default: 6bit with "
+        "Metal, float32 on a CPU with the system OpenBLAS, else bf16); see Models.",
     )
     max_frames: Annotated[int, whole(1, MAX_FRAMES_CAP)] = setting(
         2048,

@@ -135,7 +135,8 @@ def test_a_narrator_and_two_characters_by_markup_dialogue_and_each_importer(
 
 def check_each_sentence_in_its_voice(env, home, job_id, samples, checkpoint):
     """Every checkpointed sentence of the job equals that sentence synthesized alone, in this
-    process, in the voice its label names (and differs from it in another voice)."""
+    process, in the voice its label names; and in another voice it differs (in some sentence of each voice at
+    least: the tiny random checkpoint in float32, a CPU's default, may speak a short sentence alike in two voices)."""
     from narrate.jobs.audio.samples import read_voice
     from narrate.jobs.ffmpeg import ffmpeg_exe
     from narrate.worker.engine.mlx_engine import MlxEngine
@@ -152,6 +153,7 @@ def check_each_sentence_in_its_voice(env, home, job_id, samples, checkpoint):
     }
     store_ = CheckpointStore(home / "checkpoints")
     alone = CheckpointStore(home / "alone")
+    differs: set[tuple[str, str]] = set()  # (the sentence's voice, another) where the other voice's take differs
     with Connection(Settings.from_env()) as conn:
         voices = {label: engine.voice(conn.redis, ref) for label, ref in refs.items()}
         for s in plan.sentences:
@@ -162,7 +164,12 @@ def check_each_sentence_in_its_voice(env, home, job_id, samples, checkpoint):
                 key = hashlib.sha256(f"{label}-{s.index}".encode()).hexdigest()
                 alone.save(key, pcm, 0, False, 1)  # the same int16 conversion as the job's checkpoints
                 same = np.array_equal(alone.load(key).pcm, got.pcm)
-                assert same == (label == s.voice), (s.index, s.voice, label)
+                if label == s.voice:
+                    assert same, (s.index, s.voice)
+                elif not same:
+                    differs.add((s.voice, label))
+    spoken = {s.voice for s in plan.sentences}
+    assert differs == {(v, other) for v in spoken for other in voices if other != v}, differs
 
 
 def test_bad_casts_are_one_line_and_enqueue_nothing(env, home, samples, external_redis):

@@ -29,7 +29,7 @@ PATHS = {"alone": (1, True), "batched": (2, True), "static": (2, False)}
 
 @pytest.fixture(scope="module")
 def loaded(checkpoint):
-    return load(resolve(str(checkpoint), None))
+    return load(resolve(str(checkpoint), "bf16"))
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,12 @@ def loaded_float32(checkpoint):
 
 @pytest.fixture(scope="module")
 def custom_voice(custom_voice_checkpoint):
-    return load(resolve(str(custom_voice_checkpoint), None))
+    return load(resolve(str(custom_voice_checkpoint), "bf16"))
 
 
 @pytest.fixture(scope="module")
 def voice_design(voice_design_checkpoint):
-    return load(resolve(str(voice_design_checkpoint), None))
+    return load(resolve(str(voice_design_checkpoint), "bf16"))
 
 
 def synthesize_probed(loaded, path: str, ref: VoiceRef, r=None) -> DtypeProbe:

@@ -41,7 +41,7 @@ def test_quantize_local_bf16_checkpoint_at_load(checkpoint, quant, bits):
 def test_float32_upcasts_the_talker_and_code_predictor_only(checkpoint):
     """`--quant float32`: every floating-point weight of the talker (its code predictor with it) in float32,
     nothing quantized; the speaker encoder and the codec as loaded; the same weights' identity."""
-    bf16 = load(resolve(str(checkpoint), None, metal=False))
+    bf16 = load(resolve(str(checkpoint), "bf16", metal=False))
     loaded = load(resolve(str(checkpoint), "float32", metal=False))
     model = loaded.model
     assert loaded.talker_dtype == mx.float32 and loaded.resolved.quant == "float32" and loaded.key == bf16.key

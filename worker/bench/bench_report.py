@@ -25,7 +25,8 @@ def format_table(report: dict) -> str:
     w = max(15, *(len(n) + 1 for n in report["variants"]))
     head = f"{'variant':<{w}}{'frames':>8}{'frames/s':>10}{'x realtime':>12}{'first audio':>13}{'waste':>8}"
     head += f"{'spk enc':>9}{'peak MB':>9}{'vs plain':>10}"
-    lines = [head, "-" * len(head)]
+    lines = [f"MLX variants in {report['quant']}" if report.get("quant") else "", head, "-" * len(head)]
+    lines = lines if lines[0] else lines[1:]
     for name, r in report["variants"].items():
         lines.append(
             f"{name:<{w}}{r['frames']:>8}{r['frames_per_s']:>10.2f}{r['x_realtime']:>12.3f}"

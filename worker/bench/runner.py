@@ -225,8 +225,8 @@ def _load_average() -> list[float] | None:
         return None
 
 
-def _load_no_eos(checkpoint: Path, allow_eos: bool) -> LoadedModel:
-    loaded = load(resolve(str(checkpoint), None))
+def _load_no_eos(checkpoint: Path, allow_eos: bool, quant: str | None = None) -> LoadedModel:
+    loaded = load(resolve(str(checkpoint), quant))
     if not allow_eos:  # an id the sampler can never produce: every sentence runs to its budget
         tc = loaded.model.config.talker_config
         tc.codec_eos_token_id = tc.vocab_size
@@ -248,11 +248,12 @@ def run_bench(
     torch_python: Path | None = None,
     torch_dtype: str = "auto",
     torch_threads: int = 0,
+    quant: str | None = None,
 ) -> dict:
-    """Every variant on `checkpoint` (a Base model); with `preset` (a CustomVoice checkpoint of the
-    same size), narrate's variants again with a preset speaker (``--voice-kind preset``), and
-    mlx-audio's continuous session if asked for; with `voices` > 1, again with rows of that many
-    cloned voices (``--voices``); with the torch family, qwen-tts run by `torch_python`."""
+    """Every variant on `checkpoint` (a Base model), loaded as `quant` (None: this host's default, as a job's); with
+    `preset` (a CustomVoice checkpoint of the same size), narrate's variants again with a preset speaker
+    (``--voice-kind preset``), and mlx-audio's continuous session if asked for; with `voices` > 1, again with rows of
+    that many cloned voices (``--voices``); with the torch family, qwen-tts run by `torch_python`."""
     narrates = {"static", "continuous"}
     for asked, option in ((preset is not None, "--voice-kind preset"), (voices > 1, "--voices")):
         if asked and not (narrates | ({"mlx-continuous"} if preset is not None else set())) & set(families):
@@ -264,9 +265,9 @@ def run_bench(
     if not 1 <= voices <= MAX_VOICES:
         raise BadInput(f"--voices {voices}: give 1 to {MAX_VOICES}")
     t0 = time.perf_counter()
-    loaded = _load_no_eos(checkpoint, allow_eos)
+    loaded = _load_no_eos(checkpoint, allow_eos, quant)
     load_s = time.perf_counter() - t0
-    presets = _load_no_eos(preset, allow_eos) if preset is not None else None
+    presets = _load_no_eos(preset, allow_eos, quant) if preset is not None else None
     if presets is not None and presets.kind != "custom_voice":
         raise BadInput(f"--voice-kind preset needs a CustomVoice checkpoint; {preset} is {presets.kind}")
     cfg = loaded.model.config.talker_config
@@ -274,6 +275,7 @@ def run_bench(
     report: dict = {
         "checkpoint": checkpoint.name,
         "talker": {"hidden_size": cfg.hidden_size, "layers": cfg.num_hidden_layers},
+        "quant": loaded.resolved.quant,  # every mlx variant's (the plain loop's too): --quant, else the host's default
         "device": str(mx.default_device()),
         "platform": platform.platform(),
         "mlx": mx.__version__,  # type: ignore[attr-defined]  # not in mlx's type stubs

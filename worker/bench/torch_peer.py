@@ -18,7 +18,9 @@ frames), then measured in turn:
   torch-plain    ``generate_voice_clone`` per sentence (one sentence at a time)
   torch-batch-N  ``generate_voice_clone`` with lists of N sentences in reading order per call
 
-Both clone in x-vector mode (``x_vector_only_mode=True``, narrate's mode) with one voice prompt
+Both clone in x-vector mode (``x_vector_only_mode=True``, narrate's mode) in narrate's prompt layout (the whole
+sentence in the prefill, ``non_streaming_mode=True``: the clone call's default is the other layout, the text fed
+beside the codec frames, a token a frame, which is other work; the result says which) with one voice prompt
 built once by ``create_voice_clone_prompt`` (the reference's way to reuse a voice; one speaker
 encoder run), the checkpoint's sampling (generation_config.json), EOS disabled unless allowed (the
 EOS id moved out of the vocabulary: every row generates up to ``max_new_tokens``).
@@ -43,6 +45,7 @@ from typing import Any
 
 FRAMES_PER_SECOND = 12.5
 SAMPLES_PER_FRAME = 1920  # 24 kHz / 12.5
+NON_STREAMING = True  # the prompt layout (narrate's: docs/models.md); the result names it
 # A variant: (its sentences as (text, frame budget), the list its steps' (rows computed, past a budget)
 # go to) -> the frames of each call, within the budgets.
 Run = Callable[[list[tuple[str, int]], list[tuple[int, int]]], Iterator[int]]
@@ -152,6 +155,7 @@ class Peer:
             language="Auto",
             voice_clone_prompt=self.prompt * len(texts),
             max_new_tokens=max(budgets) + 1,
+            non_streaming_mode=NON_STREAMING,  # narrate's prompt layout: the whole sentence in the prefill
         )
         return [round(len(w) / SAMPLES_PER_FRAME) for w in wavs]
 
@@ -211,6 +215,7 @@ def run(request: dict) -> dict:
         **versions(),
         "device": peer.device,
         "dtype": peer.dtype,
+        "layout": "non_streaming_mode=True: the whole sentence in the prefill, as narrate" if NON_STREAMING else "",
         "threads": peer.torch.get_num_threads(),
         "load_s": round(peer.load_s, 2),
         "variants": {},

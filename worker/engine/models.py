@@ -3,19 +3,22 @@ loaded model can speak (its kind: Base clones samples, CustomVoice speaks preset
 VoiceDesign voices from a description), and the warm model cache keyed by (model, quantization).
 
 Id rewriting (``resolve``), where Q is --quant / NARRATE_QUANT or else the device default
-(6bit with Apple Metal; bf16 on CPU and CUDA, where quantized matmuls are 4-5x slower):
+(``default_quant``: 6bit with Apple Metal; float32 on a CPU whose float32 products go through the
+system OpenBLAS; bf16 on other CPUs and on CUDA, where quantized matmuls are 4-5x slower):
 
     Qwen/NAME                      -> mlx-community/NAME-Q
     mlx-community/NAME             -> mlx-community/NAME-Q
     mlx-community/NAME-8bit        -> unchanged without --quant; mlx-community/NAME-Q with it
     other-org/NAME                 -> unchanged; quantized at load to Q if Q is 4/6/8bit
-    /a/local/checkpoint            -> loaded as is (bf16); quantized at load to Q if Q is 4/6/8bit
+    /a/local/checkpoint            -> loaded as is (bf16, or float32 where that is the CPU's default);
+                                      quantized at load to Q if Q is 4/6/8bit
 
 Q = float32 loads the bf16 weights (``mlx-community/NAME-bf16`` for the first two rows) and upcasts
 the talker and code predictor once at load (``upcast``): they then compute in float32, their KV
 caches too (the voice is cast to the talker's dtype). On a Linux CPU with the system OpenBLAS
-(narrate.worker.blas) their matrix products go through it instead of MLX's bfloat16 kernels:
-faster there, not the same takes as bf16 (docs/models.md has the figures).
+(narrate.worker.blas) their matrix products go through it instead of MLX's bfloat16 kernels: faster
+there, and the reference's own codes (tests/system/test_parity.py), so it is that CPU's default;
+docs/models.md has the figures.
 """
 
 from __future__ import annotations
@@ -48,8 +51,18 @@ def is_metal() -> bool:
     return mx.default_device().type == mx.gpu and mx.metal.is_available()
 
 
-def default_quant(metal: bool) -> str:
-    return "6bit" if metal else "bf16"
+def cpu_float32() -> bool:
+    """Whether float32 is this host's default: a CPU whose float32 products go through the system OpenBLAS
+    (narrate.worker.blas). There the talker and code predictor run faster in float32 than in MLX's bfloat16 kernels
+    and compute the reference's own codes; without that BLAS float32 is slower, and bf16 stays the default."""
+    from narrate.worker import blas
+
+    return mx.default_device().type == mx.cpu and blas.loaded is not None
+
+
+def default_quant(metal: bool, float32: bool = False) -> str:
+    """What a hub model is loaded as without --quant: 6bit with Metal, float32 where ``cpu_float32``, else bf16."""
+    return "6bit" if metal else FLOAT32 if float32 else "bf16"
 
 
 @dataclass(frozen=True)
@@ -60,13 +73,16 @@ class Resolved:
     local: bool
 
 
-def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolved:
-    """Apply the id-rewriting table in this module's docstring."""
+def resolve(model: str, quant: str | None, metal: bool | None = None, float32: bool | None = None) -> Resolved:
+    """Apply the id-rewriting table in this module's docstring (`metal`, `float32`: this host's, unless given)."""
     if metal is None:
         metal = is_metal()
+    if float32 is None:
+        float32 = not metal and cpu_float32()
+    as_is = FLOAT32 if float32 else "bf16"  # a checkpoint loaded as it is (float32: upcast where it is the default)
     path = Path(model).expanduser()
     if path.is_dir():
-        q = quant or "bf16"
+        q = quant or as_is
         return Resolved(str(path.resolve()), q, BITS.get(q), local=True)
     if model.startswith((".", "/", "~")) or not HUB_ID.match(model):
         raise BadInput(f"model {model!r} is neither a local checkpoint directory nor a Hugging Face id (org/name)")
@@ -76,9 +92,9 @@ def resolve(model: str, quant: str | None, metal: bool | None = None) -> Resolve
         if m and quant is None:
             return Resolved(f"mlx-community/{name}", m.group(1), None, local=False)
         base = QUANT_SUFFIX.sub("", name)
-        q = quant or default_quant(metal)
+        q = quant or default_quant(metal, float32)
         return Resolved(f"mlx-community/{base}-{'bf16' if q == FLOAT32 else q}", q, None, local=False)
-    q = quant or "bf16"
+    q = quant or as_is
     return Resolved(model, q, BITS.get(q), local=False)
 
 
