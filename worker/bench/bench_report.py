@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from narrate.jobs.errors import NarrateError
+from narrate.worker.bench.stages import format_stages
 
 
 def family(name: str) -> str:
@@ -44,6 +45,7 @@ def format_table(report: dict) -> str:
         lines.append(
             f"narrate continuous preset vs mlx-audio's continuous session: {_by_n(report['vs_mlx_continuous'])}"
         )
+    lines += format_stages(report)
     if report.get("vs_torch_batch"):
         lines.append(f"narrate continuous vs qwen-tts batched (torch): {_by_n(report['vs_torch_batch'])}")
     if report.get("vs_torch_plain"):

@@ -65,11 +65,13 @@ import mlx.core as mx
 from narrate.jobs.book.synthesis import Sentence, VoiceEmbedding
 from narrate.jobs.errors import BadInput
 from narrate.worker import blas
+from narrate.worker.bench import stages
 from narrate.worker.bench.bench_voices import MAX_VOICES, clone_embeddings, preset_voice, voice_files
 from narrate.worker.bench.measure import Variant, run_variants, summarize, voices_suffix
 from narrate.worker.bench.mlx_continuous import mlx_continuous
 from narrate.worker.bench.torch_variants import check, run_torch, variant_names
 from narrate.worker.bench.workloads import Item
+from narrate.worker.engine.decode_loop import StageClock
 from narrate.worker.engine.mlx_compat import shadow
 from narrate.worker.engine.mlx_engine import MlxEngine
 from narrate.worker.engine.models import LoadedModel, load, resolve
@@ -185,6 +187,16 @@ class Bench:
         self.batch_voices = [len({i % voices for i in g}) for g in groups]
         self.steps = engine.last_loop.computed if engine.last_loop else []
         self.padding = engine.last_loop.padding if engine.last_loop else []
+
+    def stage_clock(self, size: int) -> StageClock:
+        """One more continuous-`size` run with every stage of the decode loop evaluated and timed (stages.py)."""
+        clock = StageClock()
+        sentences = [Sentence(i, it.text, 1000 + i, it.budget) for i, it in enumerate(self.items)]
+        engine = MlxEngine(self.loaded, batch_size=size, runaway_retries=0, continuous=True, clock=clock)
+        engine.warm_up()
+        for _ in engine.batched(sentences, self._voices()[0], size):
+            pass
+        return clock
 
     def mlx_continuous(self, size: int, items: list[Item] | None = None) -> Iterator[int]:
         """mlx-audio's continuous-batching session of `size` slots, the preset speaker on the CustomVoice model."""
@@ -308,6 +320,11 @@ def run_bench(
         log(f"loaded {checkpoint} in {load_s:.1f}s on {report['device']}; warming up every variant")
         with counting_mlx_audio_runs(loaded.model):
             runs = run_variants(bench, report, _variants(bench, batch_sizes, families), warmup_frames, out_json, log)
+        if "continuous" in families:  # where a frame's time goes, stage by stage (stages.py)
+            size = max(batch_sizes)
+            log(f"stage profile: continuous-{size} once more, each stage of the decode loop on its own")
+            found = stages.profile(bench.stage_clock(size), stages.gflop_per_frame(loaded.model))
+            report["stages"] = {"variant": f"continuous-{size}", **found}
         if torch and torch_python:  # after narrate's variants: the two never share the CPU
             settings = (allow_eos, torch_dtype, torch_threads)
             args = (bench.voice_path, items, batch_sizes, warmup_frames, *settings, Path(tmp), log)

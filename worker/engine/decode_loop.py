@@ -18,12 +18,17 @@ and the codec itself, so that:
 
 One host sync a step: the EOS flags are read back to retire rows (reading them every few steps
 instead measured no faster on a CPU and would compute finished rows meanwhile).
+
+With a ``StageClock`` (``narrate bench``'s stage profile only) every stage is evaluated on its own and timed:
+the talker's step, the joining rows' prefill, the first codebook's sampling, the code predictor, the next
+inputs, the codec (decoding inline); what each costs, not the pipeline's overlapped wall time.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections import deque
+import time
+from collections import defaultdict, deque
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -69,6 +74,26 @@ class Row:
     codes: list[np.ndarray] | None = None  # every frame's 16 codes, where a caller asks for them (a list)
 
 
+class StageClock:
+    """Seconds per stage of the decode loop, each stage evaluated before the next starts (``mark``)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.frames = 0  # row-frames computed (a row's frame at a step)
+        self._t = time.perf_counter()
+
+    def start(self) -> None:
+        self._t = time.perf_counter()
+
+    def mark(self, stage: str, *arrays: mx.array) -> None:
+        """`stage` ends here: its arrays evaluated, the time since the last mark counted to it."""
+        if arrays:
+            mx.eval(*arrays)
+        now = time.perf_counter()
+        self.seconds[stage] += now - self._t
+        self._t = now
+
+
 def suppressed_tokens(vocab: int, eos: int) -> mx.array:
     """(vocab,) bool: the control ids the first codebook may not sample (all but EOS)."""
     return mx.array([(vocab - CONTROL_TOKENS <= i < vocab) and i != eos for i in range(vocab)])
@@ -77,8 +102,16 @@ def suppressed_tokens(vocab: int, eos: int) -> mx.array:
 class DecodeLoop:
     """A batch that rows join (`add`) and leave; `step` advances every running row one frame."""
 
-    def __init__(self, model: Any, size: int, continuous: bool = True, threaded_codec: bool = True):
+    def __init__(
+        self,
+        model: Any,
+        size: int,
+        continuous: bool = True,
+        threaded_codec: bool = True,
+        clock: StageClock | None = None,
+    ):
         self.model = model
+        self.clock = clock  # the stage profile's (its codec decodes inline): each stage evaluated and timed
         self.voices = VoiceRows(model)  # the rows' voices as mlx-audio's prefill builder takes them
         self.size = size  # the most rows at once (the code predictor's compiled buckets)
         self.continuous = continuous
@@ -87,7 +120,7 @@ class DecodeLoop:
         self.config = model.config.talker_config
         self.eos = self.config.codec_eos_token_id
         self.suppress = suppressed_tokens(self.config.vocab_size, self.eos)
-        self.codec = CodecWorker(model.speech_tokenizer.decoder, threaded=threaded_codec)
+        self.codec = CodecWorker(model.speech_tokenizer.decoder, threaded=threaded_codec and clock is None)
         self.rows: list[Row] = []  # the batch, in the order of self.state's rows
         self.state: Rows | None = None
         self.pad_embed: mx.array | None = None
@@ -112,6 +145,8 @@ class DecodeLoop:
     def step(self) -> Iterator[Chunk]:
         """One frame for every row (prefilling the rows that join), then the audio that is ready."""
         logits, hidden = [], []
+        if self.clock:
+            self.clock.start()
         if self.rows:
             s = self.state
             assert s is not None  # rows in the batch have their state
@@ -119,6 +154,8 @@ class DecodeLoop:
             s.advanced()
             logits.append(lg[:, -1, :])
             hidden.append(hd[:, -1:, :])
+            if self.clock:
+                self.clock.mark("talker", logits[-1], hidden[-1])
         joining, self.pending = self.pending, []
         for _, same in itertools.groupby(sorted(joining, key=lambda r: r.language), key=lambda r: r.language):
             group = list(same)
@@ -126,6 +163,8 @@ class DecodeLoop:
             logits.append(lg)
             hidden.append(hd)
             self.rows.extend(group)
+        if self.clock and joining:
+            self.clock.mark("prefill", *logits, *hidden)
         self.steps += 1
         self.computed.append((len(self.rows), sum(r.done for r in self.rows)))
         self._advance(mx.concatenate(logits, axis=0), mx.concatenate(hidden, axis=0))
@@ -179,11 +218,15 @@ class DecodeLoop:
         first = sample_rows(logits, seeds, steps, 0, self.talker_opts, suppress=self.suppress, recent=recent[:, :vocab])
         first = mx.where(live, first.astype(mx.int32), mx.full((n,), self.eos, dtype=mx.int32))
         hit_eos = first == self.eos
+        if self.clock:
+            self.clock.mark("sampling", first)
         # Code predictor: the other 15 codebooks of this frame, one token per row each, in one
         # compiled call (rows padded up to a compiled shape: code_predictor_step.py).
         size = self.size if n <= self.size else self.size + RIDER_SEATS  # riders aboard: one compiled shape more
         rest = self.predict(hidden, first, seeds, steps, size)
         self.padding.append(self.predict.bucket(n, size) - n)
+        if self.clock:
+            self.clock.mark("code_predictor", rest)
         all_codes = mx.concatenate([first[:, None], rest], axis=1)  # (rows, 16)
         tokens = [all_codes[:, g : g + 1] for g in range(config.num_code_groups)]
         s.embeds = model._next_batch_input_embeds(
@@ -194,6 +237,9 @@ class DecodeLoop:
         shifted = mx.concatenate([s.history[:, 1:], first[:, None]], axis=1)
         s.history = mx.where(going[:, None], shifted, s.history)
         mx.eval(all_codes, s.embeds, hit_eos, s.history, s.trailing_idx)
+        if self.clock:
+            self.clock.mark("next_input")
+            self.clock.frames += sum(not r.done for r in rows)
         eos_now = hit_eos.tolist()  # the step's one host sync
         codes = np.array(all_codes)  # to the host: the codec thread builds its own arrays
         for b, row in enumerate(rows):
@@ -208,6 +254,8 @@ class DecodeLoop:
                 row.frames += 1
                 row.done = row.frames >= row.budget
             self._emit(row)
+        if self.clock:
+            self.clock.mark("codec")  # decoded inline, as each row's chunk came due
         self._retire()
 
     def _emit(self, row: Row) -> None:

@@ -24,7 +24,7 @@ from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.task.model_protocols import Rider, RiderSource
 from narrate.worker.engine import admission, row_voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
-from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop
+from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop, StageClock
 from narrate.worker.engine.mlx_compat import check_internals
 from narrate.worker.engine.models import LoadedModel
 from narrate.worker.engine.row_voices import RowVoice
@@ -114,8 +114,10 @@ class MlxEngine:
         runaway_retries: int = 1,
         continuous: bool = True,
         threaded_codec: bool = True,
+        clock: StageClock | None = None,
     ):
         self.loaded = loaded
+        self.clock = clock  # narrate bench's stage profile: every stage of the decode loop evaluated and timed
         self.batch_size = batch_size
         self.runaway_retries = runaway_retries
         self.continuous = continuous  # False: static batches (the benchmark's and the tests' reference)
@@ -200,7 +202,7 @@ class MlxEngine:
         each = voice_of_each(sentences, voice)
         for v in {id(v): v for v in each.values()}.values():
             row_voices.check(self.loaded, v)
-        loop = DecodeLoop(self.loaded.model, size, self.continuous, self.threaded_codec)
+        loop = DecodeLoop(self.loaded.model, size, self.continuous, self.threaded_codec, self.clock)
         self.last_loop = loop
         groups = batches(sentences, size)
         boarding = None if riders is None else functools.partial(self.board, riders)
