@@ -18,11 +18,12 @@ from helpers.procs import narrate, wait_until
 from helpers.web import Served, add_voice, post_book, serve
 
 SENTENCES = 24  # three groups of 8 rows on a CPU
+LONGER = 40  # the yield's book: still running once the preview's process has started and its clip waited
 
 
-def start_book(s: Served, voice_wav) -> dict:
+def start_book(s: Served, voice_wav, sentences: int = SENTENCES) -> dict:
     add_voice(s, voice_wav)
-    book = post_book(s, SENTENCES)
+    book = post_book(s, sentences)
 
     def started() -> bool:
         now = s.get(f"/v1/narrations/{book['id']}").json()
@@ -32,13 +33,13 @@ def start_book(s: Served, voice_wav) -> dict:
     return book
 
 
-def finished_book(s: Served, book: dict) -> dict:
+def finished_book(s: Served, book: dict, sentences: int = SENTENCES) -> dict:
     def ended() -> dict | None:
         now = s.get(f"/v1/narrations/{book['id']}").json()
         return now if now["status"] in ("completed", "failed", "cancelled") else None
 
     done = wait_until(ended, 180, "the book to end", poll=0.2)
-    assert done["status"] == "completed" and done["progress"]["sentences_done"] == SENTENCES, done
+    assert done["status"] == "completed" and done["progress"]["sentences_done"] == sentences, done
     [wav] = [o for o in done["outputs"] if o["name"].endswith(".wav")]
     path = s.home / "out" / "narrations" / wav["name"]
     assert abs(decoded_samples(path).size / 24000 - done["duration_s"]) < 0.001
@@ -83,7 +84,7 @@ def test_a_speech_request_rides_along_the_books_batches(checkpoint, voice_wav):
 def test_a_preview_for_another_model_is_made_between_the_books_batches(checkpoint, custom_voice_checkpoint, voice_wav):
     s = serve(checkpoint, NARRATE_CLIP_YIELD_S="1").with_worker()
     try:
-        book = start_book(s, voice_wav)
+        book = start_book(s, voice_wav, LONGER)
         t0 = time.monotonic()
         out = s.home / "aiden.wav"
         made = narrate(
@@ -102,7 +103,7 @@ def test_a_preview_for_another_model_is_made_between_the_books_batches(checkpoin
         assert made.returncode == 0 and decoded_samples(out).size > 0, made.stderr
         # Made between the book's batches: the book yielded to it and went on from its checkpoints (the logs and
         # `reused` below), whether or not it has ended by the time this process reads it on a busy machine.
-        result = finished_book(s, book)
+        result = finished_book(s, book, LONGER)
         assert result["attempts"] == 1 and result["reused"] > 0, result  # a yield is no attempt; it went on
     finally:
         logs = s.close()
