@@ -10,10 +10,12 @@ from narrate.worker.engine import code_predictor_step as cps
 from narrate.worker.engine.codec_fast import (
     DepthwiseConv1d,
     FastLinear,
+    OverlapTransposeConv1d,
     PatchConv1d,
     Settled,
     StridedTransposeConv1d,
     is_depthwise,
+    is_overlap_transpose,
     is_plain,
     is_strided_transpose,
     stages,
@@ -48,6 +50,15 @@ def test_faster_codec_layers_equal_mlx_layers():
         assert is_strided_transpose(up)
         np.testing.assert_allclose(np.array(StridedTransposeConv1d(up)(x)), np.array(up(x)), rtol=0, atol=1e-6)
     assert not is_strided_transpose(nn.ConvTranspose1d(12, 7, kernel_size=8, stride=4))
+    # the decoder blocks' upsamplings of the real codec: kernel twice the stride (and the tiny shapes of each)
+    for cin, out, stride, chunks in ((12, 7, 4, 2), (12, 7, 3, 2), (12, 7, 5, 3), (96, 48, 8, 2)):
+        up = nn.ConvTranspose1d(cin, out, kernel_size=stride * chunks, stride=stride)
+        assert is_overlap_transpose(up) and not is_strided_transpose(up)
+        x_up = mx.random.normal((2, 9, cin))
+        np.testing.assert_allclose(np.array(OverlapTransposeConv1d(up)(x_up)), np.array(up(x_up)), rtol=0, atol=2e-5)
+    assert not is_overlap_transpose(nn.ConvTranspose1d(12, 7, kernel_size=5, stride=5))  # the strided one's
+    assert not is_overlap_transpose(nn.ConvTranspose1d(12, 7, kernel_size=7, stride=4))  # not a multiple
+    assert not is_overlap_transpose(nn.ConvTranspose1d(12, 7, kernel_size=8, stride=4, padding=1))
     linear = nn.Linear(12, 40)
     assert FastLinear(linear).flat_np is None  # this process's MLX products: its own BLAS (or the system's)
     np.testing.assert_array_equal(np.array(FastLinear(linear)(x)), np.array(linear(x)))  # the same addmm
@@ -121,3 +132,26 @@ def test_a_decoder_shaped_like_the_real_ones_is_settled_stage_by_stage_with_the_
     cut = worker.row().decode(codes)
     worker.swaps = [s for s in worker.swaps if not isinstance(s[3], Settled)]
     assert np.array_equal(cut, worker.row().decode(codes)) and cut.shape == (5 * 2 * 2 * 3,)
+
+
+def test_a_decoder_blocks_upsampling_streams_the_same_with_the_faster_layer():
+    """The real codec's decoder blocks upsample with a transposed convolution of kernel twice the stride, streamed
+    with an overlap-add of its tail (mlx-audio's DecoderBlockUpsample.step): with OverlapTransposeConv1d in its
+    place, chunk by chunk, the samples are one whole decode's with mlx-audio's layer, within float rounding."""
+    from mlx_audio.tts.models.qwen3_tts.speech_tokenizer import DecoderBlockUpsample
+
+    mx.random.seed(5)
+    block = DecoderBlockUpsample(24, 12, 5)
+    x = mx.random.normal((1, 11, 24))
+    whole = block(x)  # mlx-audio's layer, the whole sequence at once
+    assert is_overlap_transpose(block.conv)
+    original, block.conv = block.conv, OverlapTransposeConv1d(block.conv)
+    try:
+        pieces, start = [], 0
+        for size in (4, 5, 2):
+            pieces.append(block.step(x[:, start : start + size]))
+            start += size
+    finally:
+        block.conv = original
+        block.reset_state()
+    np.testing.assert_allclose(np.array(mx.concatenate(pieces, axis=1)), np.array(whole), rtol=0, atol=2e-5)
