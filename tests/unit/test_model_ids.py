@@ -84,3 +84,20 @@ def test_local_checkpoint_resolution(checkpoint):
 def test_unresolvable_model_is_a_clear_error(bad):
     with pytest.raises(BadInput, match="neither a local checkpoint directory nor a Hugging Face id"):
         resolve(bad, None, metal=False)
+
+
+def test_a_real_models_products_get_every_core_of_the_system_openblas():
+    """The system OpenBLAS multiplies a real model's (talker 1024 wide or more) products on every core, a small one's
+    on one thread (beside the codec's thread); set when a job's engine is made."""
+    import os
+
+    from narrate.worker import blas
+
+    if blas.loaded is None:
+        pytest.skip("no system OpenBLAS here (Debian and Ubuntu: libopenblas0)")
+    try:
+        assert blas.threads_for(2048) == (os.cpu_count() or 1) == blas.threads
+        assert blas.threads_for(1024) == (os.cpu_count() or 1)
+        assert blas.threads_for(16) == 1 == blas.threads
+    finally:
+        blas.threads_for(16)

@@ -22,6 +22,7 @@ import mlx.core as mx
 from narrate.jobs.book.synthesis import Chunk, OnBatch, OnDropped, Sentence, VoiceEmbedding
 from narrate.jobs.book.voice import VoiceRef
 from narrate.jobs.task.model_protocols import Rider, RiderSource
+from narrate.worker import blas
 from narrate.worker.engine import admission, row_voices
 from narrate.worker.engine.code_predictor_step import code_predictor_step
 from narrate.worker.engine.decode_loop import RIDER_SEATS, DecodeLoop, StageClock
@@ -117,6 +118,7 @@ class MlxEngine:
         clock: StageClock | None = None,
     ):
         self.loaded = loaded
+        blas.threads_for(int(loaded.model.config.talker_config.hidden_size))  # every core for a real model's products
         self.clock = clock  # narrate bench's stage profile: every stage of the decode loop evaluated and timed
         self.batch_size = batch_size
         self.runaway_retries = runaway_retries
