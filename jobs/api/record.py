@@ -9,7 +9,7 @@ time) is read by ``with_results``, ``failure_line`` and ``due_times``, each one 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -22,6 +22,7 @@ from narrate.jobs.queue.lifecycle import CANCEL_FIELD
 from narrate.jobs.queue.queues import priority_of
 from narrate.jobs.queue.states import State
 from narrate.jobs.server.store import text
+from redis.client import Pipeline
 from rq.job import Job
 from rq.registry import ScheduledJobRegistry
 from rq.results import Result
@@ -174,14 +175,21 @@ def read_record(r: redis.Redis, job_id: str) -> JobRecord:
     return found
 
 
+def _ask(
+    r: redis.Redis, records: list[JobRecord], state: State, ask: Callable[[Pipeline, JobRecord], object]
+) -> dict[str, Any]:
+    """One pipelined command (`ask`) for each record in `state`, in one round trip: the replies by job id."""
+    picked = [rec for rec in records if rec.status == state]
+    with r.pipeline(transaction=False) as p:
+        for rec in picked:
+            ask(p, rec)
+        return dict(zip([rec.id for rec in picked], p.execute(), strict=True))
+
+
 def with_results(r: redis.Redis, records: Iterable[JobRecord]) -> list[JobRecord]:
     """The records with their results read (each finished one's latest): one round trip for all."""
     records = list(records)
-    done = [rec for rec in records if rec.status == State.FINISHED]
-    with r.pipeline(transaction=False) as p:
-        for rec in done:
-            p.xrevrange(Result.get_key(rec.id), "+", "-", count=1)
-        latest = dict(zip([rec.id for rec in done], p.execute(), strict=True))
+    latest = _ask(r, records, State.FINISHED, lambda p, rec: p.xrevrange(Result.get_key(rec.id), "+", "-", count=1))
     out = []
     for rec in records:
         entries = latest.get(rec.id)
@@ -197,20 +205,20 @@ def with_results(r: redis.Redis, records: Iterable[JobRecord]) -> list[JobRecord
 def due_times(r: redis.Redis, records: Iterable[JobRecord]) -> list[JobRecord]:
     """The records with the due time of each scheduled one: one round trip for all."""
     records = list(records)
-    waiting = [rec for rec in records if rec.status == State.SCHEDULED]
-    with r.pipeline(transaction=False) as p:
-        for rec in waiting:
-            p.zscore(ScheduledJobRegistry(rec.origin, connection=r).key, rec.id)
-        scores = dict(zip([rec.id for rec in waiting], p.execute(), strict=True))
+    scores = _ask(r, records, State.SCHEDULED, lambda p, rec: p.zscore(_scheduled_key(r, rec.origin), rec.id))
     return [
         replace(rec, due_at=datetime.fromtimestamp(scores[rec.id], tz=UTC)) if scores.get(rec.id) is not None else rec
         for rec in records
     ]
 
 
+def _scheduled_key(r: redis.Redis, origin: str) -> str:
+    return ScheduledJobRegistry(origin, connection=r).key
+
+
 def due_time(r: redis.Redis, job: Job) -> datetime | None:
     """When a scheduled job is due (None if it is not in its queue's scheduled registry)."""
-    score = r.zscore(ScheduledJobRegistry(job.origin, connection=r).key, job.id)
+    score = r.zscore(_scheduled_key(r, job.origin), job.id)
     return datetime.fromtimestamp(score, UTC) if score is not None else None
 
 

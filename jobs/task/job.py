@@ -134,6 +134,7 @@ class _Attempt:
     spec: JobSpec
     doc: Document
     root: OutputRoot
+    final: Path  # where the book lands (under the pinned root)
     engine: Engine
     plan: Plan
     checkpoints: CheckpointStore
@@ -154,6 +155,7 @@ class _Attempt:
         keep_inputs(job, spec)
         doc = store.get_document(job.connection, spec.document)
         root = OutputRoot.pin(ctx.settings.output_dir)  # the book may only land in this very directory
+        final = output_path(root.path, spec.output)
         t0 = time.monotonic()
         engine = ctx.engine_for(spec.model, spec.quant)
         t_loaded = time.monotonic()
@@ -177,7 +179,7 @@ class _Attempt:
         )
         progress.save()
         ctx.check_canceled(progress.done, progress.total)  # canceled while it was being taken from the queue
-        found = (doc, root, engine, plan, checkpoints, cached, todo, progress)
+        found = (doc, root, final, engine, plan, checkpoints, cached, todo, progress)
         return cls(ctx, spec, *found, t0, t_loaded, proofing, wording)
 
     def voice(self) -> Voices:
@@ -190,10 +192,17 @@ class _Attempt:
         the takes it makes final; each final take goes to word timings (with --word-timings) and to the stitcher,
         which may encode it into the book at once."""
         to_hear = self.proofing.to_hear(self.cached) if self.proofing else []  # checkpointed, not heard to the end
-        final = output_path(self.root.path, self.spec.output)
         words = self.wording.collect if self.wording else None
         stitching = Stitcher(
-            self.ctx, self.spec, self.doc, self.plan, self.checkpoints, self.root, final, self.todo + to_hear, words
+            self.ctx,
+            self.spec,
+            self.doc,
+            self.plan,
+            self.checkpoints,
+            self.root,
+            self.final,
+            self.todo + to_hear,
+            words,
         )
         stages = [stage for stage in (self.proofing, self.wording) if stage is not None]
         with stitching as stitcher, contextlib.ExitStack() as running:
@@ -238,7 +247,7 @@ class _Attempt:
         duration = book.samples / SAMPLE_RATE
         sentences = len(self.plan.sentences)
         return JobResult(
-            output=str(output_path(self.root.path, self.spec.output)),
+            output=str(self.final),
             output_relative=self.spec.output,
             output_sha256=book.sha256,
             duration_seconds=duration,

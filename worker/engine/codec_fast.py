@@ -137,7 +137,7 @@ class StridedTransposeConv1d(nn.Module):
     def __init__(self, conv: nn.ConvTranspose1d):
         super().__init__()
         out, kernel, cin = conv.weight.shape
-        self.kernel, self.out = kernel, out
+        self.kernel, self.stride, self.out = kernel, conv.stride, out
         self.flat = mx.contiguous(conv.weight.transpose(2, 1, 0).reshape(cin, kernel * out))  # (in, kernel x out)
         self.flat_np = _numpy_copy(self.flat)
         if "bias" in conv:
@@ -149,29 +149,24 @@ class StridedTransposeConv1d(nn.Module):
         return y + self.bias if "bias" in self else y
 
 
-class OverlapTransposeConv1d(nn.Module):
+class OverlapTransposeConv1d(StridedTransposeConv1d):
     """An ``nn.ConvTranspose1d`` whose kernel is a multiple `m` of its stride (the decoder blocks' upsamplings:
     kernel twice the stride): one matrix product gives each input step's `kernel` output steps, whose `m` chunks
     of `stride` steps are added in at `m` successive offsets (an overlap-add), as the transposed convolution sums
     them. MLX's CPU kernel for these shapes was most of the codec's time at the real sizes."""
 
     def __init__(self, conv: nn.ConvTranspose1d):
-        super().__init__()
-        out, kernel, cin = conv.weight.shape
-        self.stride, self.chunks, self.out = conv.stride, kernel // conv.stride, out
-        self.flat = mx.contiguous(conv.weight.transpose(2, 1, 0).reshape(cin, kernel * out))  # (in, kernel x out)
-        self.flat_np = _numpy_copy(self.flat)
-        if "bias" in conv:
-            self.bias = conv.bias
+        super().__init__(conv)  # the same product: the weight as (in, kernel x out)
+        self.chunks = self.kernel // self.stride
 
     def __call__(self, x: mx.array) -> mx.array:
         b, t, _ = x.shape
         s, m = self.stride, self.chunks
         y = product(x, self.flat, self.flat_np).reshape(b, t, m, s * self.out)
-        parts = [y[:, :, c].reshape(b, t * s, self.out) for c in range(m)]
-        summed = parts[0] if m == 1 else mx.pad(parts[0], [(0, 0), (0, (m - 1) * s), (0, 0)])
+        summed = mx.pad(y[:, :, 0].reshape(b, t * s, self.out), [(0, 0), (0, (m - 1) * s), (0, 0)])
         for c in range(1, m):
-            summed = summed + mx.pad(parts[c], [(0, 0), (c * s, (m - 1 - c) * s), (0, 0)])
+            part = y[:, :, c].reshape(b, t * s, self.out)
+            summed = summed + mx.pad(part, [(0, 0), (c * s, (m - 1 - c) * s), (0, 0)])
         return summed + self.bias if "bias" in self else summed
 
 
